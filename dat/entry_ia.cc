@@ -1,0 +1,45 @@
+// DAT entry points for the IA: dat_ia_open, dat_ia_close, dat_ia_query.
+#include "core/ia.h"
+#include "dat/entries.h"
+#include "dat/provider_entry.h"
+#include "dat/status_map.h"
+
+namespace softdat::dat {
+
+DAT_RETURN IaOpen(const DAT_NAME_PTR name, DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE* async_evd,
+                  DAT_IA_HANDLE* ia_handle) noexcept {
+  return Guarded("dat_ia_open", [&]() -> Status {
+    if (name == nullptr) return Status(Code::kInvalidParameter, Detail::kArg1);
+    if (ia_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+    ProviderEntry* entry = FindProvider(name);
+    if (entry == nullptr) {
+      SOFTDAT_LOG(kError, "dat_ia_open(%s): no such IA registered with softdat", name);
+      return Status(Code::kProviderNotFound);
+    }
+    core::Ia* ia = nullptr;
+    Status status =
+        core::Ia::Open(&entry->table, name, entry->params, async_evd_qlen, async_evd, &ia);
+    if (status.ok()) *ia_handle = ia;
+    return status;
+  });
+}
+
+DAT_RETURN IaClose(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS flags) noexcept {
+  return Guarded("dat_ia_close", [&]() -> Status {
+    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
+    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    return core::Ia::Close(ia, flags);
+  });
+}
+
+DAT_RETURN IaQuery(DAT_IA_HANDLE ia_handle, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_MASK ia_mask,
+                   DAT_IA_ATTR* ia_attr, DAT_PROVIDER_ATTR_MASK provider_mask,
+                   DAT_PROVIDER_ATTR* provider_attr) noexcept {
+  return Guarded("dat_ia_query", [&]() -> Status {
+    const core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
+    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    return ia->Query(async_evd, ia_mask, ia_attr, provider_mask, provider_attr);
+  });
+}
+
+}  // namespace softdat::dat

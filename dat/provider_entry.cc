@@ -1,0 +1,93 @@
+// dat_provider_init / dat_provider_fini: the only two symbols the library exports (see
+// provider.lds). libdat2 calls init once per dat.conf line naming this library, when a consumer
+// first opens that IA name; the registry functions resolve to the consumer's libdat2.
+#include "dat/provider_entry.h"
+
+#include <cstring>
+#include <mutex>
+
+#include "base/log.h"
+
+namespace softdat::dat {
+namespace {
+
+constexpr int kMaxProviders = 32;
+
+struct Providers {
+  std::mutex mutex;
+  ProviderEntry entries[kMaxProviders];
+};
+
+Providers& GetProviders() {
+  static Providers* providers = new Providers;  // tables must outlive every late handle call
+  return *providers;
+}
+
+}  // namespace
+
+ProviderEntry* FindProvider(const char* ia_name) {
+  if (ia_name == nullptr) return nullptr;
+  Providers& providers = GetProviders();
+  std::lock_guard lock(providers.mutex);
+  for (ProviderEntry& entry : providers.entries) {
+    if (entry.registered && std::strncmp(entry.ia_name, ia_name, DAT_NAME_MAX_LENGTH) == 0)
+      return &entry;
+  }
+  return nullptr;
+}
+
+}  // namespace softdat::dat
+
+extern "C" {
+
+void dat_provider_init(const DAT_PROVIDER_INFO* info, const char* ia_params) {
+  using softdat::dat::ProviderEntry;
+  if (info == nullptr) return;
+  auto& providers = softdat::dat::GetProviders();
+  std::lock_guard lock(providers.mutex);
+  ProviderEntry* slot = nullptr;
+  for (ProviderEntry& entry : providers.entries) {
+    if (entry.registered && std::strncmp(entry.ia_name, info->ia_name, DAT_NAME_MAX_LENGTH) == 0) {
+      return;  // already registered under this name
+    }
+    if (!entry.registered && slot == nullptr) slot = &entry;
+  }
+  if (slot == nullptr) {
+    SOFTDAT_LOG(kError, "dat_provider_init(%s): more than %d IA names in dat.conf", info->ia_name,
+                softdat::dat::kMaxProviders);
+    return;
+  }
+  try {
+    std::strncpy(slot->ia_name, info->ia_name, DAT_NAME_MAX_LENGTH - 1);
+    slot->params = ia_params != nullptr ? ia_params : "";
+    softdat::dat::FillProviderTable(slot->table);
+    slot->table.device_name = slot->ia_name;
+  } catch (...) {
+    SOFTDAT_LOG(kError, "dat_provider_init(%s): out of memory", info->ia_name);
+    return;
+  }
+  DAT_RETURN status = dat_registry_add_provider(&slot->table, info);
+  if (status != DAT_SUCCESS) {
+    SOFTDAT_LOG(kError, "dat_provider_init(%s): registry refused the provider (0x%x)", info->ia_name,
+                static_cast<unsigned>(status));
+    return;
+  }
+  slot->registered = true;
+  SOFTDAT_LOG(kInfo, "dat_provider_init(%s): registered, params \"%s\"", info->ia_name,
+              slot->params.c_str());
+}
+
+void dat_provider_fini(const DAT_PROVIDER_INFO* info) {
+  using softdat::dat::ProviderEntry;
+  if (info == nullptr) return;
+  auto& providers = softdat::dat::GetProviders();
+  std::lock_guard lock(providers.mutex);
+  for (ProviderEntry& entry : providers.entries) {
+    if (!entry.registered || std::strncmp(entry.ia_name, info->ia_name, DAT_NAME_MAX_LENGTH) != 0)
+      continue;
+    (void)dat_registry_remove_provider(&entry.table, info);
+    entry.registered = false;
+  }
+}
+
+}  // extern "C"

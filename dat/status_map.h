@@ -1,0 +1,31 @@
+// The one place where softdat's internal Status becomes a DAT_RETURN, and the guard every entry
+// point runs its body under so that no C++ exception crosses the C ABI.
+#pragma once
+
+#include <dat2/udat.h>
+
+#include <new>
+
+#include "base/log.h"
+#include "base/status.h"
+
+namespace softdat::dat {
+
+DAT_RETURN ToDatReturn(Status status);
+
+// Runs `body` (returning Status) and maps the result; an allocation failure becomes
+// DAT_INSUFFICIENT_RESOURCES, any other exception DAT_INTERNAL_ERROR, each with a log line.
+template <class Body>
+DAT_RETURN Guarded(const char* call, Body&& body) noexcept {
+  try {
+    return ToDatReturn(body());
+  } catch (const std::bad_alloc&) {
+    SOFTDAT_LOG(kError, "%s: out of memory", call);
+    return ToDatReturn(Status(Code::kInsufficientResources, Detail::kMemory));
+  } catch (...) {
+    SOFTDAT_LOG(kError, "%s: unexpected internal exception", call);
+    return DAT_INTERNAL_ERROR;
+  }
+}
+
+}  // namespace softdat::dat

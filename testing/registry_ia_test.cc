@@ -1,0 +1,100 @@
+// Opens, queries and closes softdat IAs through the stock libdat2 registry (DAT_OVERRIDE), as an
+// unmodified DAT consumer would, including dat.conf lines with malformed IA params.
+#include <arpa/inet.h>
+#include <dat2/udat.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "testing/dat_conf.h"
+
+namespace softdat::testing {
+namespace {
+
+class RegistryIaTest : public ::testing::Test {
+ protected:
+  static DAT_RETURN Open(const char* name, DAT_IA_HANDLE* ia, DAT_EVD_HANDLE* async_evd) {
+    *async_evd = DAT_HANDLE_NULL;
+    return dat_ia_open(const_cast<char*>(name), 8, async_evd, ia);
+  }
+};
+
+TEST_F(RegistryIaTest, OpenQueryCloseThroughStockRegistry) {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL;
+  ASSERT_EQ(Open("softdat-tcp", &ia, &async_evd), DAT_SUCCESS);
+  EXPECT_NE(async_evd, DAT_HANDLE_NULL) << "dat_ia_open must create the async EVD when asked";
+
+  DAT_EVD_HANDLE queried_evd = DAT_HANDLE_NULL;
+  DAT_IA_ATTR ia_attr;
+  DAT_PROVIDER_ATTR provider_attr{};
+  ASSERT_EQ(dat_ia_query(ia, &queried_evd, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL,
+                         &provider_attr),
+            DAT_SUCCESS);
+  EXPECT_EQ(queried_evd, async_evd);
+  EXPECT_STREQ(ia_attr.adapter_name, "softdat-tcp");
+  EXPECT_STREQ(provider_attr.provider_name, "softdat");
+  EXPECT_EQ(provider_attr.dapl_version_major, 2u);
+  ASSERT_NE(ia_attr.ia_address_ptr, nullptr);
+  ASSERT_EQ(ia_attr.ia_address_ptr->sa_family, AF_INET);
+  const auto* address = reinterpret_cast<const sockaddr_in*>(ia_attr.ia_address_ptr);
+  EXPECT_EQ(ntohl(address->sin_addr.s_addr), INADDR_LOOPBACK);
+
+  DAT_HANDLE_TYPE type;
+  ASSERT_EQ(dat_get_handle_type(async_evd, &type), DAT_SUCCESS);
+  EXPECT_EQ(type, DAT_HANDLE_TYPE_EVD);
+
+  EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+}
+
+TEST_F(RegistryIaTest, InterfaceNameResolvesToItsIpv4Address) {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd;
+  ASSERT_EQ(Open("softdat-lo", &ia, &async_evd), DAT_SUCCESS);
+  DAT_IA_ATTR ia_attr;
+  ASSERT_EQ(dat_ia_query(ia, nullptr, DAT_IA_FIELD_ALL, &ia_attr, 0, nullptr), DAT_SUCCESS);
+  const auto* address = reinterpret_cast<const sockaddr_in*>(ia_attr.ia_address_ptr);
+  EXPECT_EQ(ntohl(address->sin_addr.s_addr), INADDR_LOOPBACK);
+  EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+TEST_F(RegistryIaTest, MalformedParamsGiveInvalidParameterNotACrash) {
+  for (const char* name : {"softdat-noword", "softdat-nosuchif", "softdat-badkind", "softdat-badport"}) {
+    DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE async_evd;
+    EXPECT_EQ(DAT_GET_TYPE(Open(name, &ia, &async_evd)), DAT_INVALID_PARAMETER) << name;
+  }
+}
+
+TEST_F(RegistryIaTest, VerbsTransportSaysNotImplementedUntilBuilt) {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd;
+  EXPECT_EQ(DAT_GET_TYPE(Open("softdat-verbs", &ia, &async_evd)), DAT_NOT_IMPLEMENTED);
+}
+
+TEST_F(RegistryIaTest, UnbuiltCallReturnsNotImplemented) {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd;
+  ASSERT_EQ(Open("softdat-tcp", &ia, &async_evd), DAT_SUCCESS);
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+  EXPECT_EQ(DAT_GET_TYPE(dat_pz_create(ia, &pz)), DAT_NOT_IMPLEMENTED);
+  EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+TEST_F(RegistryIaTest, ConsumerContextRoundTripsOnEvd) {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd;
+  ASSERT_EQ(Open("softdat-tcp", &ia, &async_evd), DAT_SUCCESS);
+  DAT_CONTEXT in;
+  in.as_64 = 0x1234567890abcdefULL;
+  ASSERT_EQ(dat_set_consumer_context(async_evd, in), DAT_SUCCESS);
+  DAT_CONTEXT out;
+  out.as_64 = 0;
+  ASSERT_EQ(dat_get_consumer_context(async_evd, &out), DAT_SUCCESS);
+  EXPECT_EQ(out.as_64, in.as_64);
+  EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+}  // namespace
+}  // namespace softdat::testing

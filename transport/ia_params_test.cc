@@ -1,0 +1,67 @@
+// IA params parsing: what dat.conf may say, and the clear refusal of everything else.
+#include "transport/ia_params.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+namespace softdat {
+namespace {
+
+TEST(IaParams, TcpWithAddress) {
+  IaParams params;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1", params, why).ok()) << why;
+  EXPECT_EQ(params.kind, TransportKind::kTcp);
+  EXPECT_EQ(params.address, "127.0.0.1");
+}
+
+TEST(IaParams, ExtraBlanksAreIgnored) {
+  IaParams params;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("  verbs\trxe0   1 ", params, why).ok()) << why;
+  EXPECT_EQ(params.kind, TransportKind::kVerbs);
+  EXPECT_EQ(params.device, "rxe0");
+  EXPECT_EQ(params.port, 1);
+}
+
+TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
+  for (const char* text : {"", "   ", "tcp", "tcp a b", "verbs rxe0", "verbs rxe0 0", "verbs rxe0 256",
+                           "verbs rxe0 1x", "verbs rxe0 -1", "udp 1.2.3.4", "fake extra",
+                           "tcp \x01\x02"}) {
+    IaParams params;
+    params.address = "untouched";
+    std::string why;
+    Status status = ParseIaParams(text, params, why);
+    EXPECT_EQ(status.code(), Code::kInvalidParameter) << '"' << text << '"';
+    EXPECT_FALSE(why.empty()) << '"' << text << '"';
+    EXPECT_EQ(params.address, "untouched");
+  }
+}
+
+TEST(IaParams, OverlongWordsAreRefused) {
+  IaParams params;
+  std::string why;
+  EXPECT_FALSE(ParseIaParams("tcp " + std::string(500, 'a'), params, why).ok());
+  EXPECT_FALSE(ParseIaParams("verbs " + std::string(500, 'a') + " 1", params, why).ok());
+}
+
+TEST(ResolveIpv4, LiteralAndLoopbackInterface) {
+  sockaddr_in address{};
+  std::string why;
+  ASSERT_TRUE(ResolveIpv4("127.0.0.2", address, why).ok()) << why;
+  EXPECT_EQ(ntohl(address.sin_addr.s_addr), 0x7f000002u);
+  ASSERT_TRUE(ResolveIpv4("lo", address, why).ok()) << why;
+  EXPECT_EQ(ntohl(address.sin_addr.s_addr), INADDR_LOOPBACK);
+  EXPECT_EQ(address.sin_family, AF_INET);
+}
+
+TEST(ResolveIpv4, UnknownInterfaceIsInvalidParameter) {
+  sockaddr_in address{};
+  std::string why;
+  EXPECT_EQ(ResolveIpv4("nosuchif0", address, why).code(), Code::kInvalidParameter);
+  EXPECT_NE(why.find("nosuchif0"), std::string::npos);
+  EXPECT_EQ(ResolveIpv4("999.1.1.1", address, why).code(), Code::kInvalidParameter);
+}
+
+}  // namespace
+}  // namespace softdat
