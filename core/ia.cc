@@ -1,8 +1,12 @@
 // IA open, close and query.
 #include "core/ia.h"
 
+#include <vector>
+
 #include "base/log.h"
 #include "core/ia_attributes.h"
+#include "core/lmr.h"
+#include "core/pz.h"
 
 namespace softdat::core {
 
@@ -56,9 +60,61 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
   return Status::Ok();
 }
 
+namespace {
+
+// Abrupt close destroys what the consumer left, users before what they use.
+int DestroyOrder(HandleKind kind) {
+  switch (kind) {
+    case HandleKind::kLmr: return 0;
+    case HandleKind::kPz: return 1;
+    case HandleKind::kEvd: return 2;
+    default: return 3;
+  }
+}
+
+void Destroy(HandleHeader* object) {
+  switch (object->kind.load(std::memory_order_acquire)) {
+    case HandleKind::kLmr: (void)Lmr::Free(static_cast<Lmr*>(object)); break;
+    case HandleKind::kPz: (void)Pz::Free(static_cast<Pz*>(object)); break;
+    case HandleKind::kEvd: DeleteHandle(static_cast<Evd*>(object)); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void Ia::Track(HandleHeader* object) {
+  std::lock_guard lock(objects_mutex_);
+  objects_.insert(object);
+}
+
+void Ia::Untrack(HandleHeader* object) {
+  std::lock_guard lock(objects_mutex_);
+  objects_.erase(object);
+}
+
+std::size_t Ia::tracked() const {
+  std::lock_guard lock(objects_mutex_);
+  return objects_.size();
+}
+
 Status Ia::Close(Ia* ia, DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (flags == DAT_CLOSE_GRACEFUL_FLAG && ia->tracked() > 0) {
+    SOFTDAT_LOG(kInfo, "dat_ia_close(%s): graceful close refused, %zu objects still exist",
+                ia->name_.c_str(), ia->tracked());
+    return Status(Code::kInvalidState, Detail::kIaInUse);
+  }
+  for (int order = 0; order <= 3; ++order) {
+    std::vector<HandleHeader*> batch;
+    {
+      std::lock_guard lock(ia->objects_mutex_);
+      for (HandleHeader* object : ia->objects_)
+        if (DestroyOrder(object->kind.load(std::memory_order_acquire)) == order) batch.push_back(object);
+    }
+    for (HandleHeader* object : batch) Destroy(object);
+  }
   if (ia->owns_async_evd_) DeleteHandle(ia->async_evd_);
   SOFTDAT_LOG(kInfo, "dat_ia_close(%s): closed", ia->name_.c_str());
   DeleteHandle(ia);

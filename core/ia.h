@@ -4,11 +4,14 @@
 
 #include <netinet/in.h>
 
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "base/status.h"
 #include "core/evd.h"
 #include "core/handle.h"
+#include "core/memory_table.h"
 #include "transport/ia_params.h"
 
 namespace softdat::core {
@@ -35,10 +38,24 @@ class Ia : public HandleHeader {
   const IaParams& params() const { return params_; }
   const sockaddr_in& address() const { return address_; }
   Evd* async_evd() const { return async_evd_; }
+  MemoryTable& memory() { return memory_; }
+
+  // The handle the consumer holds for this IA: libdat2 hands out its own index in place of our
+  // pointer. dat/ finds it once and caches it here for queries that report an ia_handle.
+  std::atomic<DAT_IA_HANDLE>& consumer_handle() { return consumer_handle_; }
+
+  // The consumer objects of this IA (all but the async EVD it created), so that graceful close
+  // can refuse while any exists and abrupt close can destroy them.
+  void Track(HandleHeader* object);
+  void Untrack(HandleHeader* object);
+  std::size_t tracked() const;
+
+  // How many LMRs one IA may register (the memory table is sized for it at open).
+  static constexpr std::uint32_t kMaxLmrs = 16384;
 
   // Public for NewHandle; use Open.
   Ia(std::string name, IaParams params, const sockaddr_in& address)
-      : name_(std::move(name)), params_(std::move(params)), address_(address) {}
+      : name_(std::move(name)), params_(std::move(params)), address_(address), memory_(kMaxLmrs) {}
 
  private:
   std::string name_;
@@ -46,6 +63,10 @@ class Ia : public HandleHeader {
   sockaddr_in address_;
   Evd* async_evd_ = nullptr;
   bool owns_async_evd_ = false;
+  MemoryTable memory_;
+  std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
+  mutable std::mutex objects_mutex_;
+  std::unordered_set<HandleHeader*> objects_;
 };
 
 }  // namespace softdat::core

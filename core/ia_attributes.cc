@@ -25,7 +25,10 @@ void FillIaAttr(const Ia& ia, DAT_IA_ATTR& attr) {
   attr.ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&ia.address()));
   attr.max_evds = 0;
   attr.max_evd_qlen = 0;
-  attr.max_pzs = 0;
+  attr.max_pzs = 1 << 20;
+  attr.max_lmrs = Ia::kMaxLmrs;
+  attr.max_lmr_block_size = ~DAT_SEG_LENGTH{0};
+  attr.max_lmr_virtual_address = ~DAT_VADDR{0};
   attr.max_eps = 0;
   attr.max_srqs = 0;
   attr.extension_version = 0;

@@ -77,8 +77,9 @@ TEST_F(RegistryIaTest, UnbuiltCallReturnsNotImplemented) {
   DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE async_evd;
   ASSERT_EQ(Open("softdat-tcp", &ia, &async_evd), DAT_SUCCESS);
-  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
-  EXPECT_EQ(DAT_GET_TYPE(dat_pz_create(ia, &pz)), DAT_NOT_IMPLEMENTED);
+  DAT_RSP_HANDLE rsp = DAT_HANDLE_NULL;
+  EXPECT_EQ(DAT_GET_TYPE(dat_rsp_create(ia, 1, DAT_HANDLE_NULL, DAT_HANDLE_NULL, &rsp)),
+            DAT_NOT_IMPLEMENTED);
   EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 }
 

@@ -1,0 +1,69 @@
+// LMR create, free and query: registration of consumer virtual memory.
+#include "core/lmr.h"
+
+#include "base/log.h"
+#include "core/ia.h"
+#include "core/pz.h"
+
+namespace softdat::core {
+
+Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region, DAT_VLEN length,
+                   Pz* pz, DAT_MEM_PRIV_FLAGS privileges, DAT_VA_TYPE va_type, Lmr** out,
+                   DAT_LMR_CONTEXT* lmr_context, DAT_RMR_CONTEXT* rmr_context,
+                   DAT_VLEN* registered_length, DAT_VADDR* registered_address) {
+  if (mem_type != DAT_MEM_TYPE_VIRTUAL) {
+    SOFTDAT_LOG(kWarn, "dat_lmr_create: memory type 0x%x is not supported, only DAT_MEM_TYPE_VIRTUAL",
+                static_cast<unsigned>(mem_type));
+    return Status(Code::kInvalidParameter, Detail::kArg2);
+  }
+  const auto address = reinterpret_cast<std::uint64_t>(region.for_va);
+  if (address == 0) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (length == 0 || address + length < address) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kArg6);
+  if (va_type != DAT_VA_TYPE_VA) {
+    SOFTDAT_LOG(kWarn, "dat_lmr_create: zero-based virtual addresses are not supported");
+    return Status(Code::kInvalidParameter, Detail::kArg7);
+  }
+  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg8);
+  if (pz->ia() != ia) return Status(Code::kInvalidHandle, Detail::kPz);
+
+  std::uint32_t key = 0;
+  if (Status status = ia->memory().Reserve(key); !status.ok()) return status;
+  Lmr* lmr = NewHandle<Lmr>(ia->provider, ia, pz, address, length, privileges, va_type, key);
+  pz->AddUser();
+  ia->memory().Publish(key, lmr);
+  ia->Track(lmr);
+  *out = lmr;
+  if (lmr_context != nullptr) *lmr_context = key;
+  if (rmr_context != nullptr) *rmr_context = key;
+  if (registered_length != nullptr) *registered_length = length;
+  if (registered_address != nullptr) *registered_address = address;
+  return Status::Ok();
+}
+
+Status Lmr::Free(Lmr* lmr) {
+  Ia* ia = lmr->ia_;
+  ia->memory().Release(lmr->context_);
+  lmr->pz_->RemoveUser();
+  ia->Untrack(lmr);
+  DeleteHandle(lmr);
+  return Status::Ok();
+}
+
+Status Lmr::Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) const {
+  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (mask & DAT_LMR_FIELD_IA_HANDLE) param->ia_handle = ia_;
+  if (mask & DAT_LMR_FIELD_MEM_TYPE) param->mem_type = DAT_MEM_TYPE_VIRTUAL;
+  if (mask & DAT_LMR_FIELD_REGION_DESC) param->region_desc.for_va = reinterpret_cast<DAT_PVOID>(address_);
+  if (mask & DAT_LMR_FIELD_LENGTH) param->length = length_;
+  if (mask & DAT_LMR_FIELD_PZ_HANDLE) param->pz_handle = pz_;
+  if (mask & DAT_LMR_FIELD_MEM_PRIV) param->mem_priv = privileges_;
+  if (mask & DAT_LMR_FIELD_VA_TYPE) param->va_type = va_type_;
+  if (mask & DAT_LMR_FIELD_LMR_CONTEXT) param->lmr_context = context_;
+  if (mask & DAT_LMR_FIELD_RMR_CONTEXT) param->rmr_context = context_;
+  if (mask & DAT_LMR_FIELD_REGISTERED_SIZE) param->registered_size = length_;
+  if (mask & DAT_LMR_FIELD_REGISTERED_ADDRESS) param->registered_address = address_;
+  return Status::Ok();
+}
+
+}  // namespace softdat::core

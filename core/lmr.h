@@ -1,0 +1,60 @@
+// The LMR (local memory region) handle object: a registered range of the consumer's virtual
+// memory, its protection zone, privileges and the context (key) that names it in LMR triplets and,
+// as rmr_context, to the remote side. All fields are fixed at creation.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "core/handle.h"
+
+namespace softdat::core {
+
+class Ia;
+class Pz;
+
+class Lmr : public HandleHeader {
+ public:
+  static constexpr HandleKind kKind = HandleKind::kLmr;
+
+  // dat_lmr_create for DAT_MEM_TYPE_VIRTUAL with DAT_VA_TYPE_VA. Output pointers other than `out`
+  // may be null; all are written only on success.
+  static Status Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
+                       DAT_VLEN length, Pz* pz, DAT_MEM_PRIV_FLAGS privileges,
+                       DAT_VA_TYPE va_type, Lmr** out, DAT_LMR_CONTEXT* lmr_context,
+                       DAT_RMR_CONTEXT* rmr_context, DAT_VLEN* registered_length,
+                       DAT_VADDR* registered_address);
+  static Status Free(Lmr* lmr);
+  // Fills the fields `mask` asks for; ia_handle is the provider's IA (dat/ wraps it).
+  Status Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) const;
+
+  Lmr(Ia* ia, Pz* pz, std::uint64_t address, std::uint64_t length, DAT_MEM_PRIV_FLAGS privileges,
+      DAT_VA_TYPE va_type, std::uint32_t context)
+      : ia_(ia), pz_(pz), address_(address), length_(length), privileges_(privileges),
+        va_type_(va_type), context_(context) {}
+
+  Ia* ia() const { return ia_; }
+  Pz* pz() const { return pz_; }
+  std::uint64_t address() const { return address_; }
+  std::uint64_t length() const { return length_; }
+  DAT_MEM_PRIV_FLAGS privileges() const { return privileges_; }
+  DAT_VA_TYPE va_type() const { return va_type_; }
+  std::uint32_t context() const { return context_; }
+
+  // True when [address, address + length) lies inside the region (no overflow).
+  bool Contains(std::uint64_t address, std::uint64_t length) const {
+    return address >= address_ && length <= length_ && address - address_ <= length_ - length;
+  }
+  bool Allows(DAT_MEM_PRIV_FLAGS wanted) const { return (privileges_ & wanted) == wanted; }
+
+ private:
+  Ia* ia_;
+  Pz* pz_;
+  std::uint64_t address_;
+  std::uint64_t length_;
+  DAT_MEM_PRIV_FLAGS privileges_;
+  DAT_VA_TYPE va_type_;
+  std::uint32_t context_;
+};
+
+}  // namespace softdat::core

@@ -1,0 +1,37 @@
+// The PZ (protection zone) handle object. It counts the objects that use it (LMRs, RMRs, EPs,
+// SRQs) so that dat_pz_free can refuse while any of them exists.
+#pragma once
+
+#include <atomic>
+
+#include "base/status.h"
+#include "core/handle.h"
+
+namespace softdat::core {
+
+class Ia;
+
+class Pz : public HandleHeader {
+ public:
+  static constexpr HandleKind kKind = HandleKind::kPz;
+
+  // dat_pz_create / dat_pz_free / dat_pz_query. Free refuses (kInvalidState, kPzInUse) while any
+  // LMR, RMR, EP or SRQ uses the PZ.
+  static Status Create(Ia* ia, Pz** out);
+  static Status Free(Pz* pz);
+  Status Query(DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* param) const;
+
+  explicit Pz(Ia* ia) : ia_(ia) {}
+
+  Ia* ia() const { return ia_; }
+
+  void AddUser() { users_.fetch_add(1, std::memory_order_relaxed); }
+  void RemoveUser() { users_.fetch_sub(1, std::memory_order_release); }
+  int users() const { return users_.load(std::memory_order_acquire); }
+
+ private:
+  Ia* ia_;
+  std::atomic<int> users_{0};
+};
+
+}  // namespace softdat::core

@@ -1,0 +1,95 @@
+// DAT entry points for protection zones and local memory regions.
+#include "core/ia.h"
+#include "core/lmr.h"
+#include "core/pz.h"
+#include "dat/consumer_ia_handle.h"
+#include "dat/entries.h"
+#include "dat/status_map.h"
+
+namespace softdat::dat {
+
+DAT_RETURN PzCreate(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE* pz_handle) noexcept {
+  return Guarded("dat_pz_create", [&]() -> Status {
+    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
+    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    core::Pz* pz = nullptr;
+    Status status = core::Pz::Create(ia, pz_handle != nullptr ? &pz : nullptr);
+    if (status.ok()) *pz_handle = pz;
+    return status;
+  });
+}
+
+DAT_RETURN PzQuery(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* param) noexcept {
+  return Guarded("dat_pz_query", [&]() -> Status {
+    const core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
+    if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
+    Status status = pz->Query(mask, param);
+    if (status.ok() && (mask & DAT_PZ_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(pz->ia());
+    return status;
+  });
+}
+
+DAT_RETURN PzFree(DAT_PZ_HANDLE pz_handle) noexcept {
+  return Guarded("dat_pz_free", [&]() -> Status {
+    core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
+    if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
+    return core::Pz::Free(pz);
+  });
+}
+
+DAT_RETURN LmrCreate(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
+                     DAT_VLEN length, DAT_PZ_HANDLE pz_handle, DAT_MEM_PRIV_FLAGS privileges,
+                     DAT_VA_TYPE va_type, DAT_LMR_HANDLE* lmr_handle, DAT_LMR_CONTEXT* lmr_context,
+                     DAT_RMR_CONTEXT* rmr_context, DAT_VLEN* registered_length,
+                     DAT_VADDR* registered_address) noexcept {
+  return Guarded("dat_lmr_create", [&]() -> Status {
+    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
+    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
+    if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
+    if (lmr_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg8);
+    core::Lmr* lmr = nullptr;
+    Status status = core::Lmr::Create(ia, mem_type, region, length, pz, privileges, va_type, &lmr,
+                                      lmr_context, rmr_context, registered_length, registered_address);
+    if (status.ok()) *lmr_handle = lmr;
+    return status;
+  });
+}
+
+DAT_RETURN LmrQuery(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) noexcept {
+  return Guarded("dat_lmr_query", [&]() -> Status {
+    const core::Lmr* lmr = core::HandleAs<core::Lmr>(lmr_handle);
+    if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
+    Status status = lmr->Query(mask, param);
+    if (status.ok() && (mask & DAT_LMR_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(lmr->ia());
+    return status;
+  });
+}
+
+DAT_RETURN LmrFree(DAT_LMR_HANDLE lmr_handle) noexcept {
+  return Guarded("dat_lmr_free", [&]() -> Status {
+    core::Lmr* lmr = core::HandleAs<core::Lmr>(lmr_handle);
+    if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
+    return core::Lmr::Free(lmr);
+  });
+}
+
+// Memory is coherent on the platforms softdat runs on: nothing to flush, but the segments must
+// still name registered memory.
+DAT_RETURN LmrSyncRdma(DAT_IA_HANDLE ia_handle, const DAT_LMR_TRIPLET* segments,
+                       DAT_VLEN num_segments) noexcept {
+  return Guarded("dat_lmr_sync_rdma", [&]() -> Status {
+    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
+    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    if (num_segments > 0 && segments == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+    for (DAT_VLEN i = 0; i < num_segments; ++i) {
+      if (segments[i].segment_length == 0) continue;
+      const core::Lmr* lmr = ia->memory().Find(segments[i].lmr_context);
+      if (lmr == nullptr || !lmr->Contains(segments[i].virtual_address, segments[i].segment_length))
+        return Status(Code::kInvalidParameter, Detail::kArg2);
+    }
+    return Status::Ok();
+  });
+}
+
+}  // namespace softdat::dat
