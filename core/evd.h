@@ -1,27 +1,66 @@
-// The EVD handle object. The event semantics (rings, thresholds, waits, overflow) are evd/'s; this
-// object binds them to a DAT handle and to its IA.
+// The EVD handle object: binds an evd::EventQueue (all event semantics) to a DAT handle, its IA,
+// its stream flags and its CNO, and counts the EPs and SRQs that feed it so dat_evd_free can
+// refuse while they exist. Post is what producers (transports, SRQ low watermark) call: it turns
+// an overflow into DAT_ASYNC_ERROR_EVD_OVERFLOW on the IA's async EVD.
 #pragma once
 
+#include <atomic>
+#include <memory>
+
+#include "base/status.h"
 #include "core/handle.h"
+#include "evd/event_queue.h"
 
 namespace softdat::core {
 
 class Ia;
+class Cno;
 
 class Evd : public HandleHeader {
  public:
   static constexpr HandleKind kKind = HandleKind::kEvd;
 
-  Evd(Ia* ia, DAT_COUNT min_qlen, DAT_EVD_FLAGS flags) : ia_(ia), min_qlen_(min_qlen), flags_(flags) {}
+  // dat_evd_create. The async EVD of dat_ia_open is made by MakeAsync.
+  static Status Create(Ia* ia, DAT_COUNT min_qlen, Cno* cno, DAT_EVD_FLAGS flags, Evd** out);
+  static Status MakeAsync(Ia* ia, DAT_COUNT min_qlen, Evd** out);
+  // dat_evd_free: kInvalidState/kEvdInUse while an EP or SRQ uses it, while a thread waits on it,
+  // or for the IA's async EVD.
+  static Status Free(Evd* evd);
+  // Destroys without checks (abrupt IA close).
+  static void Destroy(Evd* evd);
+
+  Status Query(DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* param) const;
+  Status ModifyCno(Cno* cno);
+  Status PostSoftware(const DAT_EVENT* event);
+
+  // A provider event. Never blocks, never allocates; on overflow the event is dropped (an SRQ
+  // buffer it held is released) and the IA's async EVD gets one DAT_ASYNC_ERROR_EVD_OVERFLOW
+  // per overflow episode. Quiet events are queued without notifying (EventQueue::Notify).
+  void Post(const DAT_EVENT& event, evd::EventQueue::Notify notify = evd::EventQueue::Notify::kSignal);
+
+  // dat_evd_dequeue / dat_evd_wait: the queue's rules, plus releasing the SRQ buffer a taken
+  // receive completion held. In busy-poll mode a dequeue first drives the transport once.
+  Status Dequeue(DAT_EVENT* event);
+  Status Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore);
 
   Ia* ia() const { return ia_; }
-  DAT_COUNT qlen() const { return min_qlen_; }
   DAT_EVD_FLAGS flags() const { return flags_; }
+  Cno* cno() const { return cno_.load(std::memory_order_acquire); }
+  evd::EventQueue& queue() { return *queue_; }
+  const evd::EventQueue& queue() const { return *queue_; }
+
+  void AddUser() { users_.fetch_add(1, std::memory_order_relaxed); }
+  void RemoveUser() { users_.fetch_sub(1, std::memory_order_release); }
+
+  // Public for NewHandle; use Create.
+  Evd(Ia* ia, DAT_EVD_FLAGS flags, std::unique_ptr<evd::EventQueue> queue);
 
  private:
   Ia* ia_;
-  DAT_COUNT min_qlen_;
   DAT_EVD_FLAGS flags_;
+  std::unique_ptr<evd::EventQueue> queue_;
+  std::atomic<Cno*> cno_{nullptr};
+  std::atomic<int> users_{0};
 };
 
 }  // namespace softdat::core

@@ -1,14 +1,31 @@
-// IA open, close and query.
+// IA open, close and query, and the order in which an abrupt close takes objects down.
 #include "core/ia.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "base/log.h"
+#include "core/cno.h"
+#include "core/cr.h"
+#include "core/ep.h"
 #include "core/ia_attributes.h"
 #include "core/lmr.h"
 #include "core/pz.h"
+#include "core/rmr.h"
+#include "core/service_point.h"
+#include "core/srq.h"
+#include "srq/srq_pool.h"
 
 namespace softdat::core {
+
+Ia::Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> transport)
+    : name_(std::move(name)),
+      params_(std::move(params)),
+      transport_(std::move(transport)),
+      address_(transport_->address()),
+      memory_(kMaxMemoryKeys) {}
+
+Ia::~Ia() = default;
 
 Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& params_text,
                 DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE* async_evd, Ia** out) {
@@ -29,29 +46,21 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
                 params_text.c_str(), why.c_str());
     return status;
   }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  switch (params.kind) {
-    case TransportKind::kTcp:
-      if (Status status = ResolveIpv4(params.address, address, why); !status.ok()) {
-        SOFTDAT_LOG(kError, "dat_ia_open(%s): %s", ia_name, why.c_str());
-        return status;
-      }
-      break;
-    case TransportKind::kVerbs:
-      SOFTDAT_LOG(kError, "dat_ia_open(%s): the verbs transport is not built yet (device %s port %u)",
-                  ia_name, params.device.c_str(), static_cast<unsigned>(params.port));
-      return Status(Code::kNotImplemented);
-    case TransportKind::kFake:
-      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      break;
+  std::unique_ptr<transport::Transport> transport;
+  if (Status status = transport::CreateTransport(params, why, transport); !status.ok()) {
+    SOFTDAT_LOG(kError, "dat_ia_open(%s): cannot open the transport of \"%s\": %s", ia_name,
+                params_text.c_str(), why.empty() ? CodeName(status.code()) : why.c_str());
+    return status;
   }
 
-  Ia* ia = NewHandle<Ia>(provider, ia_name, std::move(params), address);
+  Ia* ia = NewHandle<Ia>(provider, ia_name, std::move(params), std::move(transport));
   if (adopted != nullptr) {
     ia->async_evd_ = adopted;
   } else if (!async_exists) {
-    ia->async_evd_ = NewHandle<Evd>(provider, ia, async_evd_qlen, DAT_EVD_ASYNC_FLAG);
+    if (Status status = Evd::MakeAsync(ia, async_evd_qlen, &ia->async_evd_); !status.ok()) {
+      DeleteHandle(ia);
+      return status;
+    }
     ia->owns_async_evd_ = true;
   }
   SOFTDAT_LOG(kInfo, "dat_ia_open(%s): opened, params \"%s\"", ia_name, params_text.c_str());
@@ -60,23 +69,47 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
   return Status::Ok();
 }
 
+SrqLimits Ia::srq_limits() const {
+  const transport::Capabilities& caps = capabilities();
+  if (!caps.srq) return SrqLimits{};
+  return SrqLimits{std::min(srq::SrqPool::kMaxRecvDtos, caps.max_srq_work),
+                   std::min(srq::SrqPool::kMaxRecvIov, caps.max_srq_segments)};
+}
+
 namespace {
 
-// Abrupt close destroys what the consumer left, users before what they use.
+// Abrupt close takes objects down users first: service points (so no connection request can
+// name an EP being destroyed), EPs (so no transport event reaches what they use), pending
+// connection requests, SRQs, RMRs, LMRs, PZs, EVDs, CNOs.
 int DestroyOrder(HandleKind kind) {
   switch (kind) {
-    case HandleKind::kLmr: return 0;
-    case HandleKind::kPz: return 1;
-    case HandleKind::kEvd: return 2;
-    default: return 3;
+    case HandleKind::kPsp: return 0;
+    case HandleKind::kRsp: return 0;
+    case HandleKind::kEp: return 1;
+    case HandleKind::kCr: return 2;
+    case HandleKind::kSrq: return 3;
+    case HandleKind::kRmr: return 4;
+    case HandleKind::kLmr: return 5;
+    case HandleKind::kPz: return 6;
+    case HandleKind::kEvd: return 7;
+    case HandleKind::kCno: return 8;
+    default: return 9;
   }
 }
+constexpr int kDestroyStages = 10;
 
 void Destroy(HandleHeader* object) {
   switch (object->kind.load(std::memory_order_acquire)) {
+    case HandleKind::kPsp: Psp::Destroy(static_cast<Psp*>(object)); break;
+    case HandleKind::kRsp: Rsp::Destroy(static_cast<Rsp*>(object)); break;
+    case HandleKind::kEp: Ep::Destroy(static_cast<Ep*>(object)); break;
+    case HandleKind::kCr: Cr::Destroy(static_cast<Cr*>(object)); break;
+    case HandleKind::kSrq: Srq::Destroy(static_cast<Srq*>(object)); break;
+    case HandleKind::kRmr: Rmr::Destroy(static_cast<Rmr*>(object)); break;
     case HandleKind::kLmr: (void)Lmr::Free(static_cast<Lmr*>(object)); break;
-    case HandleKind::kPz: (void)Pz::Free(static_cast<Pz*>(object)); break;
-    case HandleKind::kEvd: DeleteHandle(static_cast<Evd*>(object)); break;
+    case HandleKind::kPz: Pz::Destroy(static_cast<Pz*>(object)); break;
+    case HandleKind::kEvd: Evd::Destroy(static_cast<Evd*>(object)); break;
+    case HandleKind::kCno: DeleteHandle(static_cast<Cno*>(object)); break;
     default: break;
   }
 }
@@ -106,18 +139,19 @@ Status Ia::Close(Ia* ia, DAT_CLOSE_FLAGS flags) {
                 ia->name_.c_str(), ia->tracked());
     return Status(Code::kInvalidState, Detail::kIaInUse);
   }
-  for (int order = 0; order <= 3; ++order) {
+  for (int stage = 0; stage < kDestroyStages; ++stage) {
     std::vector<HandleHeader*> batch;
     {
       std::lock_guard lock(ia->objects_mutex_);
       for (HandleHeader* object : ia->objects_)
-        if (DestroyOrder(object->kind.load(std::memory_order_acquire)) == order) batch.push_back(object);
+        if (DestroyOrder(object->kind.load(std::memory_order_acquire)) == stage) batch.push_back(object);
+      for (HandleHeader* object : batch) ia->objects_.erase(object);
     }
     for (HandleHeader* object : batch) Destroy(object);
   }
-  if (ia->owns_async_evd_) DeleteHandle(ia->async_evd_);
+  if (ia->owns_async_evd_) Evd::Destroy(ia->async_evd_);
   SOFTDAT_LOG(kInfo, "dat_ia_close(%s): closed", ia->name_.c_str());
-  DeleteHandle(ia);
+  DeleteHandle(ia);  // the transport goes last, after everything that used it
   return Status::Ok();
 }
 

@@ -1,9 +1,12 @@
-// The IA (interface adapter) handle object: one opened dat.conf entry, its transport choice and
-// address, its asynchronous EVD, and the attributes it reports through dat_ia_query.
+// The IA (interface adapter) handle object: one opened dat.conf entry, the transport its params
+// chose, its asynchronous EVD, the memory key table, the objects the consumer created on it, and
+// the attributes it reports through dat_ia_query.
 #pragma once
 
 #include <netinet/in.h>
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -12,9 +15,17 @@
 #include "core/evd.h"
 #include "core/handle.h"
 #include "core/memory_table.h"
+#include "evd/progress_hook.h"
 #include "transport/ia_params.h"
+#include "transport/transport.h"
 
 namespace softdat::core {
+
+// The largest SRQ this IA makes: what srq/ supports and the transport can carry.
+struct SrqLimits {
+  std::uint32_t max_recv_dtos = 0;
+  std::uint32_t max_recv_iov = 0;
+};
 
 class Ia : public HandleHeader {
  public:
@@ -39,6 +50,12 @@ class Ia : public HandleHeader {
   const sockaddr_in& address() const { return address_; }
   Evd* async_evd() const { return async_evd_; }
   MemoryTable& memory() { return memory_; }
+  const MemoryTable& memory() const { return memory_; }
+  transport::Transport& transport() { return *transport_; }
+  const transport::Capabilities& capabilities() const { return transport_->capabilities(); }
+  SrqLimits srq_limits() const;
+  // What EVD waits of this IA busy-poll, or null when a progress thread drives the transport.
+  evd::ProgressHook* progress_hook() { return capabilities().busy_poll ? &poller_ : nullptr; }
 
   // The handle the consumer holds for this IA: libdat2 hands out its own index in place of our
   // pointer. dat/ finds it once and caches it here for queries that report an ia_handle.
@@ -49,21 +66,40 @@ class Ia : public HandleHeader {
   void Track(HandleHeader* object);
   void Untrack(HandleHeader* object);
   std::size_t tracked() const;
+  // Calls `visit` on each tracked object, under the tracking lock (so `visit` must not create or
+  // free objects of this IA).
+  template <class Visit>
+  void ForEachTracked(Visit visit) const {
+    std::lock_guard lock(objects_mutex_);
+    for (HandleHeader* object : objects_) visit(object);
+  }
 
-  // How many LMRs one IA may register (the memory table is sized for it at open).
-  static constexpr std::uint32_t kMaxLmrs = 16384;
+  // How many LMRs and bound RMRs one IA may have (the key table is sized for it at open).
+  static constexpr std::uint32_t kMaxMemoryKeys = 16384;
 
   // Public for NewHandle; use Open.
-  Ia(std::string name, IaParams params, const sockaddr_in& address)
-      : name_(std::move(name)), params_(std::move(params)), address_(address), memory_(kMaxLmrs) {}
+  Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> transport);
+  ~Ia();
 
  private:
+  // No vtable in a handle object: the busy-poll hook EVD waits call is this member.
+  class Poller final : public evd::ProgressHook {
+   public:
+    explicit Poller(Ia& ia) : ia_(ia) {}
+    bool Progress() noexcept override { return ia_.transport_->Progress(); }
+
+   private:
+    Ia& ia_;
+  };
+
   std::string name_;
   IaParams params_;
+  std::unique_ptr<transport::Transport> transport_;
   sockaddr_in address_;
   Evd* async_evd_ = nullptr;
   bool owns_async_evd_ = false;
   MemoryTable memory_;
+  Poller poller_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
   mutable std::mutex objects_mutex_;
   std::unordered_set<HandleHeader*> objects_;

@@ -1,10 +1,14 @@
-// IA and provider attribute values. Until a transport's data path is built, the data-path limits
-// are reported as zero (no EPs, no SRQs) rather than promised.
+// IA and provider attribute values, from the IA's transport capabilities and softdat's own limits.
 #include "core/ia_attributes.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/ia.h"
+#include "core/request_queue.h"
+#include "core/srq.h"
+#include "evd/event_queue.h"
+#include "srq/ep_recv_queue.h"
 
 namespace softdat::core {
 namespace {
@@ -14,33 +18,52 @@ void CopyName(char (&to)[DAT_NAME_MAX_LENGTH], const char* from) {
   to[DAT_NAME_MAX_LENGTH - 1] = '\0';
 }
 
+DAT_COUNT Count(std::uint32_t value) {
+  return static_cast<DAT_COUNT>(std::min<std::uint32_t>(value, 0x7FFFFFFF));
+}
+
 }  // namespace
 
 void FillIaAttr(const Ia& ia, DAT_IA_ATTR& attr) {
+  const transport::Capabilities& caps = ia.capabilities();
+  const std::uint32_t iov = std::min({caps.max_segments, RequestQueue::kMaxIov, srq::EpRecvQueue::kMaxRecvIov});
+  const SrqLimits srq = ia.srq_limits();
   std::memset(&attr, 0, sizeof attr);
   CopyName(attr.adapter_name, ia.name().c_str());
   CopyName(attr.vendor_name, kProviderName);
   attr.hardware_version_major = kProviderVersionMajor;
   attr.hardware_version_minor = kProviderVersionMinor;
   attr.ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&ia.address()));
-  attr.max_evds = 0;
-  attr.max_evd_qlen = 0;
-  attr.max_pzs = 1 << 20;
-  attr.max_lmrs = Ia::kMaxLmrs;
+  attr.max_eps = Count(caps.max_endpoints);
+  attr.max_dto_per_ep = Count(std::min(caps.max_send_work, RequestQueue::kMaxRequests));
+  attr.max_rdma_read_per_ep_in = Count(caps.max_rdma_read_in);
+  attr.max_rdma_read_per_ep_out = Count(caps.max_rdma_read_out);
+  attr.max_evds = kMaxEvds;
+  attr.max_evd_qlen = evd::EventQueue::kMaxQueueLength;
+  attr.max_iov_segments_per_dto = Count(iov);
+  attr.max_lmrs = Count(Ia::kMaxMemoryKeys);
   attr.max_lmr_block_size = ~DAT_SEG_LENGTH{0};
   attr.max_lmr_virtual_address = ~DAT_VADDR{0};
-  attr.max_eps = 0;
-  attr.max_srqs = 0;
-  attr.extension_version = 0;
-  attr.num_transport_attr = 0;
-  attr.transport_attr = nullptr;
-  attr.num_vendor_attr = 0;
-  attr.vendor_attr = nullptr;
+  attr.max_pzs = kMaxPzs;
+  attr.max_message_size = caps.max_message_size;
+  attr.max_rdma_size = caps.max_rdma_size;
+  attr.max_rmrs = Count(Ia::kMaxMemoryKeys);
+  attr.max_rmr_target_address = ~DAT_VADDR{0};
+  attr.max_srqs = caps.srq ? kMaxSrqs : 0;
+  attr.max_ep_per_srq = caps.srq ? Count(Srq::kMaxEndpoints) : 0;
+  attr.max_recv_per_srq = Count(srq.max_recv_dtos);
+  attr.max_iov_segments_per_rdma_read = Count(iov);
+  attr.max_iov_segments_per_rdma_write = Count(iov);
+  attr.max_rdma_read_in = Count(caps.max_rdma_read_in);
+  attr.max_rdma_read_out = Count(caps.max_rdma_read_out);
+  attr.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
+  attr.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
+  attr.zb_supported = DAT_FALSE;
   attr.extension_supported = DAT_EXTENSION_NONE;
 }
 
 void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
-  (void)ia;
+  const transport::Capabilities& caps = ia.capabilities();
   // evd_stream_merging_supported is a const member: build the value, then copy it in whole.
   DAT_PROVIDER_ATTR value{};  // value-initialized: every field zero
   CopyName(value.provider_name, kProviderName);
@@ -51,18 +74,30 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
   value.lmr_mem_types_supported = DAT_MEM_TYPE_VIRTUAL;
   value.iov_ownership_on_return = DAT_IOV_CONSUMER;
   value.dat_qos_supported = DAT_QOS_BEST_EFFORT;
-  value.completion_flags_supported = DAT_COMPLETION_DEFAULT_FLAG;
+  value.completion_flags_supported = static_cast<DAT_COMPLETION_FLAGS>(
+      DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
+      DAT_COMPLETION_BARRIER_FENCE_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG);
+  // Every call is MT-safe as its man page says, but the stock registry uses this field as part
+  // of the provider's key: dat_ia_close looks the provider up by (name, version, is_thread_safe)
+  // and fails with DAT_PROVIDER_NOT_FOUND unless it equals the dat.conf registration, which is
+  // "nonthreadsafe" in every stock dat.conf line (and ours). Report what we registered as.
   value.is_thread_safe = DAT_FALSE;
-  value.max_private_data_size = 0;
+  value.max_private_data_size = Count(caps.max_private_data);
   value.supports_multipath = DAT_FALSE;
   value.ep_creator = DAT_PSP_CREATES_EP_NEVER;
   value.pz_support = DAT_PZ_UNIQUE;
   value.optimal_buffer_alignment = 64;
-  value.srq_supported = DAT_FALSE;
-  value.srq_watermarks_supported = 0;
-  value.srq_ep_pz_difference_supported = DAT_FALSE;
-  value.srq_info_supported = 0;
-  value.ep_recv_info_supported = 0;
+  // Any EVD can take any mix of event streams: evd/ has one generic event ring.
+  DAT_BOOLEAN merging[6][6];
+  for (auto& row : merging)
+    for (DAT_BOOLEAN& cell : row) cell = DAT_TRUE;
+  std::memcpy(const_cast<DAT_BOOLEAN*>(&value.evd_stream_merging_supported[0][0]), merging, sizeof merging);
+  value.srq_supported = caps.srq ? DAT_TRUE : DAT_FALSE;
+  value.srq_watermarks_supported = caps.srq && caps.srq_limit ? kSrqWatermarksSupported : 0;
+  value.srq_ep_pz_difference_supported = caps.srq ? DAT_TRUE : DAT_FALSE;
+  value.srq_info_supported = caps.srq ? kSrqInfoSupported : 0;
+  value.ep_recv_info_supported =
+      caps.receive_model == transport::ReceiveModel::kSoftware ? kEpRecvInfoSupported : 0x1;
   value.lmr_sync_req = DAT_FALSE;
   value.dto_async_return_guaranteed = DAT_FALSE;
   value.rdma_write_for_rdma_read_req = DAT_FALSE;
@@ -70,6 +105,7 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
   value.rmr_scope_supported = DAT_RMR_SCOPE_EP;
   value.is_signal_safe = DAT_FALSE;
   value.ha_supported = DAT_FALSE;
+  value.ha_loadbalancing = DAT_HA_LB_NONE;
   value.num_provider_specific_attr = 0;
   value.provider_specific_attr = nullptr;
   std::memcpy(static_cast<void*>(&attr), &value, sizeof attr);

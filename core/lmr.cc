@@ -31,7 +31,14 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
   if (Status status = ia->memory().Reserve(key); !status.ok()) return status;
   Lmr* lmr = NewHandle<Lmr>(ia->provider, ia, pz, address, length, privileges, va_type, key);
   pz->AddUser();
-  ia->memory().Publish(key, lmr);
+  WindowView window;
+  window.key = key;
+  window.address = address;
+  window.length = length;
+  window.privileges = privileges;
+  window.pz = pz;
+  window.is_lmr = true;
+  ia->memory().Publish(window);
   ia->Track(lmr);
   *out = lmr;
   if (lmr_context != nullptr) *lmr_context = key;

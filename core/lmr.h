@@ -41,11 +41,6 @@ class Lmr : public HandleHeader {
   DAT_VA_TYPE va_type() const { return va_type_; }
   std::uint32_t context() const { return context_; }
 
-  // True when [address, address + length) lies inside the region (no overflow).
-  bool Contains(std::uint64_t address, std::uint64_t length) const {
-    return address >= address_ && length <= length_ && address - address_ <= length_ - length;
-  }
-  bool Allows(DAT_MEM_PRIV_FLAGS wanted) const { return (privileges_ & wanted) == wanted; }
 
  private:
   Ia* ia_;

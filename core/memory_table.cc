@@ -5,13 +5,10 @@ namespace softdat::core {
 
 MemoryTable::MemoryTable(std::uint32_t capacity)
     : capacity_(capacity),
-      slots_(new std::atomic<Lmr*>[capacity]),
+      windows_(new MemoryWindow[capacity]),
       generations_(new std::uint8_t[capacity]()) {
   free_.reserve(capacity);
-  for (std::uint32_t i = capacity; i > 0; --i) {
-    slots_[i - 1].store(nullptr, std::memory_order_relaxed);
-    free_.push_back(i - 1);
-  }
+  for (std::uint32_t i = capacity; i > 0; --i) free_.push_back(i - 1);
 }
 
 Status MemoryTable::Reserve(std::uint32_t& key) {
@@ -27,23 +24,27 @@ Status MemoryTable::Reserve(std::uint32_t& key) {
   return Status::Ok();
 }
 
-void MemoryTable::Publish(std::uint32_t key, Lmr* lmr) {
-  slots_[key >> 8].store(lmr, std::memory_order_release);
+void MemoryTable::Publish(const WindowView& view) {
+  std::lock_guard lock(write_mutex_);
+  windows_[view.key >> 8].Write(view);
 }
 
 void MemoryTable::Release(std::uint32_t key) {
   const std::uint32_t slot = key >> 8;
-  slots_[slot].store(nullptr, std::memory_order_release);
+  {
+    std::lock_guard lock(write_mutex_);
+    windows_[slot].Write(WindowView{});
+  }
   std::lock_guard lock(mutex_);
   free_.push_back(slot);
 }
 
-Lmr* MemoryTable::Find(std::uint32_t key) const {
+WindowView MemoryTable::Find(std::uint32_t key) const {
   const std::uint32_t slot = key >> 8;
-  if (slot >= capacity_) return nullptr;
-  Lmr* lmr = slots_[slot].load(std::memory_order_acquire);
-  if (lmr == nullptr || lmr->context() != key) return nullptr;
-  return lmr;
+  if (slot >= capacity_) return WindowView{};
+  WindowView view = windows_[slot].Read();
+  if (view.key != key || key == 0) return WindowView{};
+  return view;
 }
 
 }  // namespace softdat::core

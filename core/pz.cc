@@ -7,7 +7,9 @@ namespace softdat::core {
 
 Status Pz::Create(Ia* ia, Pz** out) {
   if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-  Pz* pz = NewHandle<Pz>(ia->provider, ia);
+  std::unique_ptr<transport::ProtectionDomain> domain;
+  if (Status status = ia->transport().CreateProtectionDomain(domain); !status.ok()) return status;
+  Pz* pz = NewHandle<Pz>(ia->provider, ia, std::move(domain));
   ia->Track(pz);
   *out = pz;
   return Status::Ok();
@@ -16,9 +18,11 @@ Status Pz::Create(Ia* ia, Pz** out) {
 Status Pz::Free(Pz* pz) {
   if (pz->users() > 0) return Status(Code::kInvalidState, Detail::kPzInUse);
   pz->ia_->Untrack(pz);
-  DeleteHandle(pz);
+  Destroy(pz);
   return Status::Ok();
 }
+
+void Pz::Destroy(Pz* pz) { DeleteHandle(pz); }
 
 Status Pz::Query(DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* param) const {
   if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);

@@ -84,8 +84,8 @@ DAT_RETURN LmrSyncRdma(DAT_IA_HANDLE ia_handle, const DAT_LMR_TRIPLET* segments,
     if (num_segments > 0 && segments == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
     for (DAT_VLEN i = 0; i < num_segments; ++i) {
       if (segments[i].segment_length == 0) continue;
-      const core::Lmr* lmr = ia->memory().Find(segments[i].lmr_context);
-      if (lmr == nullptr || !lmr->Contains(segments[i].virtual_address, segments[i].segment_length))
+      const core::WindowView lmr = ia->memory().Find(segments[i].lmr_context);
+      if (!lmr.is_lmr || !lmr.Contains(segments[i].virtual_address, segments[i].segment_length))
         return Status(Code::kInvalidParameter, Detail::kArg2);
     }
     return Status::Ok();

@@ -1,5 +1,5 @@
-// The DAT_PROVIDER table: every slot filled, built slots wired, unbuilt ones answer
-// DAT_NOT_IMPLEMENTED; and the status mapping keeps type and subtype.
+// The DAT_PROVIDER table: every slot filled, unsupported features answer DAT_MODEL_NOT_SUPPORTED,
+// bad handles are refused; and the status mapping keeps type and subtype.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -24,10 +24,11 @@ TEST(ProviderTable, AllSeventyNineSlotsAreFilled) {
   EXPECT_NE(reinterpret_cast<void*>(table.handle_extendedop_func), nullptr);
 }
 
-TEST(ProviderTable, UnbuiltSlotReturnsNotImplemented) {
+TEST(ProviderTable, UnsupportedFeatureSaysModelNotSupported) {
   DAT_PROVIDER table;
   FillProviderTable(table);
-  EXPECT_EQ(table.cr_handoff_func(nullptr, 0), DAT_NOT_IMPLEMENTED);
+  EXPECT_EQ(table.csp_free_func(nullptr), DAT_MODEL_NOT_SUPPORTED);
+  EXPECT_EQ(DAT_GET_TYPE(table.cr_handoff_func(nullptr, 0)), DAT_INVALID_HANDLE) << "built, and checks its handle";
 }
 
 TEST(ProviderTable, BuiltSlotRejectsBadHandle) {
@@ -49,6 +50,8 @@ TEST(StatusMap, TypeAndSubtype) {
   EXPECT_EQ(ToDatReturn(Status(Code::kInvalidParameter, Detail::kArg3)),
             DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3));
   EXPECT_EQ(ToDatReturn(Status(Code::kInsufficientResources)), DAT_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidHandle, Detail::kArg1)),
+            DatReturn(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1));
 }
 
 TEST(StatusMap, GuardedTurnsExceptionsIntoStatuses) {

@@ -120,11 +120,24 @@ DAT_RETURN SubtypeOf(Detail detail) {
   return DAT_NO_SUBTYPE;
 }
 
+// For an invalid handle, an argument number names the handle argument (DAT_INVALID_HANDLEn):
+// used where DAT has no handle-type subtype, such as the EVD of dat_evd_* calls.
+DAT_RETURN HandleArgumentSubtype(Detail detail) {
+  constexpr DAT_RETURN kByArgument[] = {
+      DAT_INVALID_HANDLE1, DAT_INVALID_HANDLE2, DAT_INVALID_HANDLE3, DAT_INVALID_HANDLE4,
+      DAT_INVALID_HANDLE5, DAT_INVALID_HANDLE6, DAT_INVALID_HANDLE7, DAT_INVALID_HANDLE8,
+      DAT_INVALID_HANDLE9, DAT_INVALID_HANDLE10};
+  return kByArgument[static_cast<int>(detail) - static_cast<int>(Detail::kArg1)];
+}
+
 }  // namespace
 
 DAT_RETURN ToDatReturn(Status status) {
   if (status.ok()) return DAT_SUCCESS;
-  return TypeOf(status.code()) | SubtypeOf(status.detail());
+  const Detail detail = status.detail();
+  if (status.code() == Code::kInvalidHandle && detail >= Detail::kArg1 && detail <= Detail::kArg10)
+    return TypeOf(status.code()) | HandleArgumentSubtype(detail);
+  return TypeOf(status.code()) | SubtypeOf(detail);
 }
 
 }  // namespace softdat::dat

@@ -6,10 +6,13 @@
 #include <net/if.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <vector>
 
 namespace softdat {
 namespace {
+
+constexpr Status kBadParams(Code::kInvalidParameter, Detail::kArg1);
 
 std::vector<std::string_view> SplitWords(std::string_view text) {
   std::vector<std::string_view> words;
@@ -30,59 +33,131 @@ bool IsPrintableWord(std::string_view word) {
   return true;
 }
 
+bool ParseUnsigned(std::string_view text, std::uint32_t& out) {
+  std::uint32_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return false;
+  out = value;
+  return true;
+}
+
+// One option, from dat.conf ("key=value") or the environment; `source` names it in the reason.
+bool ApplyOption(std::string_view key, std::string_view value, IaOptions& options,
+                 const std::string& source, std::string& why) {
+  if (key == "progress") {
+    if (value == "thread") {
+      options.progress = ProgressMode::kThread;
+    } else if (value == "poll") {
+      options.progress = ProgressMode::kPoll;
+    } else {
+      why = source + ": progress must be thread or poll, got \"" + std::string(value) + "\"";
+      return false;
+    }
+  } else if (key == "rnr_timeout_ms") {
+    if (!ParseUnsigned(value, options.rnr_timeout_ms)) {
+      why = source + ": rnr_timeout_ms must be a number of milliseconds (0: forever), got \"" +
+            std::string(value) + "\"";
+      return false;
+    }
+  } else if (key == "crc") {
+    if (value == "on") {
+      options.mpa_crc = true;
+    } else if (value == "off") {
+      options.mpa_crc = false;
+    } else {
+      why = source + ": crc must be on or off, got \"" + std::string(value) + "\"";
+      return false;
+    }
+  } else {
+    why = source + ": unknown option \"" + std::string(key) +
+          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off";
+    return false;
+  }
+  return true;
+}
+
+bool ApplyEnvironment(IaOptions& options, std::string& why) {
+  static constexpr struct {
+    const char* variable;
+    const char* key;
+  } kVariables[] = {{"SOFTDAT_PROGRESS", "progress"},
+                    {"SOFTDAT_RNR_TIMEOUT_MS", "rnr_timeout_ms"},
+                    {"SOFTDAT_MPA_CRC", "crc"}};
+  for (const auto& entry : kVariables) {
+    const char* value = std::getenv(entry.variable);
+    if (value == nullptr) continue;
+    if (!ApplyOption(entry.key, value, options, entry.variable, why)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status ParseIaParams(std::string_view text, IaParams& out, std::string& why) {
-  const std::vector<std::string_view> words = SplitWords(text);
-  if (words.empty()) {
-    why = "empty IA params; expected \"tcp <IPv4 address or interface>\" or \"verbs <device> <port>\"";
-    return Status(Code::kInvalidParameter, Detail::kArg1);
-  }
-  for (std::string_view word : words) {
+  std::vector<std::string_view> words;
+  std::vector<std::string_view> options;
+  for (std::string_view word : SplitWords(text)) {
     if (!IsPrintableWord(word)) {
       why = "IA params contain a non-printable character";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+      return kBadParams;
     }
+    (word.find('=') == std::string_view::npos ? words : options).push_back(word);
+  }
+  if (words.empty()) {
+    why = "empty IA params; expected \"tcp <IPv4 address or interface>\" or \"verbs <device> <port>\"";
+    return kBadParams;
   }
   IaParams parsed;
   if (words[0] == "tcp") {
     if (words.size() != 2) {
       why = "tcp IA params take one word, an IPv4 address or interface name: \"tcp 127.0.0.1\"";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+      return kBadParams;
     }
     if (words[1].size() >= 64) {
       why = "tcp IA address is too long";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+      return kBadParams;
     }
     parsed.kind = TransportKind::kTcp;
     parsed.address = std::string(words[1]);
   } else if (words[0] == "verbs") {
     if (words.size() != 3) {
       why = "verbs IA params take a device and a port: \"verbs rxe0 1\"";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+      return kBadParams;
     }
-    unsigned port = 0;
-    const auto [end, error] = std::from_chars(words[2].data(), words[2].data() + words[2].size(), port);
-    if (error != std::errc() || end != words[2].data() + words[2].size() || port < 1 || port > 255) {
+    std::uint32_t port = 0;
+    if (!ParseUnsigned(words[2], port) || port < 1 || port > 255) {
       why = "verbs port must be a number from 1 to 255, got \"" + std::string(words[2]) + "\"";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+      return kBadParams;
     }
     if (words[1].size() >= 64) {
       why = "verbs device name is too long";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+      return kBadParams;
     }
     parsed.kind = TransportKind::kVerbs;
     parsed.device = std::string(words[1]);
     parsed.port = static_cast<std::uint8_t>(port);
   } else if (words[0] == "fake") {
-    if (words.size() != 1) {
-      why = "fake IA params take no further words";
-      return Status(Code::kInvalidParameter, Detail::kArg1);
+    if (words.size() > 2) {
+      why = "fake IA params take at most one word, an IPv4 address: \"fake 10.0.0.1\"";
+      return kBadParams;
+    }
+    in_addr ignored;
+    if (words.size() == 2 && inet_pton(AF_INET, std::string(words[1]).c_str(), &ignored) != 1) {
+      why = "fake IA address must be an IPv4 literal, got \"" + std::string(words[1]) + "\"";
+      return kBadParams;
     }
     parsed.kind = TransportKind::kFake;
+    parsed.address = words.size() == 2 ? std::string(words[1]) : "127.0.0.1";
   } else {
     why = "unknown transport \"" + std::string(words[0]) + "\"; expected tcp or verbs";
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return kBadParams;
+  }
+  if (!ApplyEnvironment(parsed.options, why)) return kBadParams;
+  for (std::string_view option : options) {
+    const size_t equals = option.find('=');
+    if (!ApplyOption(option.substr(0, equals), option.substr(equals + 1), parsed.options,
+                     "dat.conf", why))
+      return kBadParams;
   }
   out = std::move(parsed);
   return Status::Ok();
@@ -97,7 +172,7 @@ Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, st
   }
   if (address_or_interface.size() >= IFNAMSIZ) {
     why = "\"" + address_or_interface + "\" is neither an IPv4 address nor an interface name";
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return kBadParams;
   }
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {
@@ -115,7 +190,7 @@ Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, st
   freeifaddrs(list);
   if (!found) {
     why = "\"" + address_or_interface + "\" is neither an IPv4 address nor an interface with an IPv4 address";
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return kBadParams;
   }
   out = address;
   return Status::Ok();

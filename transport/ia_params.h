@@ -1,5 +1,15 @@
 // The IA parameter string of a dat.conf line, parsed. It picks the transport and names its
-// device: "tcp <IPv4 address or interface name>" or "verbs <device> <port>".
+// device: "tcp <IPv4 address or interface name>" or "verbs <device> <port>" (and, for tests,
+// "fake [<IPv4 address>]"), followed by optional key=value words:
+//
+//   progress=thread|poll   who drives the transport: a progress thread per IA (default), or the
+//                          consumer's dat_evd_wait/dat_evd_dequeue calls (busy-poll)
+//   rnr_timeout_ms=N       how long a message may wait for a receive buffer before the connection
+//                          is broken; 0 (default) waits forever, like rnr_retry 7
+//   crc=on|off             tcp: whether to ask for MPA CRC32c (default on)
+//
+// The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS and SOFTDAT_MPA_CRC set the
+// defaults; a key=value word in dat.conf wins over them.
 #pragma once
 
 #include <netinet/in.h>
@@ -14,15 +24,25 @@ namespace softdat {
 
 enum class TransportKind : std::uint8_t { kTcp, kVerbs, kFake };
 
-struct IaParams {
-  TransportKind kind = TransportKind::kTcp;
-  std::string address;  // tcp: the IPv4 literal or interface name as written
-  std::string device;   // verbs: the rdma-core device name (rxe0, siw0, mlx5_0, ...)
-  std::uint8_t port = 0;  // verbs: the device port, 1-based
+enum class ProgressMode : std::uint8_t { kThread, kPoll };
+
+struct IaOptions {
+  ProgressMode progress = ProgressMode::kThread;
+  std::uint32_t rnr_timeout_ms = 0;  // 0: wait forever
+  bool mpa_crc = true;
 };
 
-// Parses `text` into `out`. On failure returns kInvalidParameter and puts a one-line reason into
-// `why` (what was expected and what was found); `out` is then unchanged.
+struct IaParams {
+  TransportKind kind = TransportKind::kTcp;
+  std::string address;  // tcp: the IPv4 literal or interface name as written; fake: optional IPv4
+  std::string device;   // verbs: the rdma-core device name (rxe0, siw0, mlx5_0, ...)
+  std::uint8_t port = 0;  // verbs: the device port, 1-based
+  IaOptions options;
+};
+
+// Parses `text` into `out`, starting from the defaults the environment sets (see above). On
+// failure returns kInvalidParameter and puts a one-line reason into `why` (what was expected and
+// what was found); `out` is then unchanged.
 Status ParseIaParams(std::string_view text, IaParams& out, std::string& why);
 
 // Resolves a tcp IA address: an IPv4 literal, or the first IPv4 address of an interface.

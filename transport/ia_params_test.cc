@@ -27,7 +27,9 @@ TEST(IaParams, ExtraBlanksAreIgnored) {
 TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
   for (const char* text : {"", "   ", "tcp", "tcp a b", "verbs rxe0", "verbs rxe0 0", "verbs rxe0 256",
                            "verbs rxe0 1x", "verbs rxe0 -1", "udp 1.2.3.4", "fake extra",
-                           "tcp \x01\x02"}) {
+                           "fake 1.2.3.4 more", "tcp \x01\x02", "tcp lo progress=fast",
+                           "tcp lo rnr_timeout_ms=-1", "tcp lo crc=maybe", "tcp lo color=red",
+                           "tcp lo =x"}) {
     IaParams params;
     params.address = "untouched";
     std::string why;
@@ -36,6 +38,43 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
     EXPECT_FALSE(why.empty()) << '"' << text << '"';
     EXPECT_EQ(params.address, "untouched");
   }
+}
+
+TEST(IaParams, OptionsFollowThePositionalWords) {
+  IaParams params;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1 progress=poll rnr_timeout_ms=250 crc=off", params, why).ok())
+      << why;
+  EXPECT_EQ(params.address, "127.0.0.1");
+  EXPECT_EQ(params.options.progress, ProgressMode::kPoll);
+  EXPECT_EQ(params.options.rnr_timeout_ms, 250u);
+  EXPECT_FALSE(params.options.mpa_crc);
+}
+
+TEST(IaParams, DefaultsAreThreadInfiniteRnrAndCrc) {
+  IaParams params;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("fake", params, why).ok()) << why;
+  EXPECT_EQ(params.kind, TransportKind::kFake);
+  EXPECT_EQ(params.address, "127.0.0.1");
+  EXPECT_EQ(params.options.progress, ProgressMode::kThread);
+  EXPECT_EQ(params.options.rnr_timeout_ms, 0u);
+  EXPECT_TRUE(params.options.mpa_crc);
+}
+
+TEST(IaParams, EnvironmentSetsDefaultsAndDatConfWins) {
+  setenv("SOFTDAT_PROGRESS", "poll", 1);
+  setenv("SOFTDAT_RNR_TIMEOUT_MS", "40", 1);
+  IaParams params;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("tcp lo rnr_timeout_ms=7", params, why).ok()) << why;
+  EXPECT_EQ(params.options.progress, ProgressMode::kPoll);
+  EXPECT_EQ(params.options.rnr_timeout_ms, 7u);
+  setenv("SOFTDAT_PROGRESS", "sometimes", 1);
+  EXPECT_EQ(ParseIaParams("tcp lo", params, why).code(), Code::kInvalidParameter);
+  EXPECT_NE(why.find("SOFTDAT_PROGRESS"), std::string::npos) << why;
+  unsetenv("SOFTDAT_PROGRESS");
+  unsetenv("SOFTDAT_RNR_TIMEOUT_MS");
 }
 
 TEST(IaParams, OverlongWordsAreRefused) {

@@ -1,0 +1,407 @@
+// EP create, free, query, modify and status, and the delivery of its events to EVDs.
+#include "core/ep.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/log.h"
+#include "core/async_events.h"
+#include "core/dto_event.h"
+#include "core/evd.h"
+#include "core/ia.h"
+#include "core/pz.h"
+#include "core/srq.h"
+#include "core/srq_buffer_release.h"
+
+namespace softdat::core {
+namespace {
+
+constexpr DAT_COMPLETION_FLAGS kRecvAttrFlags = static_cast<DAT_COMPLETION_FLAGS>(
+    DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG);
+constexpr DAT_COMPLETION_FLAGS kRequestAttrFlags = static_cast<DAT_COMPLETION_FLAGS>(
+    DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG);
+
+// What dat_ep_create with null attributes gets: modest sizes every transport carries.
+DAT_EP_ATTR DefaultAttributes(const transport::Capabilities& caps, bool with_srq) {
+  DAT_EP_ATTR attr{};
+  attr.service_type = DAT_SERVICE_TYPE_RC;
+  attr.max_message_size = caps.max_message_size;
+  attr.max_rdma_size = caps.max_rdma_size;
+  attr.qos = DAT_QOS_BEST_EFFORT;
+  // DAT: UNSIGNALLED is the default Recv completion flag of an SRQ EP (and means "signal all").
+  attr.recv_completion_flags = with_srq ? DAT_COMPLETION_UNSIGNALLED_FLAG : DAT_COMPLETION_DEFAULT_FLAG;
+  attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  attr.max_recv_dtos = with_srq ? 0 : static_cast<DAT_COUNT>(std::min<std::uint32_t>(64, caps.max_recv_work));
+  attr.max_request_dtos = static_cast<DAT_COUNT>(std::min<std::uint32_t>(64, caps.max_send_work));
+  attr.max_recv_iov = static_cast<DAT_COUNT>(std::min<std::uint32_t>(4, caps.max_segments));
+  attr.max_request_iov = static_cast<DAT_COUNT>(std::min<std::uint32_t>(4, caps.max_segments));
+  attr.max_rdma_read_in = static_cast<DAT_COUNT>(std::min<std::uint32_t>(4, caps.max_rdma_read_in));
+  attr.max_rdma_read_out = static_cast<DAT_COUNT>(std::min<std::uint32_t>(4, caps.max_rdma_read_out));
+  attr.srq_soft_hw = DAT_HW_DEFAULT;
+  attr.max_rdma_read_iov = static_cast<DAT_COUNT>(std::min<std::uint32_t>(4, caps.max_segments));
+  attr.max_rdma_write_iov = static_cast<DAT_COUNT>(std::min<std::uint32_t>(4, caps.max_segments));
+  return attr;
+}
+
+bool InRange(DAT_COUNT value, std::uint32_t max) {
+  return value >= 0 && static_cast<std::uint32_t>(value) <= max;
+}
+
+// Zero limits mean "whatever the provider allows" (sizes) or "as for other requests" (RDMA iov
+// counts): the reference provider never enforces them, and stock consumers written for DAT 1.2
+// (dtest) leave them 0. dat_ep_query reports the value in force.
+void FillZeroLimits(const transport::Capabilities& caps, DAT_EP_ATTR& attr) {
+  if (attr.max_message_size == 0) attr.max_message_size = caps.max_message_size;
+  if (attr.max_rdma_size == 0) attr.max_rdma_size = caps.max_rdma_size;
+  if (attr.max_rdma_read_iov == 0) attr.max_rdma_read_iov = attr.max_request_iov;
+  if (attr.max_rdma_write_iov == 0) attr.max_rdma_write_iov = attr.max_request_iov;
+}
+
+}  // namespace
+
+Ep::Ep(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_evd, Srq* srq,
+       const DAT_EP_ATTR& attr)
+    : ia_(ia), pz_(pz), recv_evd_(recv_evd), request_evd_(request_evd), connect_evd_(connect_evd),
+      srq_(srq), attr_(attr) {}
+
+Ep::~Ep() = default;
+
+Status Ep::CheckAttributes(const DAT_EP_ATTR& attr) const {
+  const transport::Capabilities& caps = ia_->capabilities();
+  const bool ok =
+      attr.service_type == DAT_SERVICE_TYPE_RC && attr.max_message_size <= caps.max_message_size &&
+      attr.max_rdma_size <= caps.max_rdma_size &&
+      (attr.recv_completion_flags & ~kRecvAttrFlags) == 0 &&
+      (attr.request_completion_flags & ~kRequestAttrFlags) == 0 &&
+      // DAT: UNSIGNALLED Recv completions are not allowed with EVD_THRESHOLD.
+      !((attr.recv_completion_flags & DAT_COMPLETION_EVD_THRESHOLD_FLAG) &&
+        (attr.recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) && srq_ == nullptr) &&
+      (srq_ != nullptr || InRange(attr.max_recv_dtos, std::min(caps.max_recv_work, srq::EpRecvQueue::kMaxRecvDtos))) &&
+      InRange(attr.max_request_dtos, std::min(caps.max_send_work, RequestQueue::kMaxRequests)) &&
+      InRange(attr.max_recv_iov, std::min(caps.max_segments, srq::EpRecvQueue::kMaxRecvIov)) &&
+      InRange(attr.max_request_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)) &&
+      InRange(attr.max_rdma_read_in, caps.max_rdma_read_in) &&
+      InRange(attr.max_rdma_read_out, caps.max_rdma_read_out) &&
+      (attr.srq_soft_hw == DAT_HW_DEFAULT || attr.srq_soft_hw >= 0) &&
+      InRange(attr.max_rdma_read_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)) &&
+      InRange(attr.max_rdma_write_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)) &&
+      attr.ep_transport_specific_count >= 0 && attr.ep_provider_specific_count >= 0;
+  if (!ok) {
+    SOFTDAT_LOG(kInfo,
+                "dat_ep_create/modify: EP attributes out of range for %s (max_message_size %u, "
+                "max_recv_dtos/max_request_dtos up to %u/%u, iov up to %u, rdma reads in/out up to %u/%u)",
+                ia_->name().c_str(), caps.max_message_size, caps.max_recv_work, caps.max_send_work,
+                caps.max_segments, caps.max_rdma_read_in, caps.max_rdma_read_out);
+    return Status(Code::kInvalidParameter, Detail::kArg6);
+  }
+  return Status::Ok();
+}
+
+Status Ep::AllocateResources() {
+  const std::uint32_t max_request_iov = static_cast<std::uint32_t>(
+      std::max({attr_.max_request_iov, attr_.max_rdma_read_iov, attr_.max_rdma_write_iov, 1}));
+  if (Status status = RequestQueue::Create(
+          std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_request_dtos)), max_request_iov,
+          requests_);
+      !status.ok())
+    return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
+  if (srq_ == nullptr) {
+    if (Status status = srq::EpRecvQueue::Create(
+            std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_recv_dtos)),
+            static_cast<std::uint32_t>(attr_.max_recv_iov), recv_queue_);
+        !status.ok())
+      return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
+  }
+  return NewTransportEndpoint();
+}
+
+Status Ep::NewTransportEndpoint() {
+  transport::EndpointConfig config;
+  config.pd = pz_->domain();
+  config.max_send_work = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_request_dtos));
+  config.max_recv_work = static_cast<std::uint32_t>(attr_.max_recv_dtos);
+  config.max_send_segments = requests_->max_iov();
+  config.max_recv_segments = static_cast<std::uint32_t>(attr_.max_recv_iov);
+  config.max_rdma_read_in = static_cast<std::uint32_t>(attr_.max_rdma_read_in);
+  config.max_rdma_read_out = static_cast<std::uint32_t>(attr_.max_rdma_read_out);
+  config.max_message_size = attr_.max_message_size;
+  std::unique_ptr<transport::Endpoint> endpoint;
+  if (Status status = ia_->transport().CreateEndpoint(config, &events_, endpoint); !status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_ep_create: the %s transport cannot make an endpoint (%s)",
+                ia_->name().c_str(), CodeName(status.code()));
+    return status;
+  }
+  endpoint_ = std::move(endpoint);
+  return Status::Ok();
+}
+
+Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_evd, Srq* srq,
+                  const DAT_EP_ATTR* attr, Ep** out) {
+  if (pz->ia() != ia) return Status(Code::kInvalidHandle, Detail::kPz);
+  if (recv_evd != nullptr && ((recv_evd->flags() & DAT_EVD_DTO_FLAG) == 0 || recv_evd->ia() != ia))
+    return Status(Code::kInvalidHandle, Detail::kEvdRecv);
+  if (request_evd != nullptr && ((request_evd->flags() & DAT_EVD_DTO_FLAG) == 0 || request_evd->ia() != ia))
+    return Status(Code::kInvalidHandle, Detail::kEvdRequest);
+  if (connect_evd != nullptr &&
+      ((connect_evd->flags() & DAT_EVD_CONNECTION_FLAG) == 0 || connect_evd->ia() != ia))
+    return Status(Code::kInvalidHandle, Detail::kEvdConnect);
+  if (srq != nullptr) {
+    if (srq->ia() != ia) return Status(Code::kInvalidHandle, Detail::kSrq);
+    if (!ia->capabilities().srq) return Status(Code::kModelNotSupported);
+  }
+  DAT_EP_ATTR attributes = attr != nullptr ? *attr : DefaultAttributes(ia->capabilities(), srq != nullptr);
+  FillZeroLimits(ia->capabilities(), attributes);
+  Ep* ep = NewHandle<Ep>(ia->provider, ia, pz, recv_evd, request_evd, connect_evd, srq, attributes);
+  Status status = ep->CheckAttributes(attributes);
+  if (status.ok()) status = ep->AllocateResources();
+  if (status.ok() && srq != nullptr) status = srq->AttachEndpoint(ep);
+  if (!status.ok()) {
+    ep->endpoint_.reset();
+    DeleteHandle(ep);
+    return status;
+  }
+  pz->AddUser();
+  for (Evd* evd : {recv_evd, request_evd, connect_evd})
+    if (evd != nullptr) evd->AddUser();
+  ia->Track(ep);
+  *out = ep;
+  return Status::Ok();
+}
+
+Status Ep::Free(Ep* ep) {
+  switch (ep->state()) {
+    case DAT_EP_STATE_RESERVED: return Status(Code::kInvalidState, Detail::kEpReserved);
+    case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING: return Status(Code::kInvalidState, Detail::kEpPassConnPending);
+    case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING: return Status(Code::kInvalidState, Detail::kEpTentConnPending);
+    default: break;
+  }
+  ep->ia_->Untrack(ep);
+  Destroy(ep);
+  return Status::Ok();
+}
+
+void Ep::Destroy(Ep* ep) {
+  // No SRQ wakeup may reach the transport endpoint while it goes away.
+  if (ep->srq_ != nullptr) ep->srq_->DetachEndpoint(ep);
+  // A reserved EP cannot be freed (Free refuses) and abrupt IA close takes RSPs down first, so
+  // no RSP still names this EP here.
+  // Once the transport endpoint is destroyed no event of it runs: what is still outstanding is
+  // ours to complete, and every buffer taken from an SRQ goes back through a flush completion.
+  ep->endpoint_.reset();
+  ep->CloseReceives();
+  ep->requests_->FlushAll();
+  ep->Deliver();
+  if (ep->srq_account_ != nullptr) (void)ep->srq_->pool().Detach(*ep->srq_account_);
+  ep->pz_->RemoveUser();
+  for (Evd* evd : {ep->recv_evd_, ep->request_evd_, ep->connect_evd_})
+    if (evd != nullptr) evd->RemoveUser();
+  DeleteHandle(ep);
+}
+
+Status Ep::Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* param) const {
+  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  std::lock_guard lock(mutex_);
+  if (mask & DAT_EP_FIELD_IA_HANDLE) param->ia_handle = ia_;
+  if (mask & DAT_EP_FIELD_EP_STATE) param->ep_state = state();
+  if (mask & DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR)
+    param->local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&ia_->address()));
+  if (mask & DAT_EP_FIELD_LOCAL_PORT_QUAL) param->local_port_qual = ntohs(local_address_.sin_port);
+  if (mask & DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR)
+    param->remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&remote_address_));
+  if (mask & DAT_EP_FIELD_REMOTE_PORT_QUAL) param->remote_port_qual = remote_port_;
+  if (mask & DAT_EP_FIELD_PZ_HANDLE) param->pz_handle = pz_;
+  if (mask & DAT_EP_FIELD_RECV_EVD_HANDLE) param->recv_evd_handle = recv_evd_;
+  if (mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) param->request_evd_handle = request_evd_;
+  if (mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) param->connect_evd_handle = connect_evd_;
+  if (mask & DAT_EP_FIELD_SRQ_HANDLE) param->srq_handle = srq_;
+  if (mask & DAT_EP_FIELD_EP_ATTR_ALL) param->ep_attr = attr_;
+  return Status::Ok();
+}
+
+Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) {
+  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  constexpr DAT_EP_PARAM_MASK kModifiable = DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
+                                            DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
+  if ((mask & ~kModifiable) != 0) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (state() != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, Detail::kEpConnected);
+  // Resolve every new value before changing anything: a refused modify changes nothing.
+  Evd* evds[3] = {recv_evd_, request_evd_, connect_evd_};
+  const DAT_EP_PARAM_MASK evd_fields[3] = {DAT_EP_FIELD_RECV_EVD_HANDLE, DAT_EP_FIELD_REQUEST_EVD_HANDLE,
+                                           DAT_EP_FIELD_CONNECT_EVD_HANDLE};
+  const DAT_EVD_HANDLE requested[3] = {param->recv_evd_handle, param->request_evd_handle,
+                                       param->connect_evd_handle};
+  const DAT_EVD_FLAGS needed[3] = {DAT_EVD_DTO_FLAG, DAT_EVD_DTO_FLAG, DAT_EVD_CONNECTION_FLAG};
+  const Detail subtypes[3] = {Detail::kEvdRecv, Detail::kEvdRequest, Detail::kEvdConnect};
+  for (int i = 0; i < 3; ++i) {
+    if ((mask & evd_fields[i]) == 0) continue;
+    Evd* evd = nullptr;
+    if (requested[i] != DAT_HANDLE_NULL) {
+      evd = HandleAs<Evd>(requested[i]);
+      if (evd == nullptr || evd->ia() != ia_ || (evd->flags() & needed[i]) == 0)
+        return Status(Code::kInvalidHandle, subtypes[i]);
+    }
+    evds[i] = evd;
+  }
+  DAT_EP_ATTR attr = attr_;
+  if (mask & DAT_EP_FIELD_EP_ATTR_ALL) {
+    attr = param->ep_attr;
+    if (Status status = CheckAttributes(attr); !status.ok()) return Status(Code::kInvalidParameter, Detail::kArg3);
+    FillZeroLimits(ia_->capabilities(), attr);
+  }
+  std::lock_guard post(post_mutex_);
+  if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) &&
+      (requests_->count() > 0 || (recv_queue_ != nullptr && recv_queue_->count() > 0))) {
+    // Resizing queues under posted buffers would lose them.
+    return Status(Code::kInvalidState, Detail::kEpCompletionPending);
+  }
+  if (mask & DAT_EP_FIELD_EP_ATTR_ALL) {
+    const DAT_EP_ATTR old = attr_;
+    attr_ = attr;
+    std::unique_ptr<RequestQueue> old_requests = std::move(requests_);
+    std::unique_ptr<srq::EpRecvQueue> old_recv = std::move(recv_queue_);
+    std::unique_ptr<transport::Endpoint> old_endpoint = std::move(endpoint_);
+    old_endpoint.reset();
+    if (Status status = AllocateResources(); !status.ok()) {
+      attr_ = old;
+      requests_ = std::move(old_requests);
+      recv_queue_ = std::move(old_recv);
+      (void)NewTransportEndpoint();
+      return status;
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    if ((mask & evd_fields[i]) == 0) continue;
+    Evd** slot = i == 0 ? &recv_evd_ : i == 1 ? &request_evd_ : &connect_evd_;
+    if (*slot != nullptr) (*slot)->RemoveUser();
+    *slot = evds[i];
+    if (*slot != nullptr) (*slot)->AddUser();
+  }
+  return Status::Ok();
+}
+
+Status Ep::GetStatus(DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
+  if (state == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  *state = this->state();
+  if (recv_idle != nullptr) *recv_idle = ReceivesHeld() == 0 ? DAT_TRUE : DAT_FALSE;
+  if (request_idle != nullptr) *request_idle = requests_->count() == 0 ? DAT_TRUE : DAT_FALSE;
+  return Status::Ok();
+}
+
+void Ep::CloseReceives() {
+  if (recv_queue_ != nullptr) {
+    recv_queue_->Close();
+  } else if (srq_account_ != nullptr) {
+    (void)srq_->pool().Close(*srq_account_);
+  }
+}
+
+std::uint32_t Ep::ReceivesHeld() const {
+  if (recv_queue_ != nullptr) return recv_queue_->count();
+  if (srq_account_ == nullptr) return 0;
+  DAT_COUNT held = 0;
+  (void)srq_->pool().RecvQuery(*srq_account_, &held, nullptr);
+  return static_cast<std::uint32_t>(held);
+}
+
+void Ep::Deliver() {
+  if (!turn_.Request()) return;
+  do {
+    DeliverReady();
+  } while (!turn_.Done());
+}
+
+void Ep::PostDto(Evd* evd, DAT_EVENT& event, bool signalled) {
+  if (evd == nullptr) {
+    ReleaseSrqBuffer(event);  // nobody collects it: the buffer is free at once
+    return;
+  }
+  event.evd_handle = evd;
+  evd->Post(event, signalled ? evd::EventQueue::Notify::kSignal : evd::EventQueue::Notify::kQuiet);
+}
+
+void Ep::DeliverReady() {
+  // 1. The connection came up: before any completion of it, in case the EVDs are the same.
+  bool established = false;
+  std::size_t private_size = 0;
+  {
+    std::lock_guard lock(mutex_);
+    established = std::exchange(established_pending_, false);
+    private_size = private_data_size_;
+  }
+  if (established && connect_evd_ != nullptr) {
+    connect_evd_->Post(ConnectionEvent(DAT_CONNECTION_EVENT_ESTABLISHED, connect_evd_, this,
+                                       private_data_.data(), static_cast<DAT_COUNT>(private_size)));
+  }
+
+  // 2. Receive completions, in MSN order.
+  srq::RecvCompletion received{};
+  for (;;) {
+    const bool popped = recv_queue_ != nullptr ? recv_queue_->PopCompletion(received)
+                        : srq_account_ != nullptr ? srq_->pool().PopCompletion(*srq_account_, received)
+                                                  : false;
+    if (!popped) break;
+    const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;
+    DAT_EVENT event = DtoEvent(recv_evd_, this, received.cookie, received.status,
+                               static_cast<DAT_SEG_LENGTH>(received.transferred_length),
+                               invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
+                               invalidated ? received.notes.invalidated_key : 0);
+    if (srq_ != nullptr) MarkSrqBuffer(event, *srq_, received.slot);
+    const DAT_COMPLETION_FLAGS flags = attr_.recv_completion_flags;
+    bool signalled = true;
+    if (received.status == DAT_DTO_SUCCESS) {
+      if (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) signalled = received.notes.solicited;
+      if (received.post_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) signalled = false;
+    }
+    PostDto(recv_evd_, event, signalled);
+  }
+
+  // 3. Request completions, in posting order.
+  RequestQueue::Completion done{};
+  while (requests_->PopCompletion(done)) {
+    const DAT_DTO_COMPLETION_STATUS status = ToDtoStatus(done.status);
+    if (status == DAT_DTO_SUCCESS && (done.flags & DAT_COMPLETION_SUPPRESS_FLAG)) continue;
+    const bool signalled = status != DAT_DTO_SUCCESS || (done.flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0;
+    if (request_evd_ == nullptr) continue;
+    DAT_EVENT event;
+    if (done.operation == DAT_DTO_BIND_MW) {
+      event = DAT_EVENT{};
+      event.event_number = DAT_RMR_BIND_COMPLETION_EVENT;
+      event.event_data.rmr_completion_event_data.rmr_handle = done.rmr;
+      event.event_data.rmr_completion_event_data.user_cookie = done.cookie;
+      event.event_data.rmr_completion_event_data.status = status;
+    } else {
+      event = DtoEvent(request_evd_, this, done.cookie, status, done.length, done.operation);
+    }
+    PostDto(request_evd_, event, signalled);
+  }
+
+  // 4. The end of the connection, after every completion it flushed; then what depends on it.
+  DAT_EVENT_NUMBER end_event{};
+  bool end = false;
+  bool broken_async = false;
+  bool soft_watermark = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (end_event_.pending) {
+      end = true;
+      end_event = end_event_.number;
+      end_event_.pending = false;
+      broken_async = std::exchange(broken_async_pending_, false);
+    }
+    soft_watermark = std::exchange(soft_watermark_pending_, false);
+    private_size = private_data_size_;
+  }
+  if (end && connect_evd_ != nullptr) {
+    connect_evd_->Post(ConnectionEvent(end_event, connect_evd_, this, private_data_.data(),
+                                       static_cast<DAT_COUNT>(private_size)));
+  }
+  Evd* async = ia_->async_evd();
+  if (async == nullptr) return;
+  // An SRQ EP raises EP_BROKEN once its flush is complete: what OFED derives from
+  // IBV_EVENT_QP_LAST_WQE_REACHED, and what stock dtestsrq waits for.
+  if (broken_async) async->Post(AsyncEvent(DAT_ASYNC_ERROR_EP_BROKEN, async, this, DAT_EP_OTHER_ERROR));
+  if (soft_watermark)
+    async->Post(AsyncEvent(kWatermarkEventNumber, async, this, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT));
+}
+
+}  // namespace softdat::core

@@ -1,0 +1,284 @@
+// EP connection management: connect, accept, reserve, disconnect, reset, and what the transport
+// reports about the connection (established, ended).
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include "base/log.h"
+#include "core/ep.h"
+#include "core/ia.h"
+#include "core/srq.h"
+
+namespace softdat::core {
+namespace {
+
+Detail StateDetail(DAT_EP_STATE state) {
+  switch (state) {
+    case DAT_EP_STATE_UNCONNECTED: return Detail::kEpUnconnected;
+    case DAT_EP_STATE_RESERVED: return Detail::kEpReserved;
+    case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING: return Detail::kEpPassConnPending;
+    case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING: return Detail::kEpActConnPending;
+    case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING: return Detail::kEpTentConnPending;
+    case DAT_EP_STATE_CONNECTED: return Detail::kEpConnected;
+    case DAT_EP_STATE_DISCONNECT_PENDING: return Detail::kEpDisconnPending;
+    case DAT_EP_STATE_DISCONNECTED: return Detail::kEpDisconnected;
+    case DAT_EP_STATE_COMPLETION_PENDING: return Detail::kEpCompletionPending;
+    default: return Detail::kEpNotReady;
+  }
+}
+
+// The connection event an ended connection reports, from the state it was in and why it ended.
+DAT_EVENT_NUMBER EndEvent(DAT_EP_STATE state, transport::ConnectionEnd why, bool local_disconnect,
+                          bool hard_watermark) {
+  using transport::ConnectionEnd;
+  if (hard_watermark) return DAT_CONNECTION_EVENT_BROKEN;
+  switch (state) {
+    case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
+      if (local_disconnect) return DAT_CONNECTION_EVENT_DISCONNECTED;
+      switch (why) {
+        case ConnectionEnd::kPeerRejected: return DAT_CONNECTION_EVENT_PEER_REJECTED;
+        case ConnectionEnd::kTimedOut: return DAT_CONNECTION_EVENT_TIMED_OUT;
+        case ConnectionEnd::kUnreachable: return DAT_CONNECTION_EVENT_UNREACHABLE;
+        default: return DAT_CONNECTION_EVENT_NON_PEER_REJECTED;
+      }
+    case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING:
+      return local_disconnect ? DAT_CONNECTION_EVENT_DISCONNECTED
+                              : DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
+    default:
+      return why == ConnectionEnd::kDisconnected || (local_disconnect && why != ConnectionEnd::kBroken)
+                 ? DAT_CONNECTION_EVENT_DISCONNECTED
+                 : DAT_CONNECTION_EVENT_BROKEN;
+  }
+}
+
+std::uint64_t TransportTimeout(DAT_TIMEOUT timeout) {
+  return timeout == DAT_TIMEOUT_INFINITE ? std::numeric_limits<std::uint64_t>::max() : timeout;
+}
+
+}  // namespace
+
+Status Ep::BeginConnectionLocked() {
+  if (recv_queue_ != nullptr) return recv_queue_->Begin(1);  // iWARP MSNs start at 1
+  if (srq_account_ != nullptr) {
+    // The previous connection's account is closed and empty (its flush is delivered).
+    if (Status status = srq_->pool().Detach(*srq_account_); !status.ok()) return status;
+    srq_account_.reset();
+  }
+  // The window bounds how far ahead of the oldest open message a connection may take buffers;
+  // an SRQ never lends one EP more than it has.
+  const std::uint32_t srq_size = srq_->pool().Query().max_recv_dtos;
+  const std::uint32_t window = std::bit_ceil(std::clamp<std::uint32_t>(srq_size, 16, 4096));
+  if (Status status = srq::EndpointRecvAccount::Create(window, 1, srq_account_); !status.ok()) return status;
+  return srq_->pool().Attach(*srq_account_);
+}
+
+Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
+                   DAT_COUNT private_data_size, const void* private_data) {
+  if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (remote->sa_family != AF_INET) {
+    SOFTDAT_LOG(kInfo, "dat_ep_connect: address family %d is not supported, only AF_INET", remote->sa_family);
+    return Status(Code::kInvalidAddress, Detail::kAddressUnsupported);
+  }
+  if (conn_qual == 0 || conn_qual > 0xFFFF) {
+    SOFTDAT_LOG(kInfo, "dat_ep_connect: connection qualifier %llu is not a port (1..65535)",
+                static_cast<unsigned long long>(conn_qual));
+    return Status(Code::kInvalidParameter, Detail::kArg3);
+  }
+  if (private_data_size < 0 ||
+      static_cast<std::uint32_t>(private_data_size) > ia_->capabilities().max_private_data ||
+      static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
+    return Status(Code::kInvalidParameter, Detail::kArg5);
+  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kArg6);
+  sockaddr_in address;
+  std::memcpy(&address, remote, sizeof address);
+  {
+    std::lock_guard lock(mutex_);
+    const DAT_EP_STATE current = state();
+    if (current != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, StateDetail(current));
+    if (connect_evd_ == nullptr) return Status(Code::kInvalidState, Detail::kEpNotReady);
+    if (Status status = BeginConnectionLocked(); !status.ok()) return status;
+    state_.store(DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, std::memory_order_release);
+    connection_live_ = true;
+    local_disconnect_ = false;
+    hard_tripped_ = false;
+    remote_address_ = address;
+    remote_port_ = conn_qual;
+    private_data_size_ = 0;
+  }
+  const Status status =
+      endpoint_->Connect(address, static_cast<std::uint16_t>(conn_qual),
+                         {static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)},
+                         TransportTimeout(timeout));
+  if (!status.ok()) {
+    std::lock_guard lock(mutex_);
+    state_.store(DAT_EP_STATE_UNCONNECTED, std::memory_order_release);
+    connection_live_ = false;
+  }
+  return status;
+}
+
+Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT private_data_size,
+                  const void* private_data) {
+  if (private_data_size < 0 ||
+      static_cast<std::uint32_t>(private_data_size) > ia_->capabilities().max_private_data ||
+      static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
+    return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+  DAT_EP_STATE before;
+  {
+    std::lock_guard lock(mutex_);
+    before = state();
+    const DAT_EP_STATE wanted =
+        rsp != nullptr ? DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING : DAT_EP_STATE_UNCONNECTED;
+    if (before != wanted || (rsp != nullptr && rsp_ != rsp)) return Status(Code::kInvalidState, StateDetail(before));
+    if (connect_evd_ == nullptr) return Status(Code::kInvalidState, Detail::kEpNotReady);
+    if (Status status = BeginConnectionLocked(); !status.ok()) return status;
+    state_.store(DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, std::memory_order_release);
+    connection_live_ = true;
+    local_disconnect_ = false;
+    hard_tripped_ = false;
+    remote_address_ = pending.remote_address();
+    remote_port_ = ntohs(remote_address_.sin_port);
+    private_data_size_ = 0;
+  }
+  const Status status =
+      pending.Accept(*endpoint_, {static_cast<const std::uint8_t*>(private_data),
+                                  static_cast<std::size_t>(private_data_size)});
+  if (!status.ok()) {
+    std::lock_guard lock(mutex_);
+    state_.store(before, std::memory_order_release);
+    connection_live_ = false;
+  }
+  return status;
+}
+
+Status Ep::Reserve(Rsp* rsp) {
+  std::lock_guard lock(mutex_);
+  const DAT_EP_STATE current = state();
+  if (current != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, StateDetail(current));
+  rsp_ = rsp;
+  state_.store(DAT_EP_STATE_RESERVED, std::memory_order_release);
+  return Status::Ok();
+}
+
+void Ep::Unreserve(Rsp* rsp) {
+  std::lock_guard lock(mutex_);
+  if (rsp_ != rsp) return;
+  rsp_ = nullptr;
+  const DAT_EP_STATE current = state();
+  if (current == DAT_EP_STATE_RESERVED || current == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)
+    state_.store(DAT_EP_STATE_UNCONNECTED, std::memory_order_release);
+}
+
+void Ep::ReservedRequestArrived(Rsp* rsp) {
+  std::lock_guard lock(mutex_);
+  if (rsp_ == rsp && state() == DAT_EP_STATE_RESERVED)
+    state_.store(DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, std::memory_order_release);
+}
+
+void Ep::ReservedRequestRejected(Rsp* rsp) {
+  std::lock_guard lock(mutex_);
+  if (rsp_ != rsp) return;
+  rsp_ = nullptr;
+  if (state() == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)
+    state_.store(DAT_EP_STATE_UNCONNECTED, std::memory_order_release);
+}
+
+Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
+  if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
+    return Status(Code::kInvalidParameter, Detail::kArg2);
+  bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
+  {
+    std::lock_guard lock(mutex_);
+    const DAT_EP_STATE current = state();
+    switch (current) {
+      case DAT_EP_STATE_DISCONNECTED:
+        return Status::Ok();  // "Disconnecting a Disconnected Endpoint is no-op."
+      case DAT_EP_STATE_CONNECTED:
+        if (graceful) state_.store(DAT_EP_STATE_DISCONNECT_PENDING, std::memory_order_release);
+        break;
+      case DAT_EP_STATE_DISCONNECT_PENDING:
+        if (graceful) return Status::Ok();  // no effect
+        break;
+      case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
+      case DAT_EP_STATE_COMPLETION_PENDING:
+        graceful = false;  // aborts the establishment either way
+        break;
+      default:
+        return Status(Code::kInvalidState, StateDetail(current));
+    }
+    if (!connection_live_) return Status::Ok();
+    local_disconnect_ = true;
+  }
+  endpoint_->Disconnect(graceful);
+  return Status::Ok();
+}
+
+Status Ep::Reset() {
+  {
+    std::lock_guard lock(mutex_);
+    const DAT_EP_STATE current = state();
+    if (current != DAT_EP_STATE_DISCONNECTED || connection_live_)
+      return Status(Code::kInvalidState, StateDetail(current));
+  }
+  // The old transport endpoint has ended; a new connection needs a new one.
+  std::lock_guard post(post_mutex_);
+  endpoint_.reset();
+  if (Status status = NewTransportEndpoint(); !status.ok()) return status;
+  std::lock_guard lock(mutex_);
+  local_address_ = sockaddr_in{};
+  remote_address_ = sockaddr_in{};
+  remote_port_ = 0;
+  state_.store(DAT_EP_STATE_UNCONNECTED, std::memory_order_release);
+  return Status::Ok();
+}
+
+void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
+  {
+    std::lock_guard lock(mutex_);
+    const DAT_EP_STATE current = state();
+    if (current != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING && current != DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
+      return;
+    state_.store(DAT_EP_STATE_CONNECTED, std::memory_order_release);
+    private_data_size_ = std::min(private_data.size(), private_data_.size());
+    std::memcpy(private_data_.data(), private_data.data(), private_data_size_);
+    local_address_ = endpoint_->local_address();
+    remote_address_ = endpoint_->remote_address();
+    established_pending_ = true;
+  }
+  // A hard high watermark already below what the EP holds breaks the new connection at once.
+  CheckHighWatermarks(ReceivesHeld());
+  Deliver();
+}
+
+void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> private_data) {
+  DAT_EVENT_NUMBER event;
+  {
+    std::lock_guard lock(mutex_);
+    if (!connection_live_) return;
+    connection_live_ = false;
+    event = EndEvent(state(), why, local_disconnect_, hard_tripped_);
+    if (event == DAT_CONNECTION_EVENT_PEER_REJECTED) {
+      private_data_size_ = std::min(private_data.size(), private_data_.size());
+      std::memcpy(private_data_.data(), private_data.data(), private_data_size_);
+    } else {
+      private_data_size_ = 0;
+    }
+    state_.store(DAT_EP_STATE_DISCONNECTED, std::memory_order_release);
+  }
+  SOFTDAT_LOG(kDebug, "EP %p: connection ended (event 0x%x)", static_cast<void*>(this),
+              static_cast<unsigned>(event));
+  // Flush first, then report: the end event follows every completion it caused.
+  CloseReceives();
+  requests_->FlushAll();
+  {
+    std::lock_guard lock(mutex_);
+    end_event_.number = event;
+    end_event_.pending = true;
+    broken_async_pending_ = srq_ != nullptr;
+  }
+  Deliver();
+}
+
+}  // namespace softdat::core

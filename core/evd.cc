@@ -1,0 +1,173 @@
+// EVD create, free, query, CNO binding, software events and provider posts.
+#include "core/evd.h"
+
+#include "base/log.h"
+#include "core/cno.h"
+#include "core/ia.h"
+#include "core/srq_buffer_release.h"
+
+namespace softdat::core {
+namespace {
+
+constexpr DAT_EVD_FLAGS kKnownFlags = static_cast<DAT_EVD_FLAGS>(
+    DAT_EVD_SOFTWARE_FLAG | DAT_EVD_CR_FLAG | DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG |
+    DAT_EVD_RMR_BIND_FLAG | DAT_EVD_ASYNC_FLAG);
+
+}  // namespace
+
+Evd::Evd(Ia* ia, DAT_EVD_FLAGS flags, std::unique_ptr<evd::EventQueue> queue)
+    : ia_(ia), flags_(flags), queue_(std::move(queue)) {
+  queue_->SetOwner(this);
+  queue_->SetProgressHook(ia->progress_hook());
+}
+
+Status Evd::Create(Ia* ia, DAT_COUNT min_qlen, Cno* cno, DAT_EVD_FLAGS flags, Evd** out) {
+  if ((flags & ~kKnownFlags) != 0 || flags == 0) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if ((flags & DAT_EVD_ASYNC_FLAG) != 0) {
+    // One async EVD per IA: dat_ia_open made it (or the consumer said one exists elsewhere).
+    SOFTDAT_LOG(kInfo, "dat_evd_create: the IA already has its asynchronous EVD");
+    return Status(Code::kInvalidParameter, Detail::kArg4);
+  }
+  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
+  std::unique_ptr<evd::EventQueue> queue;
+  if (Status status = evd::EventQueue::Create(min_qlen, &queue); !status.ok()) return status;
+  Evd* evd = NewHandle<Evd>(ia->provider, ia, flags, std::move(queue));
+  if (cno != nullptr) {
+    evd->queue_->SetCno(&cno->cno());
+    evd->cno_.store(cno, std::memory_order_release);
+  }
+  ia->Track(evd);
+  *out = evd;
+  return Status::Ok();
+}
+
+Status Evd::MakeAsync(Ia* ia, DAT_COUNT min_qlen, Evd** out) {
+  std::unique_ptr<evd::EventQueue> queue;
+  if (min_qlen < 1) min_qlen = 1;
+  if (Status status = evd::EventQueue::Create(min_qlen, &queue); !status.ok()) return status;
+  Evd* evd = NewHandle<Evd>(ia->provider, ia, DAT_EVD_ASYNC_FLAG, std::move(queue));
+  *out = evd;
+  return Status::Ok();
+}
+
+Status Evd::Free(Evd* evd) {
+  if (evd == evd->ia_->async_evd()) return Status(Code::kInvalidState, Detail::kEvdInUse);
+  if (evd->users_.load(std::memory_order_acquire) > 0)
+    return Status(Code::kInvalidState, Detail::kEvdInUse);
+  if (Status status = evd->queue_->CheckFree(); !status.ok()) return status;
+  evd->ia_->Untrack(evd);
+  Destroy(evd);
+  return Status::Ok();
+}
+
+void Evd::Destroy(Evd* evd) {
+  evd->queue_->SetCno(nullptr);
+  // Receive completions nobody will take still hold SRQ buffers: give them back.
+  DAT_EVENT event;
+  while (evd->queue_->Dequeue(&event).ok()) ReleaseSrqBuffer(event);
+  DeleteHandle(evd);
+}
+
+Status Evd::Dequeue(DAT_EVENT* event) {
+  if (evd::ProgressHook* hook = ia_->progress_hook(); hook != nullptr) (void)hook->Progress();
+  Status status = queue_->Dequeue(event);
+  if (status.ok()) ReleaseSrqBuffer(*event);
+  return status;
+}
+
+Status Evd::Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore) {
+  Status status = queue_->Wait(timeout, threshold, event, nmore);
+  if (status.ok()) ReleaseSrqBuffer(*event);
+  return status;
+}
+
+Status Evd::Query(DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* param) const {
+  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  const evd::EventQueueInfo info = queue_->Query();
+  if (mask & DAT_EVD_FIELD_IA_HANDLE) param->ia_handle = ia_;
+  if (mask & DAT_EVD_FIELD_EVD_QLEN) param->evd_qlen = info.qlen;
+  if (mask & DAT_EVD_FIELD_EVD_STATE) {
+    param->evd_state = static_cast<DAT_EVD_STATE>(
+        (info.enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
+        (info.waitable ? DAT_EVD_STATE_WAITABLE : DAT_EVD_STATE_UNWAITABLE));
+  }
+  if (mask & DAT_EVD_FIELD_CNO) param->cno_handle = cno();
+  if (mask & DAT_EVD_FIELD_EVD_FLAGS) param->evd_flags = flags_;
+  return Status::Ok();
+}
+
+Status Evd::ModifyCno(Cno* cno) {
+  queue_->SetCno(cno != nullptr ? &cno->cno() : nullptr);
+  cno_.store(cno, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Evd::PostSoftware(const DAT_EVENT* event) {
+  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if ((flags_ & DAT_EVD_SOFTWARE_FLAG) == 0) return Status(Code::kInvalidParameter, Detail::kArg1);
+  DAT_EVENT copy = *event;
+  copy.evd_handle = this;
+  return queue_->PostSoftware(copy);
+}
+
+void Evd::Post(const DAT_EVENT& event, evd::EventQueue::Notify notify) {
+  if (queue_->Post(event, notify).ok()) return;
+  DAT_EVENT dropped = event;
+  ReleaseSrqBuffer(dropped);
+  if (!queue_->TakeOverflow()) return;
+  SOFTDAT_LOG(kWarn, "EVD %p overflowed: an event of type 0x%x was dropped", static_cast<void*>(this),
+              static_cast<unsigned>(event.event_number));
+  Evd* async = ia_->async_evd();
+  if (async == nullptr || async == this) return;
+  DAT_EVENT overflow{};
+  overflow.event_number = DAT_ASYNC_ERROR_EVD_OVERFLOW;
+  overflow.evd_handle = async;
+  overflow.event_data.asynch_error_event_data.dat_handle = this;
+  overflow.event_data.asynch_error_event_data.reason = DAT_ASYNC_ERROR_EVD_OVERFLOW;
+  (void)async->queue_->Post(overflow);
+}
+
+Status Cno::Create(Ia* ia, const DAT_OS_WAIT_PROXY_AGENT& agent, Cno** out) {
+  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  Cno* cno = NewHandle<Cno>(ia->provider, ia, agent);
+  ia->Track(cno);
+  *out = cno;
+  return Status::Ok();
+}
+
+Status Cno::CreateWithFd(Ia* ia, DAT_FD* fd, Cno** out) {
+  if (fd == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  Cno* cno = NewHandle<Cno>(ia->provider, ia, DAT_OS_WAIT_PROXY_AGENT{});
+  if (Status status = cno->cno_.EnableFd(cno->fd_); !status.ok()) {
+    DeleteHandle(cno);
+    return status;
+  }
+  ia->Track(cno);
+  *fd = cno->fd_;
+  *out = cno;
+  return Status::Ok();
+}
+
+Status Cno::Free(Cno* cno) {
+  if (Status status = cno->cno_.CheckFree(); !status.ok()) return status;
+  cno->ia_->Untrack(cno);
+  DeleteHandle(cno);
+  return Status::Ok();
+}
+
+Status Cno::Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM* param) const {
+  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  const evd::CnoInfo info = cno_.Query();
+  if (mask & DAT_CNO_FIELD_IA_HANDLE) param->ia_handle = ia_;
+  if (mask & DAT_CNO_FIELD_PROXY_TYPE) param->proxy_type = fd_ >= 0 ? DAT_PROXY_TYPE_FD : DAT_PROXY_TYPE_AGENT;
+  if (mask & DAT_CNO_FIELD_PROXY) {
+    if (fd_ >= 0)
+      param->proxy.fd = fd_;
+    else
+      param->proxy.agent = info.agent;
+  }
+  return Status::Ok();
+}
+
+}  // namespace softdat::core

@@ -1,0 +1,37 @@
+// Local I/O vector checks against the IA's memory table.
+#include "core/local_iov.h"
+
+#include "base/log.h"
+#include "core/memory_table.h"
+
+namespace softdat::core {
+
+Status CheckLocalIov(const MemoryTable& memory, const Pz* pz, std::span<const DAT_LMR_TRIPLET> iov,
+                     LocalUse use, Detail iov_argument, std::span<Segment> out, CheckedIov& checked) {
+  const bool receive = use == LocalUse::kReceive;
+  // Local read is always granted, as on every RNIC (ibv_reg_mr has no local-read bit and the
+  // reference provider drops DAT_MEM_PRIV_LOCAL_READ_FLAG): stock consumers such as dtest
+  // register send buffers with only LOCAL_WRITE or REMOTE_* privileges and post sends from them.
+  CheckedIov result;
+  for (const DAT_LMR_TRIPLET& triplet : iov) {
+    if (triplet.segment_length == 0) continue;
+    const WindowView lmr = memory.Find(triplet.lmr_context);
+    if (!lmr.is_lmr || (receive && !lmr.Allows(DAT_MEM_PRIV_LOCAL_WRITE_FLAG)))
+      return Status(Code::kPrivilegesViolation, receive ? Detail::kPrivilegesWrite : Detail::kPrivilegesRead);
+    if (lmr.pz != pz)
+      return Status(Code::kProtectionViolation, receive ? Detail::kProtectionWrite : Detail::kProtectionRead);
+    if (!lmr.Contains(triplet.virtual_address, triplet.segment_length)) {
+      SOFTDAT_LOG(kInfo, "local iov: segment [%#llx, +%llu) lies outside LMR %#x [%#llx, +%llu)",
+                  static_cast<unsigned long long>(triplet.virtual_address),
+                  static_cast<unsigned long long>(triplet.segment_length), triplet.lmr_context,
+                  static_cast<unsigned long long>(lmr.address), static_cast<unsigned long long>(lmr.length));
+      return Status(Code::kInvalidParameter, iov_argument);
+    }
+    out[result.count++] = Segment{triplet.virtual_address, triplet.segment_length, triplet.lmr_context};
+    result.length += triplet.segment_length;
+  }
+  checked = result;
+  return Status::Ok();
+}
+
+}  // namespace softdat::core

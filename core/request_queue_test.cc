@@ -1,0 +1,115 @@
+// RequestQueue: completions in posting order whatever the finishing order, the outstanding limit,
+// abandoned posts, flushes, and completions for unknown ids.
+#include "core/request_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace softdat::core {
+namespace {
+
+using transport::WorkStatus;
+
+std::unique_ptr<RequestQueue> MakeQueue(std::uint32_t max_requests, std::uint32_t max_iov = 2) {
+  std::unique_ptr<RequestQueue> queue;
+  EXPECT_TRUE(RequestQueue::Create(max_requests, max_iov, queue).ok());
+  return queue;
+}
+
+std::uint64_t PostTagged(RequestQueue& queue, std::uint64_t tag, DAT_DTOS operation = DAT_DTO_SEND) {
+  RequestQueue::Request* request = queue.Reserve();
+  EXPECT_NE(request, nullptr);
+  request->cookie.as_64 = tag;
+  request->operation = operation;
+  request->segments[0] = Segment{tag, 8, 1};
+  request->num_segments = 1;
+  return queue.Commit();
+}
+
+std::vector<std::uint64_t> PopTags(RequestQueue& queue) {
+  std::vector<std::uint64_t> tags;
+  RequestQueue::Completion completion{};
+  while (queue.PopCompletion(completion)) tags.push_back(completion.cookie.as_64);
+  return tags;
+}
+
+TEST(RequestQueue, CreateRefusesOutOfRange) {
+  std::unique_ptr<RequestQueue> queue;
+  EXPECT_EQ(RequestQueue::Create(0, 1, queue), Status(Code::kInvalidParameter, Detail::kArg1));
+  EXPECT_EQ(RequestQueue::Create(RequestQueue::kMaxRequests + 1, 1, queue),
+            Status(Code::kInvalidParameter, Detail::kArg1));
+  EXPECT_EQ(RequestQueue::Create(4, RequestQueue::kMaxIov + 1, queue),
+            Status(Code::kInvalidParameter, Detail::kArg2));
+}
+
+TEST(RequestQueue, CompletionsFollowPostingOrder) {
+  auto queue = MakeQueue(8);
+  const std::uint64_t read = PostTagged(*queue, 1, DAT_DTO_RDMA_READ);
+  const std::uint64_t send = PostTagged(*queue, 2);
+  const std::uint64_t write = PostTagged(*queue, 3, DAT_DTO_RDMA_WRITE);
+  ASSERT_TRUE(queue->Finish(send, WorkStatus::kSuccess, 8));
+  ASSERT_TRUE(queue->Finish(write, WorkStatus::kSuccess, 8));
+  EXPECT_TRUE(PopTags(*queue).empty()) << "the read posted first is still out";
+  ASSERT_TRUE(queue->Finish(read, WorkStatus::kSuccess, 8));
+  RequestQueue::Completion completion{};
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_EQ(completion.operation, DAT_DTO_RDMA_READ);
+  EXPECT_EQ(completion.length, 8u);
+  EXPECT_EQ(PopTags(*queue), (std::vector<std::uint64_t>{2, 3}));
+  EXPECT_EQ(queue->count(), 0u);
+}
+
+TEST(RequestQueue, FullQueueReservesNothingUntilACompletionIsPopped) {
+  auto queue = MakeQueue(2);
+  const std::uint64_t first = PostTagged(*queue, 1);
+  PostTagged(*queue, 2);
+  EXPECT_EQ(queue->Reserve(), nullptr);
+  ASSERT_TRUE(queue->Finish(first, WorkStatus::kSuccess, 0));
+  EXPECT_EQ(queue->Reserve(), nullptr) << "finished but not popped still counts";
+  EXPECT_EQ(PopTags(*queue).size(), 1u);
+  EXPECT_NE(queue->Reserve(), nullptr);
+}
+
+TEST(RequestQueue, AbandonedPostLeavesNoTrace) {
+  auto queue = MakeQueue(4);
+  const std::uint64_t kept = PostTagged(*queue, 1);
+  const std::uint64_t refused = PostTagged(*queue, 2);
+  queue->Abandon(refused);
+  EXPECT_EQ(queue->count(), 1u);
+  EXPECT_FALSE(queue->Finish(refused, WorkStatus::kSuccess, 0));
+  const std::uint64_t next = PostTagged(*queue, 3);
+  EXPECT_EQ(next, refused) << "the id is reused";
+  ASSERT_TRUE(queue->Finish(kept, WorkStatus::kSuccess, 0));
+  ASSERT_TRUE(queue->Finish(next, WorkStatus::kSuccess, 0));
+  EXPECT_EQ(PopTags(*queue), (std::vector<std::uint64_t>{1, 3}));
+}
+
+TEST(RequestQueue, FlushAllKeepsFinishedStatusesAndFlushesTheRest) {
+  auto queue = MakeQueue(4);
+  const std::uint64_t a = PostTagged(*queue, 1);
+  PostTagged(*queue, 2);
+  const std::uint64_t c = PostTagged(*queue, 3);
+  ASSERT_TRUE(queue->Finish(c, WorkStatus::kRemoteAccess, 0));
+  ASSERT_TRUE(queue->Finish(a, WorkStatus::kSuccess, 8));
+  queue->FlushAll();
+  std::vector<WorkStatus> statuses;
+  RequestQueue::Completion completion{};
+  while (queue->PopCompletion(completion)) statuses.push_back(completion.status);
+  EXPECT_EQ(statuses, (std::vector<WorkStatus>{WorkStatus::kSuccess, WorkStatus::kFlushed,
+                                               WorkStatus::kRemoteAccess}));
+}
+
+TEST(RequestQueue, UnknownOrRepeatedFinishIsIgnored) {
+  auto queue = MakeQueue(4);
+  const std::uint64_t id = PostTagged(*queue, 1);
+  EXPECT_FALSE(queue->Finish(0, WorkStatus::kSuccess, 0));
+  EXPECT_FALSE(queue->Finish(id + 1, WorkStatus::kSuccess, 0));
+  ASSERT_TRUE(queue->Finish(id, WorkStatus::kSuccess, 0));
+  EXPECT_FALSE(queue->Finish(id, WorkStatus::kFlushed, 0)) << "exactly once";
+  EXPECT_EQ(PopTags(*queue).size(), 1u);
+  EXPECT_FALSE(queue->Finish(id, WorkStatus::kSuccess, 0)) << "popped";
+}
+
+}  // namespace
+}  // namespace softdat::core

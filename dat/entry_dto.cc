@@ -1,0 +1,68 @@
+// DAT entry points that post data transfer operations to an endpoint.
+#include "base/log.h"
+#include "core/ep.h"
+#include "dat/entries.h"
+#include "dat/status_map.h"
+
+namespace softdat::dat {
+
+DAT_RETURN EpPostRecv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_TRIPLET* local_iov,
+                      DAT_DTO_COOKIE user_cookie, DAT_COMPLETION_FLAGS flags) noexcept {
+  return Guarded("dat_ep_post_recv", [&]() -> Status {
+    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
+    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    return ep->PostRecv(num_segments, local_iov, user_cookie, flags);
+  });
+}
+
+DAT_RETURN EpPostSend(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_TRIPLET* local_iov,
+                      DAT_DTO_COOKIE user_cookie, DAT_COMPLETION_FLAGS flags) noexcept {
+  return Guarded("dat_ep_post_send", [&]() -> Status {
+    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
+    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    return ep->PostSend(num_segments, local_iov, user_cookie, flags, false, 0);
+  });
+}
+
+DAT_RETURN EpPostSendWithInvalidate(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_TRIPLET* local_iov,
+                                    DAT_DTO_COOKIE user_cookie, DAT_COMPLETION_FLAGS flags,
+                                    DAT_BOOLEAN invalidate_flag, DAT_RMR_CONTEXT rmr_context) noexcept {
+  return Guarded("dat_ep_post_send_with_invalidate", [&]() -> Status {
+    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
+    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    return ep->PostSend(num_segments, local_iov, user_cookie, flags, invalidate_flag != DAT_FALSE, rmr_context);
+  });
+}
+
+DAT_RETURN EpPostRdmaRead(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_TRIPLET* local_iov,
+                          DAT_DTO_COOKIE user_cookie, const DAT_RMR_TRIPLET* remote_iov,
+                          DAT_COMPLETION_FLAGS flags) noexcept {
+  return Guarded("dat_ep_post_rdma_read", [&]() -> Status {
+    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
+    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    return ep->PostRdma(DAT_DTO_RDMA_READ, num_segments, local_iov, user_cookie, remote_iov, flags);
+  });
+}
+
+DAT_RETURN EpPostRdmaWrite(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_TRIPLET* local_iov,
+                           DAT_DTO_COOKIE user_cookie, const DAT_RMR_TRIPLET* remote_iov,
+                           DAT_COMPLETION_FLAGS flags) noexcept {
+  return Guarded("dat_ep_post_rdma_write", [&]() -> Status {
+    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
+    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    return ep->PostRdma(DAT_DTO_RDMA_WRITE, num_segments, local_iov, user_cookie, remote_iov, flags);
+  });
+}
+
+// Reading into a local RMR (an iWARP-only DAT 2.0 call) needs the sink named by an STag, which
+// softdat's transports do not expose for local use: refused as an unsupported model.
+DAT_RETURN EpPostRdmaReadToRmr(DAT_EP_HANDLE ep_handle, const DAT_RMR_TRIPLET*, DAT_DTO_COOKIE,
+                               const DAT_RMR_TRIPLET*, DAT_COMPLETION_FLAGS) noexcept {
+  return Guarded("dat_ep_post_rdma_read_to_rmr", [&]() -> Status {
+    if (core::HandleAs<core::Ep>(ep_handle) == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    SOFTDAT_LOG(kInfo, "dat_ep_post_rdma_read_to_rmr: not supported; use dat_ep_post_rdma_read into an LMR");
+    return Status(Code::kModelNotSupported);
+  });
+}
+
+}  // namespace softdat::dat

@@ -1,0 +1,59 @@
+// DAT entry points for remote memory regions (memory windows).
+#include "core/ep.h"
+#include "core/ia.h"
+#include "core/lmr.h"
+#include "core/pz.h"
+#include "core/rmr.h"
+#include "dat/consumer_ia_handle.h"
+#include "dat/entries.h"
+#include "dat/status_map.h"
+
+namespace softdat::dat {
+
+DAT_RETURN RmrCreate(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE* rmr_handle) noexcept {
+  return Guarded("dat_rmr_create", [&]() -> Status {
+    core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
+    if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
+    core::Rmr* rmr = nullptr;
+    Status status = core::Rmr::Create(pz, rmr_handle != nullptr ? &rmr : nullptr);
+    if (status.ok()) *rmr_handle = rmr;
+    return status;
+  });
+}
+
+DAT_RETURN RmrQuery(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM* param) noexcept {
+  return Guarded("dat_rmr_query", [&]() -> Status {
+    const core::Rmr* rmr = core::HandleAs<core::Rmr>(rmr_handle);
+    if (rmr == nullptr) return Status(Code::kInvalidHandle, Detail::kRmr);
+    Status status = rmr->Query(mask, param);
+    if (status.ok() && (mask & DAT_RMR_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(rmr->ia());
+    return status;
+  });
+}
+
+DAT_RETURN RmrBind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle, const DAT_LMR_TRIPLET* lmr_triplet,
+                   DAT_MEM_PRIV_FLAGS mem_priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_handle,
+                   DAT_RMR_COOKIE user_cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT* context) noexcept {
+  return Guarded("dat_rmr_bind", [&]() -> Status {
+    core::Rmr* rmr = core::HandleAs<core::Rmr>(rmr_handle);
+    if (rmr == nullptr) return Status(Code::kInvalidHandle, Detail::kRmr);
+    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
+    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    core::Lmr* lmr = nullptr;
+    if (lmr_handle != DAT_HANDLE_NULL) {
+      lmr = core::HandleAs<core::Lmr>(lmr_handle);
+      if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
+    }
+    return rmr->Bind(lmr, lmr_triplet, mem_priv, va_type, ep, user_cookie, flags, context);
+  });
+}
+
+DAT_RETURN RmrFree(DAT_RMR_HANDLE rmr_handle) noexcept {
+  return Guarded("dat_rmr_free", [&]() -> Status {
+    core::Rmr* rmr = core::HandleAs<core::Rmr>(rmr_handle);
+    if (rmr == nullptr) return Status(Code::kInvalidHandle, Detail::kRmr);
+    return core::Rmr::Free(rmr);
+  });
+}
+
+}  // namespace softdat::dat

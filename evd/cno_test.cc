@@ -1,0 +1,230 @@
+// Cno: triggers from attached EVDs, the pending trigger, waits and timeouts, the one-shot proxy
+// agent, the in-use rule of dat_cno_free, and what does not trigger (disabled EVDs, EVDs with a
+// waiter of their own, quiet events).
+#include "evd/cno.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "evd/event_queue.h"
+#include "evd/test_support.h"
+
+namespace softdat::evd {
+namespace {
+
+using testing::Eventually;
+using testing::Finally;
+using testing::kLongTimeoutUs;
+using testing::MakeEvent;
+using testing::NewQueue;
+
+struct AgentLog {
+  std::atomic<int> calls{0};
+  std::atomic<DAT_EVD_HANDLE> last{nullptr};
+  static void Record(DAT_PVOID instance, DAT_EVD_HANDLE evd) {
+    auto* log = static_cast<AgentLog*>(instance);
+    log->last.store(evd);
+    log->calls.fetch_add(1);
+  }
+  DAT_OS_WAIT_PROXY_AGENT Agent() { return DAT_OS_WAIT_PROXY_AGENT{this, &AgentLog::Record}; }
+};
+
+DAT_EVD_HANDLE FakeHandle(int n) { return reinterpret_cast<DAT_EVD_HANDLE>(static_cast<std::uintptr_t>(0x1000 * n)); }
+
+TEST(Cno, EventOnAttachedEvdLeavesAPendingTriggerNamingIt) {
+  Cno cno;
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  queue->SetOwner(FakeHandle(1));
+  queue->SetCno(&cno);
+  EXPECT_FALSE(cno.Query().triggered);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  EXPECT_TRUE(cno.Query().triggered);
+  EventQueue* triggered = nullptr;
+  ASSERT_EQ(cno.Wait(0, &triggered), Status::Ok());
+  EXPECT_EQ(triggered, queue.get());
+  EXPECT_EQ(triggered->Query().owner, FakeHandle(1));
+  EXPECT_EQ(cno.Wait(0, &triggered), Status(Code::kTimeout)) << "one trigger, one wait";
+  queue->SetCno(nullptr);
+}
+
+TEST(Cno, WaiterIsReleasedByATriggerFromAnotherThread) {
+  Cno cno;
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  queue->SetCno(&cno);
+  std::atomic<bool> returned{false};
+  Status status(Code::kInternal);
+  EventQueue* triggered = nullptr;
+  std::thread waiter([&] {
+    status = cno.Wait(kLongTimeoutUs, &triggered);
+    returned = true;
+  });
+  Finally join([&] {
+    if (!returned) (void)queue->Post(MakeEvent(0, 99));
+    waiter.join();
+    queue->SetCno(nullptr);
+  });
+  ASSERT_TRUE(Eventually([&] { return cno.Query().waiters == 1; }));
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  ASSERT_TRUE(Eventually([&] { return returned.load(); }));
+  EXPECT_EQ(status, Status::Ok());
+  EXPECT_EQ(triggered, queue.get());
+}
+
+TEST(Cno, NoTriggerFromDisabledEvdQuietEventOrEvdWithItsOwnWaiter) {
+  Cno cno;
+  auto queue = NewQueue(8);
+  ASSERT_NE(queue, nullptr);
+  queue->SetCno(&cno);
+  Finally detach([&] { queue->SetCno(nullptr); });
+
+  queue->Disable();
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  EXPECT_FALSE(cno.Query().triggered) << "a disabled EVD does not notify";
+  queue->Enable();
+  EXPECT_FALSE(cno.Query().triggered) << "enabling does not notify for queued events";
+
+  ASSERT_EQ(queue->Post(MakeEvent(0, 2), EventQueue::Notify::kQuiet), Status::Ok());
+  EXPECT_FALSE(cno.Query().triggered) << "a quiet event does not notify";
+
+  // An EVD with a waiter of its own preempts the CNO.
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    DAT_EVENT event;
+    (void)queue->Wait(kLongTimeoutUs, 4, &event, nullptr);
+    returned = true;
+  });
+  Finally join([&] {
+    queue->SetUnwaitable();
+    waiter.join();
+  });
+  ASSERT_TRUE(Eventually([&] { return queue->Query().waiter; }));
+  ASSERT_EQ(queue->Post(MakeEvent(0, 3)), Status::Ok());
+  EXPECT_FALSE(cno.Query().triggered);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 4)), Status::Ok());  // meets the waiter's threshold of 4
+  ASSERT_TRUE(Eventually([&] { return returned.load(); }));
+  EXPECT_FALSE(cno.Query().triggered);
+}
+
+TEST(Cno, WaitTimesOutWithoutTouchingTheOutput) {
+  Cno cno;
+  EventQueue* triggered = reinterpret_cast<EventQueue*>(0x1);
+  EXPECT_EQ(cno.Wait(0, &triggered), Status(Code::kTimeout));
+  EXPECT_EQ(cno.Wait(1000, &triggered), Status(Code::kTimeout));
+  EXPECT_EQ(triggered, reinterpret_cast<EventQueue*>(0x1));
+  EXPECT_EQ(cno.Wait(0, nullptr), Status(Code::kInvalidParameter, Detail::kArg3));
+}
+
+TEST(Cno, ProxyAgentRunsOncePerArmingWithTheTriggeringEvd) {
+  AgentLog log;
+  Cno cno(log.Agent());
+  auto queue = NewQueue(8);
+  ASSERT_NE(queue, nullptr);
+  queue->SetOwner(FakeHandle(7));
+  queue->SetCno(&cno);
+  Finally detach([&] { queue->SetCno(nullptr); });
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  EXPECT_EQ(log.calls.load(), 1);
+  EXPECT_EQ(log.last.load(), FakeHandle(7));
+  EventQueue* triggered = nullptr;
+  ASSERT_EQ(cno.Wait(0, &triggered), Status::Ok());
+  ASSERT_EQ(queue->Post(MakeEvent(0, 2)), Status::Ok());
+  EXPECT_EQ(log.calls.load(), 1) << "the agent is one-shot until re-armed";
+  ASSERT_EQ(cno.Wait(0, &triggered), Status::Ok());
+  cno.ModifyAgent(log.Agent());
+  EXPECT_EQ(cno.Query().agent.instance_data, &log);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 3)), Status::Ok());
+  EXPECT_EQ(log.calls.load(), 2);
+}
+
+TEST(Cno, AgentMayCallBackIntoTheQueueBecauseNoLockIsHeld) {
+  struct Reentrant {
+    EventQueue* queue = nullptr;
+    std::atomic<bool> dequeued{false};
+    static void Run(DAT_PVOID instance, DAT_EVD_HANDLE) {
+      auto* self = static_cast<Reentrant*>(instance);
+      DAT_EVENT event;
+      self->dequeued = self->queue->Dequeue(&event).ok();
+    }
+  } reentrant;
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  reentrant.queue = queue.get();
+  Cno cno(DAT_OS_WAIT_PROXY_AGENT{&reentrant, &Reentrant::Run});
+  queue->SetCno(&cno);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());  // deadlocks if a lock were held
+  EXPECT_TRUE(reentrant.dequeued.load());
+  queue->SetCno(nullptr);
+}
+
+TEST(Cno, InUseWhileAttachedOrWaitedOnAndDetachDropsItsPendingTrigger) {
+  Cno cno;
+  EXPECT_EQ(cno.CheckFree(), Status::Ok());
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  queue->SetCno(&cno);
+  EXPECT_EQ(cno.CheckFree(), Status(Code::kInvalidState, Detail::kCnoInUse));
+  EXPECT_EQ(cno.Query().attached, 1u);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  ASSERT_TRUE(cno.Query().triggered);
+  queue->SetCno(nullptr);
+  EXPECT_FALSE(cno.Query().triggered) << "a detached (maybe freed) EVD must not be handed out";
+  EXPECT_EQ(cno.CheckFree(), Status::Ok());
+
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    EventQueue* triggered = nullptr;
+    (void)cno.Wait(kLongTimeoutUs, &triggered);
+    returned = true;
+  });
+  auto releaser = NewQueue(4);
+  Finally join([&] {
+    releaser->SetCno(&cno);
+    (void)releaser->Post(MakeEvent(0, 2));
+    waiter.join();
+    releaser->SetCno(nullptr);
+  });
+  ASSERT_TRUE(Eventually([&] { return cno.Query().waiters == 1; }));
+  EXPECT_EQ(cno.CheckFree(), Status(Code::kInvalidState, Detail::kCnoInUse));
+}
+
+}  // namespace
+}  // namespace softdat::evd
+
+#include <poll.h>
+
+namespace softdat::evd {
+namespace {
+
+bool Readable(int fd) {
+  pollfd entry{fd, POLLIN, 0};
+  return ::poll(&entry, 1, 0) == 1 && (entry.revents & POLLIN);
+}
+
+TEST(CnoFd, TriggerMakesTheDescriptorReadableAndTakeClearsIt) {
+  Cno cno;
+  int fd = -1;
+  ASSERT_EQ(cno.EnableFd(fd), Status::Ok());
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(Readable(fd));
+  EXPECT_EQ(cno.Take(), nullptr) << "nothing triggered yet";
+  auto queue = testing::NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  queue->SetCno(&cno);
+  ASSERT_EQ(queue->Post(testing::MakeEvent(0, 1)), Status::Ok());
+  EXPECT_TRUE(Readable(fd));
+  EXPECT_EQ(cno.Take(), queue.get());
+  EXPECT_FALSE(Readable(fd));
+  ASSERT_EQ(queue->Post(testing::MakeEvent(0, 2)), Status::Ok());
+  EXPECT_TRUE(Readable(fd));
+  EventQueue* triggered = nullptr;
+  ASSERT_EQ(cno.Wait(0, &triggered), Status::Ok()) << "an fd CNO can still be waited on";
+  EXPECT_FALSE(Readable(fd));
+  queue->SetCno(nullptr);
+}
+
+}  // namespace
+}  // namespace softdat::evd

@@ -1,0 +1,36 @@
+// When a DAT wait gives up: turns a DAT_TIMEOUT (microseconds, DAT_TIMEOUT_INFINITE for never,
+// 0 for a poll) into a point on the steady clock, so waits are immune to wall-clock changes and
+// spurious wakeups do not restart the timeout.
+#pragma once
+
+#include <dat2/udat.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace softdat::evd {
+
+class Deadline {
+ public:
+  explicit Deadline(DAT_TIMEOUT timeout_us)
+      : infinite_(timeout_us == DAT_TIMEOUT_INFINITE),
+        at_(std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us)) {}
+
+  bool Expired() const { return !infinite_ && std::chrono::steady_clock::now() >= at_; }
+
+  // Sleeps on `cv` until notified (or spuriously woken) or the deadline passes. Callers recheck
+  // their condition and Expired() after it returns.
+  void SleepOn(std::condition_variable& cv, std::unique_lock<std::mutex>& lock) const {
+    if (infinite_)
+      cv.wait(lock);
+    else
+      cv.wait_until(lock, at_);
+  }
+
+ private:
+  bool infinite_;
+  std::chrono::steady_clock::time_point at_;
+};
+
+}  // namespace softdat::evd

@@ -1,0 +1,252 @@
+// EventQueue: the ring, the DAT wait rules and the hand-off to the CNO. See event_queue.h for
+// the contract and the lock order.
+#include "evd/event_queue.h"
+
+#include <new>
+#include <thread>
+#include <utility>
+
+#include "evd/cno.h"
+#include "evd/deadline.h"
+
+namespace softdat::evd {
+namespace {
+
+bool ValidQueueLength(DAT_COUNT qlen) {
+  return qlen >= 1 && qlen <= EventQueue::kMaxQueueLength;
+}
+
+// A power of two lets the ring index with a mask; the caller validated qlen, so this stays
+// within kMaxQueueLength.
+std::size_t RoundUpToPowerOfTwo(DAT_COUNT qlen) {
+  std::size_t capacity = 1;
+  while (capacity < static_cast<std::size_t>(qlen)) capacity <<= 1;
+  return capacity;
+}
+
+// Allocation failure is a DAT status (DAT_INSUFFICIENT_RESOURCES), not an exception.
+std::unique_ptr<DAT_EVENT[]> AllocateRing(std::size_t capacity) {
+  return std::unique_ptr<DAT_EVENT[]>(new (std::nothrow) DAT_EVENT[capacity]);
+}
+
+}  // namespace
+
+Status EventQueue::Create(DAT_COUNT min_qlen, std::unique_ptr<EventQueue>* out) {
+  if (!ValidQueueLength(min_qlen)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  const std::size_t capacity = RoundUpToPowerOfTwo(min_qlen);
+  std::unique_ptr<DAT_EVENT[]> ring = AllocateRing(capacity);
+  if (ring == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
+  std::unique_ptr<EventQueue> queue(new (std::nothrow) EventQueue(std::move(ring), capacity));
+  if (queue == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
+  *out = std::move(queue);
+  return Status::Ok();
+}
+
+EventQueue::EventQueue(std::unique_ptr<DAT_EVENT[]> ring, std::size_t capacity)
+    : ring_(std::move(ring)), capacity_(capacity) {}
+
+EventQueue::~EventQueue() { SetCno(nullptr); }
+
+Status EventQueue::Post(const DAT_EVENT& event, Notify notify) {
+  return PostInternal(event, OnFull::kOverflow, notify);
+}
+
+Status EventQueue::PostSoftware(const DAT_EVENT& event) {
+  if (event.event_number != DAT_SOFTWARE_EVENT)
+    return Status(Code::kInvalidParameter, Detail::kArg2);
+  return PostInternal(event, OnFull::kRefuse, Notify::kSignal);
+}
+
+Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify) {
+  Cno::AgentCall agent_call;
+  {
+    std::lock_guard lock(mutex_);
+    if (count_ == capacity_) {
+      if (on_full == OnFull::kOverflow) {
+        overflowed_ = true;
+        if (!in_overflow_episode_) {
+          in_overflow_episode_ = true;
+          overflow_unreported_ = true;
+        }
+      }
+      return Status(Code::kQueueFull);
+    }
+    in_overflow_episode_ = false;  // there was room again: a later drop is a new episode
+    ring_[(head_ + count_) & (capacity_ - 1)] = event;
+    ++count_;
+    if (notify == Notify::kQuiet) {
+      // Queued only: no wakeup, no CNO trigger.
+    } else if (waiting_) {
+      // DAT: an EVD with a waiter does not trigger its CNO; the waiter is told directly, and only
+      // once its threshold is met so a threshold wait is not woken per event.
+      if (waiter_sleeps_ && count_ >= static_cast<std::size_t>(waiter_threshold_))
+        wakeup_.notify_one();
+    } else if (enabled_ && cno_ != nullptr) {
+      agent_call = cno_->Trigger(this, owner_);
+    }
+  }
+  agent_call.Run();  // application code: no lock held
+  return Status::Ok();
+}
+
+bool EventQueue::TakeOverflow() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(overflow_unreported_, false);
+}
+
+void EventQueue::PopLocked(DAT_EVENT* event) {
+  *event = ring_[head_];
+  head_ = (head_ + 1) & (capacity_ - 1);
+  --count_;
+}
+
+Status EventQueue::Dequeue(DAT_EVENT* event) {
+  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  std::lock_guard lock(mutex_);
+  if (count_ == 0) return Status(Code::kQueueEmpty);
+  PopLocked(event);
+  return Status::Ok();
+}
+
+Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* event,
+                        DAT_COUNT* nmore) {
+  const Deadline deadline(timeout_us);  // the timeout runs from the call, not from the lock
+  std::unique_lock lock(mutex_);
+  if (threshold < 1 || static_cast<std::size_t>(threshold) > capacity_)
+    return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if (waiting_) return Status(Code::kInvalidState, Detail::kEvdWaiter);
+  if (!waitable_) return Status(Code::kInvalidState, Detail::kEvdUnwaitable);
+
+  waiting_ = true;
+  waiter_interrupted_ = false;
+  waiter_threshold_ = threshold;
+  ProgressHook* const hook = hook_;
+  bool polled = false;  // busy-poll mode polls at least once, even for a zero timeout
+  Status status;
+  for (;;) {
+    // An interruption wins over events that arrived with it: set_unwaitable is the consumer
+    // telling this thread to stop waiting.
+    if (waiter_interrupted_) {
+      status = Status(Code::kInterrupted);
+      break;
+    }
+    if (count_ >= static_cast<std::size_t>(threshold)) {
+      PopLocked(event);
+      if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
+      break;
+    }
+    if (hook != nullptr) {
+      if (polled && deadline.Expired()) {
+        status = Status(Code::kTimeout);
+        break;
+      }
+      // Unlocked: the hook Posts into this queue.
+      lock.unlock();
+      if (!hook->Progress()) std::this_thread::yield();
+      lock.lock();
+      polled = true;
+      continue;
+    }
+    if (deadline.Expired()) {
+      status = Status(Code::kTimeout);
+      break;
+    }
+    waiter_sleeps_ = true;
+    deadline.SleepOn(wakeup_, lock);
+    waiter_sleeps_ = false;
+  }
+  waiting_ = false;
+  waiter_interrupted_ = false;
+  waiter_threshold_ = 0;
+  return status;
+}
+
+void EventQueue::Enable() {
+  std::lock_guard lock(mutex_);
+  enabled_ = true;
+}
+
+void EventQueue::Disable() {
+  std::lock_guard lock(mutex_);
+  enabled_ = false;
+}
+
+void EventQueue::SetUnwaitable() {
+  std::lock_guard lock(mutex_);
+  waitable_ = false;
+  // A flag of the current wait, not just waitable_: a ClearUnwaitable before the waiter runs
+  // must not undo its interruption.
+  if (waiting_) {
+    waiter_interrupted_ = true;
+    wakeup_.notify_all();
+  }
+}
+
+void EventQueue::ClearUnwaitable() {
+  std::lock_guard lock(mutex_);
+  waitable_ = true;
+}
+
+Status EventQueue::Resize(DAT_COUNT qlen) {
+  if (!ValidQueueLength(qlen)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  const std::size_t capacity = RoundUpToPowerOfTwo(qlen);
+  // Allocated before taking the lock so producers are not stalled behind the allocator.
+  std::unique_ptr<DAT_EVENT[]> ring = AllocateRing(capacity);
+  if (ring == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
+  {
+    std::lock_guard lock(mutex_);
+    if (waiting_) return Status(Code::kInvalidState, Detail::kEvdWaiter);
+    if (count_ > static_cast<std::size_t>(qlen)) return Status(Code::kInvalidState);
+    for (std::size_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) & (capacity_ - 1)];
+    ring_.swap(ring);
+    capacity_ = capacity;
+    head_ = 0;
+  }
+  return Status::Ok();  // the old ring is freed here, outside the lock
+}
+
+void EventQueue::SetCno(Cno* cno) {
+  std::lock_guard lock(mutex_);
+  if (cno == cno_) return;
+  if (cno_ != nullptr) cno_->Detach(this);
+  if (cno != nullptr) cno->Attach();
+  cno_ = cno;
+}
+
+void EventQueue::SetOwner(DAT_EVD_HANDLE owner) {
+  std::lock_guard lock(mutex_);
+  owner_ = owner;
+}
+
+void EventQueue::SetProgressHook(ProgressHook* hook) {
+  std::lock_guard lock(mutex_);
+  hook_ = hook;
+}
+
+Status EventQueue::CheckFree() const {
+  std::lock_guard lock(mutex_);
+  if (waiting_) return Status(Code::kInvalidState, Detail::kEvdInUse);
+  return Status::Ok();
+}
+
+EventQueueInfo EventQueue::Query() const {
+  std::lock_guard lock(mutex_);
+  EventQueueInfo info;
+  info.qlen = static_cast<DAT_COUNT>(capacity_);
+  info.count = static_cast<DAT_COUNT>(count_);
+  info.enabled = enabled_;
+  info.waitable = waitable_;
+  info.overflowed = overflowed_;
+  info.waiter = waiting_;
+  info.cno = cno_;
+  info.owner = owner_;
+  return info;
+}
+
+std::size_t EventQueue::Count() const {
+  std::lock_guard lock(mutex_);
+  return count_;
+}
+
+}  // namespace softdat::evd

@@ -1,0 +1,165 @@
+// The event ring behind one DAT EVD, with the transport-independent semantics of dat_evd_wait,
+// dat_evd_dequeue, dat_evd_post_se, dat_evd_enable/disable, dat_evd_set/clear_unwaitable,
+// dat_evd_resize, dat_evd_query, dat_evd_modify_cno and overflow. core/ binds it to a handle; the
+// transports' progress threads Post into it; the application thread dequeues or waits.
+//
+// Locking: one mutex guards the ring and the state; one condition variable wakes a sleeping
+// waiter. When an EVD has a CNO, Post triggers it while still holding the queue mutex, so the
+// lock order is EventQueue::mutex_ then Cno::mutex_, and a Cno never calls into an EventQueue.
+// Holding the queue lock makes SetCno(nullptr) a fence: once it returns no Post can touch the old
+// CNO, so core may free a CNO as soon as Cno::CheckFree says nothing is attached. The CNO's proxy
+// agent (application code) runs after every lock is released.
+#pragma once
+
+#include <dat2/udat.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "base/status.h"
+#include "evd/progress_hook.h"
+
+namespace softdat::evd {
+
+class Cno;
+
+// What dat_evd_query needs that evd/ owns.
+struct EventQueueInfo {
+  DAT_COUNT qlen = 0;       // actual capacity (the requested length rounded up to a power of two)
+  DAT_COUNT count = 0;      // events queued now
+  bool enabled = true;      // DAT_EVD_STATE_ENABLED (else DISABLED)
+  bool waitable = true;     // DAT_EVD_STATE_WAITABLE (else UNWAITABLE)
+  bool overflowed = false;  // an event was ever dropped for lack of room (the EVD is in error)
+  bool waiter = false;      // a thread is inside Wait
+  Cno* cno = nullptr;
+  DAT_EVD_HANDLE owner = nullptr;  // what SetOwner gave: the handle a CNO wait reports
+};
+
+class EventQueue {
+ public:
+  // The largest qlen Create and Resize accept; core reports it as max_evd_qlen. A power of two,
+  // so rounding a valid request up never exceeds it.
+  static constexpr DAT_COUNT kMaxQueueLength = DAT_COUNT{1} << 20;
+
+  // dat_evd_create's ring: at least `min_qlen` entries. kInvalidParameter/kArg2 (min_qlen is the
+  // second argument of dat_evd_create) if min_qlen < 1 or > kMaxQueueLength; kInsufficientResources
+  // /kMemory if the ring cannot be allocated. *out is set only on success.
+  static Status Create(DAT_COUNT min_qlen, std::unique_ptr<EventQueue>* out);
+
+  // Detaches from its CNO. The owner must make sure no thread is in Wait (CheckFree) and no
+  // producer can still Post.
+  ~EventQueue();
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
+
+  // Whether an event notifies: a signalled event wakes a waiter whose threshold it meets and
+  // triggers the CNO; an unsignalled one (DAT_COMPLETION_UNSIGNALLED_FLAG, or a Recv of a
+  // SOLICITED_WAIT endpoint whose Send was not solicited) is only queued: a waiter counts it once
+  // something else wakes it, or when its timeout expires.
+  enum class Notify : std::uint8_t { kSignal, kQuiet };
+
+  // A provider event from a progress thread. When the ring is full the event is not stored, the
+  // queue enters overflow and this returns kQueueFull; the owner then asks TakeOverflow whether
+  // to raise DAT_ASYNC_ERROR_EVD_OVERFLOW. Never allocates, never blocks beyond the mutex.
+  Status Post(const DAT_EVENT& event, Notify notify = Notify::kSignal);
+
+  // dat_evd_post_se: a consumer's software event. kInvalidParameter/kArg2 unless its
+  // event_number is DAT_SOFTWARE_EVENT. A full ring refuses it with kQueueFull without entering
+  // overflow: the consumer was told and keeps its event, nothing was lost. (That the EVD was
+  // created with DAT_EVD_SOFTWARE_FLAG is core's check: the queue does not know its flags.)
+  Status PostSoftware(const DAT_EVENT& event);
+
+  // True once per overflow episode (a run of Posts that found the ring full, ended by a Post that
+  // fits), so one burst of drops raises one asynchronous overflow event, not one per drop.
+  bool TakeOverflow();
+
+  // dat_evd_dequeue: the oldest event, or kQueueEmpty. Never blocks; allowed when disabled or
+  // unwaitable. kInvalidParameter/kArg2 for a null event.
+  Status Dequeue(DAT_EVENT* event);
+
+  // dat_evd_wait: blocks until at least `threshold` events are queued, then dequeues the oldest
+  // into *event and sets *nmore (if not null) to how many remain. timeout_us is in microseconds;
+  // DAT_TIMEOUT_INFINITE waits forever and 0 polls. Failures, with outputs untouched:
+  //   kInvalidParameter/kArg3  threshold < 1 or above the actual qlen
+  //   kInvalidParameter/kArg4  event is null
+  //   kInvalidState/kEvdWaiter another thread is already waiting here
+  //   kInvalidState/kEvdUnwaitable  the EVD is unwaitable
+  //   kInterrupted             SetUnwaitable was called during the wait
+  //   kTimeout                 fewer than `threshold` events when the timeout expired
+  // Quiet events count toward the threshold but do not end a wait by themselves: a wait they
+  // satisfy returns when a signalled event arrives or when its timeout expires.
+  // With a progress hook set, the waiter busy-polls the hook instead of sleeping (polling it at
+  // least once even for a zero timeout).
+  Status Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore);
+
+  // dat_evd_enable/disable. A disabled EVD still queues events and still wakes its own waiter;
+  // it only stops triggering its CNO. Enabling does not trigger the CNO for events already queued
+  // (as in the reference implementation): a consumer dequeues after enabling.
+  void Enable();
+  void Disable();
+
+  // dat_evd_set_unwaitable wakes a current waiter with kInterrupted and makes later waits fail;
+  // dat_evd_clear_unwaitable makes waits possible again.
+  void SetUnwaitable();
+  void ClearUnwaitable();
+
+  // dat_evd_resize to at least `qlen` entries, keeping every queued event in order. Control path:
+  // it allocates. kInvalidParameter/kArg2 if qlen < 1 or > kMaxQueueLength; kInvalidState if more
+  // than qlen events are queued; kInvalidState/kEvdWaiter while a thread waits (its threshold was
+  // checked against the old length); kInsufficientResources/kMemory if allocation fails.
+  Status Resize(DAT_COUNT qlen);
+
+  // dat_evd_modify_cno (and the CNO given to dat_evd_create): attaches to `cno`, or detaches for
+  // nullptr. A pending CNO trigger naming this queue is dropped on detach. See the locking note.
+  void SetCno(Cno* cno);
+
+  // The DAT_EVD_HANDLE core binds to this queue. Opaque here: it is only handed to a CNO's proxy
+  // agent, which DAT calls with the EVD that triggered.
+  void SetOwner(DAT_EVD_HANDLE owner);
+
+  // Switches Wait to busy-poll mode (nullptr: sleep). Set on the control path, not during a Wait;
+  // the hook must outlive its use here.
+  void SetProgressHook(ProgressHook* hook);
+
+  // kInvalidState/kEvdInUse while a thread waits here: freeing the EVD would pull the ring from
+  // under it. (Other users of the EVD, such as endpoints, are core's to count.)
+  Status CheckFree() const;
+
+  EventQueueInfo Query() const;
+  std::size_t Count() const;
+
+ private:
+  EventQueue(std::unique_ptr<DAT_EVENT[]> ring, std::size_t capacity);
+
+  enum class OnFull { kOverflow, kRefuse };
+  Status PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify);
+  void PopLocked(DAT_EVENT* event);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wakeup_;  // the one waiter, when it sleeps
+
+  std::unique_ptr<DAT_EVENT[]> ring_;
+  std::size_t capacity_;  // a power of two
+  std::size_t head_ = 0;  // index of the oldest event
+  std::size_t count_ = 0;
+
+  bool enabled_ = true;
+  bool waitable_ = true;
+  bool overflowed_ = false;         // sticky, for Query
+  bool in_overflow_episode_ = false;
+  bool overflow_unreported_ = false;
+
+  bool waiting_ = false;            // a thread is inside Wait
+  bool waiter_sleeps_ = false;      // ... and blocks on wakeup_ rather than busy-polling
+  bool waiter_interrupted_ = false; // SetUnwaitable happened during the current wait
+  DAT_COUNT waiter_threshold_ = 0;
+
+  Cno* cno_ = nullptr;
+  DAT_EVD_HANDLE owner_ = nullptr;
+  ProgressHook* hook_ = nullptr;
+};
+
+}  // namespace softdat::evd

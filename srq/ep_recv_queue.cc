@@ -1,0 +1,132 @@
+// EpRecvQueue: a ring of posted buffers whose position is their MSN.
+#include "srq/ep_recv_queue.h"
+
+#include <algorithm>
+#include <bit>
+#include <new>
+
+namespace softdat::srq {
+
+Status EpRecvQueue::Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
+                           std::unique_ptr<EpRecvQueue>& out) {
+  if (max_recv_dtos == 0 || max_recv_dtos > kMaxRecvDtos)
+    return Status(Code::kInvalidParameter, Detail::kArg1);
+  if (max_recv_iov > kMaxRecvIov) return Status(Code::kInvalidParameter, Detail::kArg2);
+  const std::uint32_t max_iov = std::max<std::uint32_t>(max_recv_iov, 1);
+  const std::uint32_t ring_size = std::bit_ceil(max_recv_dtos);
+  try {
+    out.reset(new EpRecvQueue(max_recv_dtos, max_iov, ring_size));
+  } catch (const std::bad_alloc&) {
+    return Status(Code::kInsufficientResources, Detail::kMemory);
+  }
+  return Status::Ok();
+}
+
+EpRecvQueue::EpRecvQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint32_t ring_size)
+    : limit_(limit),
+      max_iov_(max_iov),
+      ring_size_(ring_size),
+      entries_(new Entry[ring_size]),
+      segment_storage_(new RecvSegment[std::size_t{ring_size} * max_iov]) {
+  for (std::uint32_t i = 0; i < ring_size; ++i)
+    entries_[i] = Entry{DAT_DTO_COOKIE{}, &segment_storage_[std::size_t{i} * max_iov], 0, 0, 0,
+                        DAT_DTO_SUCCESS, DAT_COMPLETION_DEFAULT_FLAG, RecvNotes{}, State::kPosted};
+}
+
+Status EpRecvQueue::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
+                         DAT_COMPLETION_FLAGS flags) {
+  if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kArg2);
+  std::lock_guard lock(mu_);
+  if (count_ >= limit_) return Status(Code::kInsufficientResources);
+  Entry& entry = At(count_);
+  std::uint64_t capacity = 0;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    entry.segments[i] = segments[i];
+    capacity += segments[i].length;
+  }
+  entry.cookie = cookie;
+  entry.capacity = capacity;
+  entry.length = 0;
+  entry.num_segments = static_cast<std::uint32_t>(segments.size());
+  entry.status = DAT_DTO_SUCCESS;
+  entry.flags = flags;
+  entry.notes = RecvNotes{};
+  entry.state = State::kPosted;
+  ++count_;
+  return Status::Ok();
+}
+
+Status EpRecvQueue::Begin(std::uint32_t first_msn) {
+  std::lock_guard lock(mu_);
+  for (std::uint32_t offset = 0; offset < count_; ++offset)
+    if (At(offset).state != State::kPosted) return Status(Code::kInvalidState);
+  next_msn_ = first_msn;
+  closed_ = false;
+  return Status::Ok();
+}
+
+EpRecvQueue::TakeResult EpRecvQueue::Take(std::uint32_t msn, RecvBuffer& out) {
+  std::lock_guard lock(mu_);
+  if (closed_) return TakeResult::kRefused;
+  // Modular: an MSN before the head (already delivered) is a huge offset, never below count_
+  // unless the peer wrapped 2^32 messages ahead, which the window of a transport never allows.
+  const std::uint32_t offset = msn - next_msn_;
+  if (offset >= ring_size_) {
+    // Behind the head: delivered already. Far ahead: more than this queue can ever hold.
+    return offset >= 0x80000000u ? TakeResult::kRefused : TakeResult::kNotReady;
+  }
+  if (offset >= count_) return TakeResult::kNotReady;
+  Entry& entry = At(offset);
+  if (entry.state == State::kPlaced) return TakeResult::kRefused;
+  entry.state = State::kTaken;
+  out = RecvBuffer{entry.cookie, entry.num_segments, entry.segments, entry.capacity, 0};
+  return TakeResult::kTaken;
+}
+
+Status EpRecvQueue::Place(std::uint32_t msn, std::uint64_t transferred_length,
+                          DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes) {
+  std::lock_guard lock(mu_);
+  const std::uint32_t offset = msn - next_msn_;
+  if (offset >= count_ || At(offset).state != State::kTaken)
+    return Status(Code::kInvalidParameter, Detail::kArg1);
+  Entry& entry = At(offset);
+  if (transferred_length > entry.capacity) return Status(Code::kInvalidParameter, Detail::kArg2);
+  entry.length = transferred_length;
+  entry.status = status;
+  entry.notes = notes;
+  entry.state = State::kPlaced;
+  return Status::Ok();
+}
+
+void EpRecvQueue::Close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+}
+
+bool EpRecvQueue::PopCompletion(RecvCompletion& out) {
+  std::lock_guard lock(mu_);
+  if (count_ == 0) return false;
+  Entry& entry = At(0);
+  const bool placed = entry.state == State::kPlaced;
+  if (!placed && !closed_) return false;
+  out = RecvCompletion{entry.cookie, 0, next_msn_, placed ? entry.length : 0,
+                       placed ? entry.status : DAT_DTO_ERR_FLUSHED,
+                       placed ? entry.notes : RecvNotes{}, entry.flags};
+  head_ = (head_ + 1) & (ring_size_ - 1);
+  --count_;
+  ++next_msn_;
+  return true;
+}
+
+void EpRecvQueue::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const {
+  std::lock_guard lock(mu_);
+  if (nbufs_allocated != nullptr) *nbufs_allocated = static_cast<DAT_COUNT>(count_);
+  if (bufs_alloc_span != nullptr) *bufs_alloc_span = static_cast<DAT_COUNT>(count_);
+}
+
+std::uint32_t EpRecvQueue::count() const {
+  std::lock_guard lock(mu_);
+  return count_;
+}
+
+}  // namespace softdat::srq

@@ -1,0 +1,28 @@
+// A Recv completion that srq/ says may now be generated: the buffer's cookie, how much was placed,
+// and the DTO status, for core/ to turn into a DAT_DTO_COMPLETION_EVENT on the EP's recv_evd.
+#pragma once
+
+#include <dat2/udat.h>
+
+#include <cstdint>
+
+namespace softdat::srq {
+
+// What the transport learned about a message besides its length, carried to its completion.
+struct RecvNotes {
+  bool solicited = false;            // Send with Solicited Event
+  bool invalidated = false;          // Send with Invalidate
+  std::uint32_t invalidated_key = 0;
+};
+
+struct RecvCompletion {
+  DAT_DTO_COOKIE cookie;
+  std::uint32_t slot;  // hand back to SrqPool::Reaped once the consumer dequeued the event
+  std::uint32_t msn;
+  std::uint64_t transferred_length;  // not defined by the spec unless status is DAT_DTO_SUCCESS
+  DAT_DTO_COMPLETION_STATUS status;
+  RecvNotes notes{};
+  DAT_COMPLETION_FLAGS post_flags = DAT_COMPLETION_DEFAULT_FLAG;  // what the post asked for
+};
+
+}  // namespace softdat::srq

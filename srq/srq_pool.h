@@ -1,0 +1,192 @@
+// The SRQ's buffer store and every rule dat_srq_* puts on it: posting checks, the one-shot low
+// watermark, resize without losing a buffer, who holds which buffer under which MSN, completion
+// order per connection, flush on disconnect, and dat_ep_recv_query's snapshot.
+//
+// Transport-independent: it knows nothing of handles, LMRs or EVDs. core/ validates segments
+// before Post and turns the completions and watermark events it gets back into DAT events.
+//
+// A buffer's life: free -> Post -> on the SRQ -> Take -> held by an EP -> Complete (or
+// FlushEndpoint) -> completion generated -> Reaped -> free. "Outstanding" (what dat_srq_resize and
+// the queue limit count) is every state but free.
+//
+// Everything is allocated at Create (and by a growing Resize): Post, Take, Complete, Reaped and
+// FlushEndpoint never allocate and block only on the one internal mutex, held briefly.
+// MT-safe (dat_srq_create: MT-Level Safe).
+#pragma once
+
+#include <dat2/udat.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "srq/endpoint_recv_account.h"
+#include "srq/low_watermark_listener.h"
+#include "srq/recv_buffer.h"
+#include "srq/recv_completion.h"
+
+namespace softdat::srq {
+
+class SrqPool {
+ public:
+  // Largest queue an SRQ may have (requested or resized), and most segments per buffer.
+  static constexpr std::uint32_t kMaxRecvDtos = 1u << 20;
+  static constexpr std::uint32_t kMaxRecvIov = 16;
+
+  // dat_srq_query's counts, taken under one lock.
+  struct Snapshot {
+    std::uint32_t max_recv_dtos;  // actual queue size (a power of two)
+    std::uint32_t max_recv_iov;   // actual segments per buffer
+    std::uint32_t low_watermark;  // the value set, armed or not (0: DAT_SRQ_LW_DEFAULT)
+    std::uint32_t available_dto_count;    // buffers on the SRQ
+    std::uint32_t outstanding_dto_count;  // on the SRQ + held by EPs + completed, not reaped
+  };
+
+  enum class TakeResult : std::uint8_t {
+    kTaken,    // `out` is the buffer for this MSN (taken now, or already held by it)
+    kEmpty,    // no buffer on the SRQ: receiver not ready, keep the message waiting
+    kRefused,  // this MSN may not take a buffer: already placed or delivered, more than the
+               // account's window ahead, the account is flushed or not attached to this pool
+  };
+
+  // Queue size at least `max_recv_dtos` (rounded up to a power of two) and `max_recv_iov`
+  // segments per buffer (0 is allowed: zero-size messages only; reported as 1). Out-of-range
+  // values, including negative DAT_COUNTs converted by the caller, give kInvalidParameter with
+  // kArg3 (srq_attr). `listener` may be null; it must outlive the pool.
+  static Status Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
+                       LowWatermarkListener* listener, std::unique_ptr<SrqPool>& out);
+
+  SrqPool(const SrqPool&) = delete;
+  SrqPool& operator=(const SrqPool&) = delete;
+  ~SrqPool();
+
+  // Replaces the listener (null: none). A call already past the lock may still reach the old one.
+  void SetListener(LowWatermarkListener* listener);
+
+  // dat_srq_post_recv, with segments already validated. More segments than max_recv_iov:
+  // kInvalidParameter, kArg2. Queue full, counting every outstanding buffer:
+  // kInsufficientResources, kResourceSrq. A refused post changes nothing. Valid in every state.
+  Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments);
+
+  // dat_srq_set_lw: negative or above the actual queue size: kInvalidParameter, kArg2.
+  // DAT_SRQ_LW_DEFAULT (0) disarms. Otherwise arms one event for the first time the number of
+  // buffers on the SRQ is below `low_watermark`, delivered before returning if it already is.
+  Status SetLowWatermark(DAT_COUNT low_watermark);
+
+  // dat_srq_resize. 0 or above kMaxRecvDtos: kInvalidParameter, kArg2. Below the outstanding
+  // count or below the low watermark: kInvalidState, kSrqInUse (no state subtype fits better;
+  // both mean "what the SRQ holds or promises forbids this size"), and nothing changes.
+  // Growing allocates (kInsufficientResources, kMemory if it cannot). Either way the queue size
+  // becomes `new_max` rounded up to a power of two. Shrinking only lowers the limit Post enforces:
+  // memory stays allocated, so no buffer moves, every held buffer's segments stay where they are,
+  // and growing back to the largest size ever reached allocates nothing.
+  Status Resize(std::uint32_t new_max);
+
+  // dat_srq_query's counts.
+  Snapshot Query() const;
+
+  // An EP starts or stops using this SRQ; core/ refuses dat_srq_free while attached_count() > 0.
+  // Attach: already attached anywhere: kInvalidParameter, kArg1. Detach: not attached here:
+  // kInvalidParameter, kArg1; still holds buffers (flush first): kInvalidState,
+  // kEpCompletionPending.
+  Status Attach(EndpointRecvAccount& ep);
+  Status Detach(EndpointRecvAccount& ep);
+  std::uint32_t attached_count() const;
+
+  // The first segment of message `msn` arrived on `ep`: give it the oldest posted buffer. May fire
+  // the low watermark.
+  TakeResult Take(EndpointRecvAccount& ep, std::uint32_t msn, RecvBuffer& out);
+
+  // Message `msn` on `ep` is fully placed (or failed with `status`). Its completion becomes
+  // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing: `ep` not
+  // attached here (kArg1), `msn` not holding an unplaced buffer (kArg2), length above the
+  // buffer's capacity (kArg3); all kInvalidParameter.
+  Status Place(EndpointRecvAccount& ep, std::uint32_t msn, std::uint64_t transferred_length,
+               DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes = {});
+
+  // The EP was disconnected: it takes no more buffers, and PopCompletion now hands out every
+  // buffer it holds, in MSN order: placed ones with their status, the others
+  // DAT_DTO_ERR_FLUSHED. Buffers still on the SRQ stay for the other EPs. kInvalidParameter,
+  // kArg1 when `ep` is not attached here.
+  Status Close(EndpointRecvAccount& ep);
+
+  // The next completion of `ep` that may be generated now, in MSN order (none while an earlier
+  // MSN is still open, unless the account is closed). One at a time, so the caller can hand each
+  // to an EVD without holding any lock of the pool.
+  bool PopCompletion(EndpointRecvAccount& ep, RecvCompletion& out);
+
+  // Place, then pop every completion that became deliverable into `out`, setting `delivered`.
+  // `out` shorter than ep.window(): kInvalidParameter, kArg5 (checked first, so a too-short
+  // array fails every time, not only under reordering).
+  Status Complete(EndpointRecvAccount& ep, std::uint32_t msn, std::uint64_t transferred_length,
+                  DAT_DTO_COMPLETION_STATUS status, std::span<RecvCompletion> out,
+                  std::size_t& delivered);
+
+  // Close, then pop every held buffer into `out`. Errors: not attached here (kArg1), `out`
+  // shorter than ep.window() (kArg2).
+  Status FlushEndpoint(EndpointRecvAccount& ep, std::span<RecvCompletion> out,
+                       std::size_t& delivered);
+
+  // The consumer dequeued the completion of `slot` from its recv_evd (or it was dropped by an
+  // overflowed EVD): the buffer stops being outstanding. A slot without a generated completion:
+  // kInvalidParameter, kArg1.
+  Status Reaped(std::uint32_t slot);
+
+  // dat_ep_recv_query for `ep` (not attached here: kInvalidParameter, kArg1): buffers held
+  // without a generated completion, and their MSN span; either pointer may be null.
+  Status RecvQuery(const EndpointRecvAccount& ep, DAT_COUNT* nbufs_allocated,
+                   DAT_COUNT* bufs_alloc_span) const;
+
+ private:
+  enum class SlotState : std::uint8_t { kFree, kPosted, kHeld, kCompleted };
+  struct Slot {
+    DAT_DTO_COOKIE cookie;
+    RecvSegment* segments;  // max_iov_ entries in a segment chunk; never moves
+    std::uint64_t capacity;
+    std::uint32_t num_segments;
+    SlotState state;
+  };
+  // Segment storage added by one Create or growing Resize; older chunks stay linked behind.
+  struct SegmentChunk {
+    std::unique_ptr<RecvSegment[]> segments;
+    std::unique_ptr<SegmentChunk> older;
+  };
+  struct Growth;
+
+  SrqPool(std::uint32_t limit, std::uint32_t max_iov, LowWatermarkListener* listener);
+
+  // Everything named *Locked runs under mu_.
+  Status CheckResizeLocked(std::uint32_t new_max) const;
+  void CommitGrowthLocked(Growth& growth);
+  std::uint32_t OutstandingLocked() const {
+    return static_cast<std::uint32_t>(slots_.size()) - free_count_;
+  }
+  std::uint32_t AvailableLocked() const { return posted_count_; }
+  // Disarms and returns the listener when the watermark is armed and the SRQ is below it.
+  LowWatermarkListener* LowWatermarkCrossedLocked();
+  RecvCompletion CompletionLocked(const EndpointRecvAccount::Ready& ready);
+
+  const std::uint32_t max_iov_;
+  mutable std::mutex mu_;
+  std::uint32_t limit_;  // the queue size: most outstanding buffers
+  std::uint32_t low_watermark_ = 0;
+  bool low_watermark_armed_ = false;
+  std::uint32_t attached_ = 0;
+  LowWatermarkListener* listener_;
+  // The slab: slots_.size() is a power of two >= limit_; it only grows.
+  std::vector<Slot> slots_;
+  std::unique_ptr<SegmentChunk> chunks_;
+  // Free slot indices, a stack of free_count_ entries (capacity slots_.size()).
+  std::vector<std::uint32_t> free_;
+  std::uint32_t free_count_ = 0;
+  // Posted slot indices in FIFO order: a ring of slots_.size() entries.
+  std::vector<std::uint32_t> posted_;
+  std::uint32_t posted_head_ = 0;  // index of the oldest, modulo the ring size
+  std::uint32_t posted_count_ = 0;
+};
+
+}  // namespace softdat::srq

@@ -1,0 +1,60 @@
+// Helpers shared by the srq/ tests: cookies, segments, a pool and accounts in one line, and a
+// listener that counts low-watermark events.
+#pragma once
+
+#include <dat2/udat.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "srq/endpoint_recv_account.h"
+#include "srq/low_watermark_listener.h"
+#include "srq/srq_pool.h"
+
+namespace softdat::srq::testing {
+
+inline DAT_DTO_COOKIE Cookie(std::uint64_t value) {
+  DAT_DTO_COOKIE cookie{};
+  cookie.as_64 = value;
+  return cookie;
+}
+
+// A segment whose fields all derive from `tag`, so a test can tell which post it came from.
+inline RecvSegment Segment(std::uint64_t tag, std::uint32_t length = 100) {
+  return RecvSegment{0x10000 + tag * 0x1000, length, static_cast<std::uint32_t>(tag)};
+}
+
+inline std::unique_ptr<SrqPool> MakePool(std::uint32_t max_recv_dtos, std::uint32_t max_iov = 4,
+                                         LowWatermarkListener* listener = nullptr) {
+  std::unique_ptr<SrqPool> pool;
+  EXPECT_TRUE(SrqPool::Create(max_recv_dtos, max_iov, listener, pool).ok());
+  return pool;
+}
+
+// An account for `pool`, already attached.
+inline std::unique_ptr<EndpointRecvAccount> MakeAccount(SrqPool& pool, std::uint32_t window = 16,
+                                                        std::uint32_t first_msn = 1) {
+  std::unique_ptr<EndpointRecvAccount> account;
+  EXPECT_TRUE(EndpointRecvAccount::Create(window, first_msn, account).ok());
+  EXPECT_TRUE(pool.Attach(*account).ok());
+  return account;
+}
+
+// Posts one single-segment buffer tagged `tag` (cookie == tag).
+inline Status PostTagged(SrqPool& pool, std::uint64_t tag, std::uint32_t length = 100) {
+  const RecvSegment segment = Segment(tag, length);
+  return pool.Post(Cookie(tag), {&segment, 1});
+}
+
+class CountingListener : public LowWatermarkListener {
+ public:
+  void OnLowWatermark() override { calls.fetch_add(1, std::memory_order_relaxed); }
+  int count() const { return calls.load(std::memory_order_relaxed); }
+  std::atomic<int> calls{0};
+};
+
+}  // namespace softdat::srq::testing

@@ -1,0 +1,136 @@
+// One endpoint of a transport (an RC QP in verbs terms) and what it reports to the core/ EP that
+// owns it. core/ owns every DAT rule; an Endpoint only moves bytes, sets up and tears down.
+//
+// Lifetime and threads:
+//  - Created unconnected by Transport::CreateEndpoint; then either Connect (active side) or
+//    PendingConnection::Accept (passive side), at most once. A new connection needs a new Endpoint.
+//  - EndpointEvents calls come from the transport's progress context (its progress thread, or a
+//    consumer thread inside Transport::Progress in busy-poll mode), never two at once for one
+//    endpoint, and never while the transport holds a lock that a call into it would take: the
+//    events may call Post, PostRecv, RecvBuffersAvailable and Disconnect.
+//  - The destructor may be called from any thread except from inside this endpoint's own events;
+//    when it returns, no event of this endpoint is running and none will run. Callers must not
+//    hold a lock that the events take.
+//  - Calls into an Endpoint are safe from any thread, concurrently with its events.
+//  - Post, PostRecv and RecvBuffersAvailable never allocate and never block.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <span>
+
+#include "base/status.h"
+#include "transport/work.h"
+
+namespace softdat::transport {
+
+class ProtectionDomain;
+class DeviceSrq;
+
+// Why a connection attempt failed or a connection ended.
+enum class ConnectionEnd : std::uint8_t {
+  kDisconnected,     // graceful close, by either side
+  kBroken,           // reset, protocol error, Terminate, RNR timeout, hostile peer
+  kTimedOut,         // Connect's timeout expired
+  kUnreachable,      // nobody listens at the address and port, or no route
+  kPeerRejected,     // the peer's consumer rejected (dat_cr_reject), maybe with private data
+  kNonPeerRejected,  // the peer's provider refused: no such service, no resources, bad request
+  kAcceptFailed,     // passive side: the active side went away before the accept completed
+};
+
+// What a software-receive transport gets when a new message starts arriving.
+enum class RecvAcquire : std::uint8_t {
+  kTaken,     // `target` is the receive buffer for this message
+  kNotReady,  // no receive buffer: hold the message (back-pressure on this connection only) and
+              // ask again after RecvBuffersAvailable, or break the connection after the RNR
+              // timeout with kReceiverNotReady
+  kRefused,   // the message may not take a buffer (MSN outside the window, account closed): a
+              // protocol violation, terminate the connection
+};
+
+// The receive buffer chosen for a message (software receive model). The segments stay valid
+// until OnRecvDone for that MSN, or until OnEnded.
+struct RecvTarget {
+  std::span<const Segment> segments;
+  std::uint64_t capacity = 0;  // the sum of the segment lengths
+};
+
+// Implemented by core/'s EP.
+class EndpointEvents {
+ public:
+  // Connect or Accept completed: the connection carries traffic. `private_data` is the peer's
+  // reply on the active side, empty on the passive side.
+  virtual void OnEstablished(std::span<const std::uint8_t> private_data) = 0;
+
+  // The attempt failed or the connection ended, exactly once per Connect/Accept. Afterwards the
+  // transport touches none of the memory of outstanding Work or receive targets and reports no
+  // more completions: core flushes whatever is still outstanding, once. `private_data`: the
+  // peer's reject data for kPeerRejected, else empty.
+  virtual void OnEnded(ConnectionEnd why, std::span<const std::uint8_t> private_data) = 0;
+
+  // Software receive model. The first bytes of message `msn` (the DDP MSN of the Send, counted
+  // from 1 per connection) arrived: core picks its buffer.
+  virtual RecvAcquire AcquireRecv(std::uint32_t msn, RecvTarget& target) = 0;
+  // Message `msn` is placed (or failed with `status`).
+  virtual void OnRecvDone(std::uint32_t msn, WorkStatus status, const RecvInfo& info) = 0;
+
+  // Device receive model: the receive posted as `recv_id` (to the endpoint or to its DeviceSrq)
+  // completed. Device completions of one endpoint come in the peer's send order.
+  virtual void OnDeviceRecvDone(std::uint64_t recv_id, WorkStatus status, const RecvInfo& info) = 0;
+
+  // A posted Work ended. `length` is the bytes transferred (a Read's bytes placed locally).
+  virtual void OnWorkDone(std::uint64_t id, WorkStatus status, std::uint32_t length) = 0;
+
+  // Software RDMA target side: may the peer access `length` bytes at `address` of STag `key`?
+  virtual RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address,
+                                         std::uint64_t length, RemoteAccess access) = 0;
+
+ protected:
+  ~EndpointEvents() = default;
+};
+
+// Sizes core asks for when it creates an endpoint (from the DAT EP attributes).
+struct EndpointConfig {
+  ProtectionDomain* pd = nullptr;  // from Transport::CreateProtectionDomain
+  DeviceSrq* srq = nullptr;        // device receive model with an SRQ; else null
+  std::uint32_t max_send_work = 0;
+  std::uint32_t max_recv_work = 0;
+  std::uint32_t max_send_segments = 0;
+  std::uint32_t max_recv_segments = 0;
+  std::uint32_t max_rdma_read_in = 0;   // Reads the peer may have outstanding at us (IRD)
+  std::uint32_t max_rdma_read_out = 0;  // Reads we may have outstanding at the peer (ORD)
+  std::uint32_t max_message_size = 0;
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  // Starts connecting to `port` at `remote`; the outcome arrives as OnEstablished or OnEnded
+  // (kTimedOut when `timeout_us` passes first; UINT64_MAX waits forever). kInvalidState if this
+  // endpoint was connected or accepted before.
+  virtual Status Connect(const sockaddr_in& remote, std::uint16_t port,
+                         std::span<const std::uint8_t> private_data, std::uint64_t timeout_us) = 0;
+
+  // Starts a Send, RDMA Write or RDMA Read. Only after OnEstablished and before OnEnded; core
+  // checks the state and never has more than max_send_work outstanding.
+  virtual Status Post(const Work& work) = 0;
+
+  // Device receive model: posts a receive buffer to this endpoint (allowed before Connect).
+  virtual Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) = 0;
+
+  // Software receive model: a receive buffer was posted where this endpoint takes them from;
+  // a message held for want of one may go on. Cheap when nothing is held.
+  virtual void RecvBuffersAvailable() = 0;
+
+  // Graceful: finish what is in flight, then close; abrupt: close now. OnEnded follows once (if
+  // a connection or an attempt exists). Idempotent.
+  virtual void Disconnect(bool graceful) = 0;
+
+  // Addresses of the connection (zero before one exists).
+  virtual sockaddr_in local_address() const = 0;
+  virtual sockaddr_in remote_address() const = 0;
+};
+
+}  // namespace softdat::transport

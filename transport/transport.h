@@ -1,0 +1,93 @@
+// The transport interface: one Transport per open IA, chosen by the dat.conf IA params. It
+// creates endpoints, listeners and device resources, and drives its own progress (a progress
+// thread, or Progress() from the consumer's thread in busy-poll mode). Mechanism only: every DAT
+// rule lives in core/, srq/ and evd/, which never name a concrete transport; backends register
+// a factory here (RegisterTransport) and core picks one by TransportKind.
+//
+// Two receive models, told apart by Capabilities::receive_model:
+//  - kSoftware (tcp, fake): the transport asks core for a buffer when a message starts arriving
+//    (EndpointEvents::AcquireRecv); srq/ decides which one, so SRQ semantics are shared.
+//  - kDevice (verbs): core posts receives down (Endpoint::PostRecv, DeviceSrq::PostRecv) and the
+//    NIC chooses; completions name the posted receive.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "transport/device_resources.h"
+#include "transport/endpoint.h"
+#include "transport/ia_params.h"
+#include "transport/listener.h"
+
+namespace softdat::transport {
+
+enum class ReceiveModel : std::uint8_t { kSoftware, kDevice };
+
+// What a transport can do; core reports it in the IA and provider attributes and checks
+// consumer requests against it. Zero means "not supported" for counts.
+struct Capabilities {
+  ReceiveModel receive_model = ReceiveModel::kSoftware;
+  bool device_memory_keys = false;  // RegisterMemory gives the keys (else core issues them)
+  bool rdma_read = false;
+  bool busy_poll = false;           // Progress() must be called by the consumer's waits
+  bool srq = false;
+  bool srq_resize = false;          // DeviceSrq::Resize works (software: always)
+  bool srq_limit = false;           // low watermark event (software: always)
+  std::uint32_t max_endpoints = 0;
+  std::uint32_t max_send_work = 0;      // per endpoint
+  std::uint32_t max_recv_work = 0;      // per endpoint
+  std::uint32_t max_segments = 0;       // per posted operation
+  std::uint32_t max_message_size = 0;
+  std::uint32_t max_rdma_size = 0;
+  std::uint32_t max_private_data = 0;   // connect, accept and reject private data
+  std::uint32_t max_rdma_read_in = 0;   // per endpoint (IRD)
+  std::uint32_t max_rdma_read_out = 0;  // per endpoint (ORD)
+  std::uint32_t max_srq_work = 0;
+  std::uint32_t max_srq_segments = 0;
+};
+
+class Transport {
+ public:
+  // Every endpoint, listener and device resource is destroyed before the transport.
+  virtual ~Transport() = default;
+
+  virtual const Capabilities& capabilities() const = 0;
+  // The IA address (IPv4), reported by dat_ia_query and used as the local connection address.
+  virtual sockaddr_in address() const = 0;
+
+  virtual Status CreateProtectionDomain(std::unique_ptr<ProtectionDomain>& out) = 0;
+  // Device transports register memory; software ones return kOk and leave `out` null.
+  virtual Status RegisterMemory(ProtectionDomain& pd, void* address, std::uint64_t length,
+                                MemoryAccess access, std::unique_ptr<MemoryRegion>& out) = 0;
+  // Device receive model only (kModelNotSupported otherwise).
+  virtual Status CreateDeviceSrq(ProtectionDomain& pd, std::uint32_t max_work,
+                                 std::uint32_t max_segments, DeviceSrqEvents* events,
+                                 std::unique_ptr<DeviceSrq>& out) = 0;
+
+  virtual Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
+                                std::unique_ptr<Endpoint>& out) = 0;
+  // Listens on `port` of the IA address; 0 picks a free port (Listener::port tells which).
+  // kConnQualInUse when the port is taken.
+  virtual Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) = 0;
+
+  // Busy-poll mode: makes progress on the caller's thread; true when anything happened. A
+  // transport with a progress thread returns false at once.
+  virtual bool Progress() noexcept = 0;
+};
+
+// Creates the transport an IA's params ask for (the factory resolves and checks the address or
+// device). kInvalidParameter with a reason in `why` for a bad address or device.
+using TransportFactory = std::function<Status(const IaParams& params, std::string& why,
+                                              std::unique_ptr<Transport>& out)>;
+
+// Called at load time by each transport library linked in (a static registrar).
+void RegisterTransport(TransportKind kind, TransportFactory factory);
+// kNotImplemented with a log line when no factory for params.kind is linked in.
+Status CreateTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out);
+
+}  // namespace softdat::transport

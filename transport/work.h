@@ -1,0 +1,73 @@
+// What core/ hands a transport to move and what the transport reports back: segments of
+// registered memory, posted operations (Send, RDMA Write, RDMA Read) and how each one ended.
+// Plain data: the transport copies nothing it does not need and keeps no pointer past completion.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "base/segment.h"
+
+namespace softdat::transport {
+
+// One piece of the consumer's registered memory, already checked by core (LMR bounds, PZ,
+// privileges).
+using Segment = softdat::Segment;
+
+// How a posted operation or a received message ended, in transport terms; core maps each one to
+// a DAT_DTO_COMPLETION_STATUS.
+enum class WorkStatus : std::uint8_t {
+  kSuccess,
+  kFlushed,           // the connection ended before the operation completed
+  kLocalLength,       // a received message did not fit its receive buffer
+  kLocalProtection,   // the device refused a local key (device transports)
+  kRemoteAccess,      // the peer refused an RDMA access: bad STag, bounds, PZ or privilege
+  kRemoteResponder,   // the peer failed the operation for another reason
+  kBadResponse,       // the peer's answer made no sense (a Read Response of the wrong size)
+  kTransport,         // the connection broke under the operation (reset, protocol error)
+  kReceiverNotReady,  // the peer had no receive buffer for longer than its RNR timeout
+};
+
+enum class WorkKind : std::uint8_t { kSend, kRdmaWrite, kRdmaRead };
+
+// A posted operation. `local` stays valid (core owns it) until OnWorkDone for `id`, or until
+// OnEnded if the connection ends first.
+struct Work {
+  std::uint64_t id = 0;  // core's name for the completion
+  WorkKind kind = WorkKind::kSend;
+  std::span<const Segment> local;  // gathered for Send and Write, scattered for Read
+  std::uint64_t length = 0;        // the sum of local lengths (core keeps it below 2^32)
+  bool solicited = false;          // Send: Send with Solicited Event
+  bool fence = false;              // wait for earlier RDMA Reads to complete before starting
+  bool invalidate = false;         // Send: Send with Invalidate of `invalidate_key` at the peer
+  std::uint32_t invalidate_key = 0;
+  std::uint64_t remote_address = 0;  // Write and Read: the peer's address (tagged offset)
+  std::uint32_t remote_key = 0;      // Write and Read: the peer's rmr_context (STag)
+};
+
+// What the transport learned about a received message besides its bytes.
+struct RecvInfo {
+  std::uint32_t length = 0;  // bytes placed
+  bool solicited = false;    // Send with Solicited Event
+  bool invalidated = false;  // Send with Invalidate: core invalidates `invalidate_key` locally
+  std::uint32_t invalidate_key = 0;
+};
+
+// The access the peer wants to the memory an STag names, for the target side of RDMA.
+enum class RemoteAccess : std::uint8_t { kRead, kWrite };
+
+// core's answer to such a request; the transport turns a refusal into the matching Terminate.
+enum class RemoteCheck : std::uint8_t {
+  kOk,
+  kInvalidKey,     // no region or window has this STag
+  kBounds,         // the range lies outside it
+  kAccessRights,   // it lacks REMOTE_READ / REMOTE_WRITE
+  kNotAssociated,  // it belongs to another PZ, or a window bound to another EP
+};
+
+struct RemoteResolution {
+  RemoteCheck check = RemoteCheck::kInvalidKey;
+  std::uint8_t* address = nullptr;  // where the requested range starts, when check is kOk
+};
+
+}  // namespace softdat::transport
