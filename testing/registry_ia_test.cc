@@ -73,13 +73,14 @@ TEST_F(RegistryIaTest, VerbsTransportSaysNotImplementedUntilBuilt) {
   EXPECT_EQ(DAT_GET_TYPE(Open("softdat-verbs", &ia, &async_evd)), DAT_NOT_IMPLEMENTED);
 }
 
-TEST_F(RegistryIaTest, UnbuiltCallReturnsNotImplemented) {
+// Every slot is built now: an RSP without an EP (a provider-created EP, which softdat does not
+// offer: ep_creator is DAT_PSP_CREATES_EP_NEVER) is an unsupported model, not "not implemented".
+TEST_F(RegistryIaTest, RspCreateWithoutEpIsModelNotSupported) {
   DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE async_evd;
   ASSERT_EQ(Open("softdat-tcp", &ia, &async_evd), DAT_SUCCESS);
   DAT_RSP_HANDLE rsp = DAT_HANDLE_NULL;
-  EXPECT_EQ(DAT_GET_TYPE(dat_rsp_create(ia, 1, DAT_HANDLE_NULL, DAT_HANDLE_NULL, &rsp)),
-            DAT_NOT_IMPLEMENTED);
+  EXPECT_EQ(dat_rsp_create(ia, 1, DAT_HANDLE_NULL, async_evd, &rsp), DAT_MODEL_NOT_SUPPORTED);
   EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 }
 

@@ -1,0 +1,374 @@
+// Reception: reads the socket into a staging buffer, checks each whole FPDU (framing, CRC,
+// version, queue, MSN, message offset) before anything of it is placed, then places it: a Send
+// into the receive buffer core hands out when its first FPDU arrives (the SRQ decision lives in
+// srq/), an RDMA Write or Read Response where the STag says, a Read Request into the response
+// queue. A Send with no buffer to take holds the stream (TCP back-pressure on this connection
+// only) until RecvBuffersAvailable, or until the RNR timeout breaks the connection.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "base/log.h"
+#include "transport/tcp/crc32c.h"
+#include "transport/tcp/tcp_connection.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+// The largest FPDU: ULPDU_Length, a full ULPDU, pad and CRC.
+constexpr std::size_t kMaxFrame = wire::kLengthFieldSize + wire::kMaxUlpduLength + 3 + wire::kCrcSize;
+// Bytes one handler reads before it lets other connections run.
+constexpr std::size_t kReadBudget = 1u << 20;
+
+std::uint32_t GetCrc(const std::uint8_t* at) {
+  return std::uint32_t{at[0]} | std::uint32_t{at[1]} << 8 | std::uint32_t{at[2]} << 16 | std::uint32_t{at[3]} << 24;
+}
+
+// Copies `length` bytes into `segments` starting at the cursor, advancing it.
+void Scatter(std::span<const Segment> segments, std::uint32_t& segment, std::uint32_t& offset,
+             const std::uint8_t* from, std::size_t length) {
+  while (length > 0 && segment < segments.size()) {
+    const Segment& s = segments[segment];
+    const std::size_t n = std::min<std::size_t>(length, s.length - offset);
+    std::memcpy(reinterpret_cast<std::uint8_t*>(s.address) + offset, from, n);
+    from += n;
+    length -= n;
+    offset += static_cast<std::uint32_t>(n);
+    if (offset == s.length) {
+      ++segment;
+      offset = 0;
+    }
+  }
+}
+
+wire::TerminateCode RemoteTerminate(RemoteCheck check) {
+  switch (check) {
+    case RemoteCheck::kBounds: return wire::term::kBaseBounds;
+    case RemoteCheck::kAccessRights: return wire::term::kAccessRights;
+    case RemoteCheck::kNotAssociated: return wire::term::kStagNotAssociated;
+    default: return wire::term::kInvalidStag;
+  }
+}
+
+}  // namespace
+
+void Connection::ArmRead() {
+  if (read_waiting_ || phase_ == Phase::kEnded) return;
+  read_waiting_ = true;
+  socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& error) {
+    std::lock_guard lock(self->io_mutex_);
+    if (self->detached_) return;
+    self->read_waiting_ = false;
+    if (error || self->phase_ == Phase::kEnded || self->rx_held_) return;
+    self->ReadLoop();
+  });
+}
+
+void Connection::ReadLoop() {
+  std::size_t budget = kReadBudget;
+  while (phase_ != Phase::kEnded) {
+    while (true) {
+      const Frame frame = phase_ == Phase::kAwaitReply ? ReadMpaReply() : ProcessFrame();
+      if (frame == Frame::kDone) continue;
+      if (frame != Frame::kNeedMore) return;  // held for a buffer, or ended
+      break;
+    }
+    if (phase_ == Phase::kEnded) return;
+    if (rx_start_ == rx_end_) {
+      rx_start_ = rx_end_ = 0;
+    } else if (rx_.size() - rx_end_ < kMaxFrame) {
+      // What is left is less than one FPDU (whole ones were consumed): move it to the front.
+      std::memmove(rx_.data(), rx_.data() + rx_start_, rx_end_ - rx_start_);
+      rx_end_ -= rx_start_;
+      rx_start_ = 0;
+    }
+    if (budget == 0) {
+      ArmRead();  // the socket is still readable: the reactor brings us back after the others
+      return;
+    }
+    const ssize_t n = ::recv(socket_.native_handle(), rx_.data() + rx_end_, rx_.size() - rx_end_, MSG_DONTWAIT);
+    if (n > 0) {
+      rx_end_ += static_cast<std::size_t>(n);
+      budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n == 0) {
+      OnPeerClosed();
+      return;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      ArmRead();
+      return;
+    }
+    SOFTDAT_LOG(kInfo, "tcp: receive failed: %s", std::strerror(errno));
+    End(ConnectionEnd::kBroken);
+    return;
+  }
+}
+
+Connection::Frame Connection::ProcessFrame() {
+  const std::size_t available = rx_end_ - rx_start_;
+  if (available < 4) return Frame::kNeedMore;
+  const std::uint8_t* at = rx_.data() + rx_start_;
+  std::size_t header_size = 0;
+  if (const wire::ControlError error = wire::DecodeControl(at, header_size); error != wire::ControlError::kNone) {
+    SOFTDAT_LOG(kWarn, "tcp: bad FPDU control byte %#x/%#x from the peer", at[2], at[3]);
+    Terminate(error == wire::ControlError::kDdpVersion ? wire::term::kDdpVersion : wire::term::kBadOpcode);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  const std::size_t ulpdu = std::size_t{at[0]} << 8 | at[1];
+  if (wire::kLengthFieldSize + ulpdu < header_size) {
+    SOFTDAT_LOG(kWarn, "tcp: FPDU of %zu bytes is shorter than its header", ulpdu);
+    Terminate(wire::term::kBadFraming);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
+  const std::size_t total = covered + wire::kCrcSize;
+  if (available < total) return Frame::kNeedMore;
+  if (crc_ && Crc32c(at, covered) != GetCrc(at + covered)) {
+    SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
+    Terminate(wire::term::kCrcError);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  wire::FpduHeader header;
+  wire::DecodeHeader(at, header);
+  const std::uint8_t* payload = at + header_size;
+  const auto length = static_cast<std::uint32_t>(wire::kLengthFieldSize + ulpdu - header_size);
+
+  if (phase_ == Phase::kAwaitRtr) {
+    // The first FPDU after our Reply is the peer's ready-to-receive: the connection is up.
+    timer_.cancel();
+    Establish({});
+    if (phase_ == Phase::kEnded) return Frame::kEnded;
+  }
+
+  Frame frame = Frame::kDone;
+  switch (header.opcode) {
+    case wire::Opcode::kRdmaWrite: frame = OnWrite(header, payload, length); break;
+    case wire::Opcode::kReadRequest: frame = OnReadRequest(header, at + wire::kUntaggedHeaderSize); break;
+    case wire::Opcode::kReadResponse: frame = OnReadResponse(header, payload, length); break;
+    case wire::Opcode::kTerminate: frame = OnTerminate(payload, length); break;
+    default: frame = OnSend(header, payload, length); break;
+  }
+  if (frame == Frame::kDone) rx_start_ += total;
+  return frame;
+}
+
+Connection::Frame Connection::OnSend(const wire::FpduHeader& header, const std::uint8_t* payload,
+                                     std::uint32_t length) {
+  if (header.queue != wire::kQueueSend) {
+    Terminate(wire::term::kInvalidQueue);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  RxMessage& m = rx_message_;
+  if (!m.active) {
+    if (header.msn != expected_msn_ || header.message_offset != 0) {
+      SOFTDAT_LOG(kWarn, "tcp: Send MSN %u offset %u, expected MSN %u offset 0", header.msn, header.message_offset,
+                  expected_msn_);
+      Terminate(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
+      End(ConnectionEnd::kBroken);
+      return Frame::kEnded;
+    }
+    RecvTarget target;
+    switch (events_->AcquireRecv(header.msn, target)) {
+      case RecvAcquire::kTaken:
+        break;
+      case RecvAcquire::kNotReady:
+        rx_held_ = true;
+        StartRnrTimer();
+        return Frame::kHeld;
+      case RecvAcquire::kRefused:
+        SOFTDAT_LOG(kWarn, "tcp: Send MSN %u may not take a receive buffer", header.msn);
+        Terminate(wire::term::kMsnRange);
+        End(ConnectionEnd::kBroken);
+        return Frame::kEnded;
+    }
+    if (rnr_armed_) {
+      rnr_armed_ = false;
+      rnr_timer_.cancel();
+    }
+    m = RxMessage{};
+    m.active = true;
+    m.msn = header.msn;
+    m.target = target;
+  } else if (header.msn != m.msn || header.message_offset != m.received) {
+    SOFTDAT_LOG(kWarn, "tcp: Send MSN %u offset %u, expected MSN %u offset %llu", header.msn, header.message_offset,
+                m.msn, static_cast<unsigned long long>(m.received));
+    Terminate(header.msn != m.msn ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  if (m.received + length > m.target.capacity) {
+    SOFTDAT_LOG(kInfo, "tcp: Send MSN %u is longer than its receive buffer (%llu bytes)", m.msn,
+                static_cast<unsigned long long>(m.target.capacity));
+    m.active = false;
+    RecvInfo info;
+    info.length = static_cast<std::uint32_t>(m.received);
+    events_->OnRecvDone(m.msn, WorkStatus::kLocalLength, info);
+    Terminate(wire::term::kMessageTooLong);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  Scatter(m.target.segments, m.segment, m.segment_offset, payload, length);
+  m.received += length;
+  if (!header.last) return Frame::kDone;
+  RecvInfo info;
+  info.length = static_cast<std::uint32_t>(m.received);
+  info.solicited = header.opcode == wire::Opcode::kSendSolicited ||
+                   header.opcode == wire::Opcode::kSendSolicitedInvalidate;
+  info.invalidated = header.opcode == wire::Opcode::kSendInvalidate ||
+                     header.opcode == wire::Opcode::kSendSolicitedInvalidate;
+  info.invalidate_key = info.invalidated ? header.stag : 0;
+  m.active = false;
+  ++expected_msn_;
+  events_->OnRecvDone(m.msn, WorkStatus::kSuccess, info);
+  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+}
+
+void Connection::StartRnrTimer() {
+  if (options_.rnr_timeout_ms == 0 || rnr_armed_) return;
+  rnr_armed_ = true;
+  const std::uint32_t generation = ++rnr_generation_;
+  rnr_timer_.expires_after(std::chrono::milliseconds(options_.rnr_timeout_ms));
+  rnr_timer_.async_wait([self = shared_from_this(), generation](const boost::system::error_code& error) {
+    std::lock_guard lock(self->io_mutex_);
+    if (error || self->detached_ || generation != self->rnr_generation_ || !self->rnr_armed_) return;
+    self->rnr_armed_ = false;
+    if (!self->rx_held_ || self->phase_ == Phase::kEnded) return;
+    SOFTDAT_LOG(kWarn, "tcp: no receive buffer for Send MSN %u within the RNR timeout of %u ms; breaking the connection",
+                self->expected_msn_, self->options_.rnr_timeout_ms);
+    self->Terminate(wire::term::kNoBuffer);
+    self->End(ConnectionEnd::kBroken);
+  });
+}
+
+Connection::Frame Connection::RefuseRemote(RemoteCheck check, bool write) {
+  const wire::TerminateCode code = RemoteTerminate(check);
+  SOFTDAT_LOG(kWarn, "tcp: the peer's RDMA %s was refused: %s", write ? "Write" : "Read", wire::DescribeTerminate(code));
+  Terminate(code);
+  End(ConnectionEnd::kBroken);
+  return Frame::kEnded;
+}
+
+Connection::Frame Connection::OnWrite(const wire::FpduHeader& header, const std::uint8_t* payload,
+                                      std::uint32_t length) {
+  if (length == 0) return Frame::kDone;  // a zero-length Write (ready-to-receive) touches nothing
+  const RemoteResolution target = events_->ResolveRemote(header.stag, header.tagged_offset, length, RemoteAccess::kWrite);
+  if (target.check != RemoteCheck::kOk) return RefuseRemote(target.check, true);
+  std::memcpy(target.address, payload, length);
+  return Frame::kDone;
+}
+
+Connection::Frame Connection::OnReadRequest(const wire::FpduHeader& header, const std::uint8_t* body) {
+  if (header.queue != wire::kQueueReadRequest || header.msn != expected_read_msn_ || header.message_offset != 0) {
+    SOFTDAT_LOG(kWarn, "tcp: Read Request on queue %u MSN %u offset %u, expected queue 1 MSN %u", header.queue,
+                header.msn, header.message_offset, expected_read_msn_);
+    Terminate(header.queue != wire::kQueueReadRequest ? wire::term::kInvalidQueue
+              : header.msn != expected_read_msn_     ? wire::term::kMsnRange
+                                                     : wire::term::kBadMessageOffset);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  if (responses_count_ == responses_.size()) {
+    SOFTDAT_LOG(kWarn, "tcp: the peer has more than %zu RDMA Reads outstanding (our IRD)", responses_.size());
+    Terminate(wire::term::kStreamCatastrophic);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  wire::ReadRequestBody request;
+  wire::DecodeReadRequest(body, request);
+  const std::uint8_t* source = nullptr;
+  if (request.size != 0) {
+    const RemoteResolution resolved =
+        events_->ResolveRemote(request.source_stag, request.source_offset, request.size, RemoteAccess::kRead);
+    if (resolved.check != RemoteCheck::kOk) return RefuseRemote(resolved.check, false);
+    source = resolved.address;
+  }
+  ReadResponse& response = responses_[(responses_head_ + responses_count_) % responses_.size()];
+  response = ReadResponse{source, request.size, request.sink_stag, request.sink_offset};
+  ++responses_count_;
+  ++expected_read_msn_;
+  PumpTx();
+  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+}
+
+Connection::Frame Connection::OnReadResponse(const wire::FpduHeader& header, const std::uint8_t* payload,
+                                             std::uint32_t length) {
+  if (reads_count_ == 0) {
+    SOFTDAT_LOG(kWarn, "tcp: Read Response with no RDMA Read outstanding");
+    Terminate(wire::term::kDdpTaggedInvalidStag);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  OutstandingRead& read = reads_[reads_head_];
+  const bool matches = header.stag == read.sink_stag && header.tagged_offset == read.received;
+  if (!matches || read.received + length > read.work.length ||
+      (header.last && read.received + length != read.work.length)) {
+    SOFTDAT_LOG(kWarn, "tcp: Read Response (STag %#x offset %llu, %u bytes) does not match the Read outstanding",
+                header.stag, static_cast<unsigned long long>(header.tagged_offset), length);
+    const std::uint64_t id = read.work.id;
+    reads_head_ = (reads_head_ + 1) % reads_.size();
+    --reads_count_;
+    events_->OnWorkDone(id, WorkStatus::kBadResponse, 0);
+    Terminate(matches ? wire::term::kDdpTaggedBounds : wire::term::kDdpTaggedInvalidStag);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  Scatter(read.work.local, read.segment, read.segment_offset, payload, length);
+  read.received += length;
+  if (!header.last) return Frame::kDone;
+  const std::uint64_t id = read.work.id;
+  const auto total = static_cast<std::uint32_t>(read.received);
+  reads_head_ = (reads_head_ + 1) % reads_.size();
+  --reads_count_;
+  events_->OnWorkDone(id, WorkStatus::kSuccess, total);
+  if (phase_ == Phase::kEnded) return Frame::kEnded;
+  PumpTx();  // a fenced Work or a Read held at the ORD may go now
+  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+}
+
+Connection::Frame Connection::OnTerminate(const std::uint8_t* payload, std::uint32_t length) {
+  wire::TerminateCode code;
+  if (length >= 4) code = wire::DecodeTerminateControl(payload);
+  SOFTDAT_LOG(kWarn, "tcp: the peer terminated the connection: %s (layer %u, type %u, code %#x)",
+              wire::DescribeTerminate(code), static_cast<unsigned>(code.layer), code.etype, code.code);
+  if (reads_count_ > 0 && code.layer == wire::TermLayer::kRdmap && code.etype == 1) {
+    // Our oldest Read was refused by the peer's memory checks.
+    const std::uint64_t id = reads_[reads_head_].work.id;
+    reads_head_ = (reads_head_ + 1) % reads_.size();
+    --reads_count_;
+    events_->OnWorkDone(id, WorkStatus::kRemoteAccess, 0);
+  }
+  End(ConnectionEnd::kBroken);
+  return Frame::kEnded;
+}
+
+void Connection::OnPeerClosed() {
+  switch (phase_) {
+    case Phase::kAwaitReply:
+      SOFTDAT_LOG(kInfo, "tcp: the peer closed the connection before its MPA Reply");
+      End(ConnectionEnd::kNonPeerRejected);
+      return;
+    case Phase::kAwaitRtr:
+      End(ConnectionEnd::kAcceptFailed);
+      return;
+    default:
+      break;
+  }
+  if (rx_start_ != rx_end_ || rx_message_.active) {
+    SOFTDAT_LOG(kInfo, "tcp: the peer closed the connection in the middle of a message");
+    End(ConnectionEnd::kBroken);
+    return;
+  }
+  End(ConnectionEnd::kDisconnected);
+}
+
+}  // namespace softdat::transport::tcp

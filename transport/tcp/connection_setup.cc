@@ -1,0 +1,403 @@
+// Connection setup and teardown: TCP connect, the MPA Request/Reply exchange with the RFC 6581
+// IRD/ORD and ready-to-receive negotiation, graceful and abrupt disconnect, Terminate, and the
+// single place a connection ends (End).
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstring>
+#include <limits>
+
+#include "base/log.h"
+#include "transport/tcp/crc32c.h"
+#include "transport/tcp/tcp_connection.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+constexpr std::size_t kTxBufferSize = 128 * 1024;
+constexpr std::size_t kRxBufferSize = 128 * 1024;
+// How long a passive connection waits for the active side's ready-to-receive FPDU, and how long
+// a graceful disconnect waits for the peer's FIN before it closes anyway.
+constexpr auto kRtrTimeout = std::chrono::seconds(10);
+constexpr auto kCloseLinger = std::chrono::seconds(3);
+
+std::uint32_t AtLeastOne(std::uint32_t n) { return std::max<std::uint32_t>(n, 1); }
+
+}  // namespace
+
+Connection::Connection(asio::io_context& io, const ConnectionOptions& options, const EndpointConfig& config,
+                       EndpointEvents* events)
+    : io_(io),
+      options_(options),
+      config_(config),
+      posted_(AtLeastOne(config.max_send_work)),
+      events_(events),
+      socket_(io),
+      timer_(io),
+      rnr_timer_(io),
+      crc_(options.mpa_crc),
+      ord_(AtLeastOne(config.max_rdma_read_out)),
+      tx_(kTxBufferSize),
+      written_ids_(AtLeastOne(config.max_send_work)),
+      written_lengths_(AtLeastOne(config.max_send_work)),
+      responses_(AtLeastOne(config.max_rdma_read_in)),
+      reads_(AtLeastOne(config.max_rdma_read_out)),
+      rx_(kRxBufferSize) {
+  private_data_.reserve(wire::kMaxMpaPrivateData);
+}
+
+Connection::~Connection() = default;
+
+Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                           std::uint64_t timeout_us) {
+  if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
+  // Nothing of the progress context runs before the post below, which orders these writes.
+  private_data_.assign(private_data.begin(), private_data.end());
+  sockaddr_in to = remote;
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  asio::post(io_, [self = shared_from_this(), to, timeout_us] { self->StartConnect(to, timeout_us); });
+  return Status::Ok();
+}
+
+Status Connection::Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
+                          std::span<const std::uint8_t> private_data) {
+  if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
+  {
+    std::lock_guard lock(io_mutex_);
+    socket_ = std::move(socket);
+    private_data_.assign(private_data.begin(), private_data.end());
+  }
+  asio::post(io_, [self = shared_from_this(), request] { self->StartAccept(request); });
+  return Status::Ok();
+}
+
+void Connection::RecvBuffersAvailable() {
+  if (recv_available_.exchange(true)) return;
+  if (!kick_pending_.exchange(true)) asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+}
+
+void Connection::Disconnect(bool graceful) {
+  if (!started_.load()) return;
+  if (graceful) {
+    int none = 0;
+    disconnect_request_.compare_exchange_strong(none, 1);
+  } else {
+    disconnect_request_.store(2);
+  }
+  if (!kick_pending_.exchange(true)) asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+}
+
+void Connection::Detach() {
+  {
+    std::lock_guard lock(io_mutex_);
+    detached_ = true;
+    events_ = nullptr;
+  }
+  asio::post(io_, [self = shared_from_this()] {
+    std::lock_guard lock(self->io_mutex_);
+    self->phase_ = Phase::kEnded;
+    self->ended_ = true;
+    self->timer_.cancel();
+    self->rnr_timer_.cancel();
+    self->CloseSocket();
+  });
+}
+
+sockaddr_in Connection::local_address() const {
+  std::lock_guard lock(address_mutex_);
+  return local_;
+}
+
+sockaddr_in Connection::remote_address() const {
+  std::lock_guard lock(address_mutex_);
+  return remote_;
+}
+
+void Connection::RecordAddresses() {
+  boost::system::error_code error;
+  const auto local = socket_.local_endpoint(error);
+  const auto remote = socket_.remote_endpoint(error);
+  std::lock_guard lock(address_mutex_);
+  if (local.protocol() == asio::ip::tcp::v4()) std::memcpy(&local_, local.data(), sizeof local_);
+  if (remote.protocol() == asio::ip::tcp::v4()) std::memcpy(&remote_, remote.data(), sizeof remote_);
+}
+
+void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
+  std::lock_guard lock(io_mutex_);
+  if (detached_ || phase_ != Phase::kIdle) return;
+  phase_ = Phase::kConnecting;
+  boost::system::error_code error;
+  socket_.open(asio::ip::tcp::v4(), error);
+  if (!error) {
+    asio::ip::tcp::endpoint local(asio::ip::address_v4(ntohl(options_.local.sin_addr.s_addr)), 0);
+    socket_.bind(local, error);
+  }
+  if (error) {
+    SOFTDAT_LOG(kError, "tcp: cannot open a socket on the IA address: %s", error.message().c_str());
+    End(ConnectionEnd::kUnreachable);
+    return;
+  }
+  if (timeout_us != std::numeric_limits<std::uint64_t>::max()) {
+    // Asio's clock arithmetic overflows near the top of the range: a year is forever enough.
+    const std::uint64_t capped = std::min<std::uint64_t>(timeout_us, 365ull * 24 * 3600 * 1000000);
+    timer_.expires_after(std::chrono::microseconds(capped));
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+      std::lock_guard lock(self->io_mutex_);
+      if (error || self->detached_) return;
+      if (self->phase_ != Phase::kConnecting && self->phase_ != Phase::kAwaitReply) return;
+      SOFTDAT_LOG(kInfo, "tcp: connect timed out");
+      self->End(ConnectionEnd::kTimedOut);
+    });
+  }
+  asio::ip::tcp::endpoint to(asio::ip::address_v4(ntohl(remote.sin_addr.s_addr)), ntohs(remote.sin_port));
+  socket_.async_connect(to, [self = shared_from_this()](const boost::system::error_code& error) {
+    std::lock_guard lock(self->io_mutex_);
+    if (self->detached_ || self->phase_ != Phase::kConnecting) return;
+    self->OnConnected(error);
+  });
+}
+
+void Connection::OnConnected(const boost::system::error_code& error) {
+  if (error) {
+    SOFTDAT_LOG(kInfo, "tcp: connect failed: %s", error.message().c_str());
+    End(ConnectionEnd::kUnreachable);
+    return;
+  }
+  boost::system::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket_.non_blocking(true, ignored);
+  RecordAddresses();
+
+  wire::MpaFrame request;
+  request.crc = options_.mpa_crc;
+  request.enhanced = true;
+  request.revision = 2;
+  request.peer_to_peer = true;
+  request.rtr_write = true;
+  request.ird = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_in, 0x3FFF));
+  request.ord = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_out, 0x3FFF));
+  request.private_data_length = static_cast<std::uint16_t>(private_data_.size());
+  tx_end_ += wire::EncodeMpaFrame(request, tx_.data() + tx_end_);
+  WriteRaw(private_data_.data(), private_data_.size());
+  phase_ = Phase::kAwaitReply;
+  PumpTx();
+  if (phase_ == Phase::kEnded) return;
+  ReadLoop();
+}
+
+Connection::Frame Connection::ReadMpaReply() {
+  const std::size_t available = rx_end_ - rx_start_;
+  if (available < wire::kMpaFrameHeaderSize) return Frame::kNeedMore;
+  const std::uint8_t* bytes = rx_.data() + rx_start_;
+  wire::MpaFrame reply;
+  std::uint16_t pd_length = 0;
+  const char* why = nullptr;
+  if (!wire::DecodeMpaHeader(bytes, true, reply, pd_length, why)) {
+    SOFTDAT_LOG(kWarn, "tcp: connect refused by a bad MPA Reply: %s", why);
+    End(ConnectionEnd::kNonPeerRejected);
+    return Frame::kEnded;
+  }
+  if (available < wire::kMpaFrameHeaderSize + pd_length) return Frame::kNeedMore;
+  if (reply.enhanced) wire::DecodeMpaBlock(bytes + wire::kMpaFrameHeaderSize, reply);
+  const std::size_t block = reply.enhanced ? wire::kMpaEnhancedBlockSize : 0;
+  const std::span<const std::uint8_t> peer_data(bytes + wire::kMpaFrameHeaderSize + block, reply.private_data_length);
+  rx_start_ += wire::kMpaFrameHeaderSize + pd_length;
+  timer_.cancel();
+  if (reply.rejected) {
+    SOFTDAT_LOG(kInfo, "tcp: the peer rejected the connection");
+    End(ConnectionEnd::kPeerRejected, peer_data);
+    return Frame::kEnded;
+  }
+  if (reply.markers) {
+    SOFTDAT_LOG(kWarn, "tcp: the peer asks for MPA markers, which softdat does not send");
+    End(ConnectionEnd::kNonPeerRejected);
+    return Frame::kEnded;
+  }
+  // C in either frame: both directions carry and check the CRC (RFC 5044 §7.1).
+  crc_ = reply.crc || options_.mpa_crc;
+  if (reply.enhanced && reply.peer_to_peer) {
+    if (reply.ird != 0) ord_ = std::min<std::uint32_t>(ord_, reply.ird);
+    rtr_pending_ = reply.rtr_write;
+  }
+  Establish(peer_data);
+  if (phase_ == Phase::kEnded) return Frame::kEnded;
+  PumpTx();  // the ready-to-receive FPDU goes first, whether or not the consumer posts
+  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+}
+
+void Connection::StartAccept(wire::MpaFrame request) {
+  std::lock_guard lock(io_mutex_);
+  if (detached_ || phase_ != Phase::kIdle) {
+    CloseSocket();
+    return;
+  }
+  boost::system::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket_.non_blocking(true, ignored);
+  RecordAddresses();
+
+  wire::MpaFrame reply;
+  reply.reply = true;
+  reply.revision = request.revision;
+  reply.crc = request.crc || options_.mpa_crc;
+  crc_ = reply.crc;
+  const char* refusal = request.markers ? "the peer asks for MPA markers" : nullptr;
+  bool await_rtr = false;
+  if (request.enhanced) {
+    reply.enhanced = true;
+    reply.peer_to_peer = request.peer_to_peer;
+    reply.ird = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_in, 0x3FFF));
+    reply.ord = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_out, 0x3FFF));
+    if (request.ird != 0) ord_ = std::min<std::uint32_t>(ord_, request.ird);
+    if (request.peer_to_peer) {
+      if (request.rtr_write) {
+        reply.rtr_write = true;
+        await_rtr = true;
+      } else if (request.rtr_send || request.rtr_read) {
+        refusal = "the peer offers only a Send or Read ready-to-receive message";
+      }
+    }
+  }
+  if (refusal != nullptr) {
+    SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", refusal);
+    reply.rejected = true;
+    reply.private_data_length = 0;
+    tx_end_ += wire::EncodeMpaFrame(reply, tx_.data() + tx_end_);
+    (void)FlushTx();
+    End(ConnectionEnd::kAcceptFailed);
+    return;
+  }
+  reply.private_data_length = static_cast<std::uint16_t>(private_data_.size());
+  tx_end_ += wire::EncodeMpaFrame(reply, tx_.data() + tx_end_);
+  WriteRaw(private_data_.data(), private_data_.size());
+  if (await_rtr) {
+    phase_ = Phase::kAwaitRtr;
+    timer_.expires_after(kRtrTimeout);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+      std::lock_guard lock(self->io_mutex_);
+      if (error || self->detached_ || self->phase_ != Phase::kAwaitRtr) return;
+      SOFTDAT_LOG(kWarn, "tcp: accept failed: no ready-to-receive FPDU from the peer");
+      self->End(ConnectionEnd::kAcceptFailed);
+    });
+  } else {
+    Establish({});
+  }
+  if (phase_ == Phase::kEnded) return;
+  PumpTx();
+  if (phase_ == Phase::kEnded) return;
+  ReadLoop();
+}
+
+void Connection::Establish(std::span<const std::uint8_t> private_data) {
+  phase_ = Phase::kEstablished;
+  if (events_ != nullptr) events_->OnEstablished(private_data);
+}
+
+void Connection::OnKick() {
+  std::lock_guard lock(io_mutex_);
+  kick_pending_ = false;
+  if (detached_ || phase_ == Phase::kEnded || phase_ == Phase::kIdle) return;
+  switch (disconnect_request_.exchange(0)) {
+    case 2:
+      End(ConnectionEnd::kDisconnected);
+      return;
+    case 1:
+      BeginClose();
+      if (phase_ == Phase::kEnded) return;
+      break;
+    default:
+      break;
+  }
+  if (recv_available_.exchange(false) && rx_held_) {
+    rx_held_ = false;
+    ReadLoop();
+    if (phase_ == Phase::kEnded) return;
+  }
+  PumpTx();
+}
+
+void Connection::BeginClose() {
+  switch (phase_) {
+    case Phase::kConnecting:
+    case Phase::kAwaitReply:
+    case Phase::kAwaitRtr:
+      End(ConnectionEnd::kDisconnected);
+      return;
+    case Phase::kEstablished:
+      phase_ = Phase::kClosing;
+      timer_.expires_after(kCloseLinger);
+      timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+        std::lock_guard lock(self->io_mutex_);
+        if (error || self->detached_ || self->phase_ != Phase::kClosing) return;
+        SOFTDAT_LOG(kInfo, "tcp: graceful disconnect did not finish in time; closing");
+        self->End(ConnectionEnd::kDisconnected);
+      });
+      return;
+    default:
+      return;
+  }
+}
+
+void Connection::MaybeFinishClose() {
+  if (phase_ != Phase::kClosing || fin_sent_) return;
+  if (tx_sent_ != tx_end_ || tx_message_.kind != TxKind::kNone || responses_count_ != 0 || reads_count_ != 0) return;
+  {
+    std::lock_guard lock(post_mutex_);
+    if (posted_count_ != 0) return;
+  }
+  fin_sent_ = true;
+  boost::system::error_code ignored;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+}
+
+void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_data) {
+  if (phase_ == Phase::kEnded) return;
+  phase_ = Phase::kEnded;
+  ended_ = true;
+  rx_held_ = false;
+  timer_.cancel();
+  rnr_timer_.cancel();
+  CloseSocket();
+  if (events_ != nullptr) events_->OnEnded(why, private_data);
+}
+
+void Connection::CloseSocket() {
+  boost::system::error_code ignored;
+  if (!socket_.is_open()) return;
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  socket_.close(ignored);
+}
+
+void Connection::Terminate(wire::TerminateCode code) {
+  SOFTDAT_LOG(kWarn, "tcp: terminating the connection: %s", wire::DescribeTerminate(code));
+  if (!socket_.is_open()) return;
+  // Best effort: a Terminate may only follow whole FPDUs, and we never block for it.
+  while (tx_sent_ < tx_end_) {
+    const ssize_t n = ::send(socket_.native_handle(), tx_.data() + tx_sent_, tx_end_ - tx_sent_,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n <= 0) return;
+    tx_sent_ += static_cast<std::size_t>(n);
+  }
+  std::uint8_t frame[wire::kUntaggedHeaderSize + 4 + 3 + wire::kCrcSize] = {};
+  wire::FpduHeader header;
+  header.opcode = wire::Opcode::kTerminate;
+  header.last = true;
+  header.queue = wire::kQueueTerminate;
+  header.msn = 1;
+  header.ulpdu_length = static_cast<std::uint16_t>(wire::kUntaggedHeaderSize - wire::kLengthFieldSize + 4);
+  const std::size_t header_size = wire::EncodeHeader(header, frame);
+  wire::EncodeTerminateControl(code, false, frame + header_size);
+  std::size_t length = header_size + 4 + wire::PadSize(header.ulpdu_length);
+  // Without CRC the field is still sent, as zeros (RFC 5044 §4.1).
+  const std::uint32_t crc = crc_ ? Crc32c(frame, length) : 0;
+  for (int i = 0; i < 4; ++i) frame[length + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  length += wire::kCrcSize;
+  (void)::send(socket_.native_handle(), frame, length, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace softdat::transport::tcp

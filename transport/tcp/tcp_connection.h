@@ -1,0 +1,217 @@
+// One iWARP-over-TCP connection: MPA setup (connection_setup.cc), FPDU transmission
+// (connection_tx.cc) and reception with SRQ-style buffer acquisition on message arrival
+// (connection_rx.cc). The TcpEndpoint a core EP owns forwards to it.
+//
+// Threads. Everything that touches the socket, the staging buffers, the consumer's memory or the
+// EndpointEvents runs in the transport's progress context (its io_context) with io_mutex_ held,
+// and first checks detached_. Calls from consumer threads (Post, RecvBuffersAvailable,
+// Disconnect) never take io_mutex_: they leave a note (a ring slot, an atomic flag) and post one
+// kick. Detach (the endpoint's destructor) takes io_mutex_ once, so when it returns no event is
+// running and none will run; the Connection itself lives on (shared_ptr) until its last handler
+// has run and closed the socket.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "transport/endpoint.h"
+#include "transport/tcp/wire.h"
+
+namespace softdat::transport::tcp {
+
+namespace asio = boost::asio;
+
+// What the transport's IA options say about every connection.
+struct ConnectionOptions {
+  sockaddr_in local{};              // the IA address: active connections bind to it
+  std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
+  bool mpa_crc = true;
+  std::uint32_t max_private_data = 0;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(asio::io_context& io, const ConnectionOptions& options, const EndpointConfig& config,
+             EndpointEvents* events);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Consumer threads (see Endpoint in transport/endpoint.h for each contract).
+  Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                 std::uint64_t timeout_us);
+  // Passive side: takes over `socket`, whose MPA Request `request` a listener read.
+  Status Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
+                std::span<const std::uint8_t> private_data);
+  Status Post(const Work& work);
+  void RecvBuffersAvailable();
+  void Disconnect(bool graceful);
+  // The endpoint goes away: no event runs after this returns.
+  void Detach();
+  sockaddr_in local_address() const;
+  sockaddr_in remote_address() const;
+
+ private:
+  enum class Phase : std::uint8_t {
+    kIdle,
+    kConnecting,   // active: TCP connect in progress
+    kAwaitReply,   // active: MPA Request sent
+    kAwaitRtr,     // passive: MPA Reply sent, waiting for the peer's ready-to-receive FPDU
+    kEstablished,
+    kClosing,      // graceful disconnect: draining, then FIN, then waiting for the peer's FIN
+    kEnded,
+  };
+
+  // A message being turned into FPDUs.
+  enum class TxKind : std::uint8_t { kNone, kSend, kWrite, kReadRequest, kReadResponse, kRtr };
+  struct TxMessage {
+    TxKind kind = TxKind::kNone;
+    Work work;                            // kSend, kWrite, kReadRequest
+    const std::uint8_t* source = nullptr;  // kReadResponse: contiguous source memory
+    std::uint64_t length = 0;
+    std::uint64_t offset = 0;              // bytes already framed
+    std::uint32_t segment = 0;             // gather cursor into work.local
+    std::uint32_t segment_offset = 0;
+    std::uint32_t msn = 0;
+    std::uint32_t stag = 0;                // tagged: sink STag; Send with Invalidate: its STag
+    std::uint64_t tagged_offset = 0;
+    wire::ReadRequestBody read;            // kReadRequest
+  };
+  // A Read Request the peer sent us, waiting for its response to be framed.
+  struct ReadResponse {
+    const std::uint8_t* source = nullptr;
+    std::uint32_t length = 0;
+    std::uint32_t sink_stag = 0;
+    std::uint64_t sink_offset = 0;
+  };
+  // One of our RDMA Reads whose response has not fully arrived.
+  struct OutstandingRead {
+    Work work;
+    std::uint32_t sink_stag = 0;
+    std::uint64_t received = 0;
+    std::uint32_t segment = 0;
+    std::uint32_t segment_offset = 0;
+  };
+  // The Send message being received.
+  struct RxMessage {
+    bool active = false;
+    std::uint32_t msn = 0;
+    std::uint64_t received = 0;
+    RecvTarget target;
+    std::uint32_t segment = 0;
+    std::uint32_t segment_offset = 0;
+  };
+  enum class Frame : std::uint8_t { kDone, kNeedMore, kHeld, kEnded };
+
+  // Setup (connection_setup.cc).
+  void StartConnect(sockaddr_in remote, std::uint64_t timeout_us);
+  void OnConnected(const boost::system::error_code& error);
+  void StartAccept(wire::MpaFrame request);
+  Frame ReadMpaReply();
+  void Establish(std::span<const std::uint8_t> private_data);
+  void OnKick();
+  void BeginClose();
+  void MaybeFinishClose();
+  void End(ConnectionEnd why, std::span<const std::uint8_t> private_data = {});
+  void Terminate(wire::TerminateCode code);
+  void CloseSocket();
+  void RecordAddresses();
+
+  // Transmission (connection_tx.cc).
+  void PumpTx();
+  bool FlushTx();  // false when the socket is full (a write wait is armed) or the connection ended
+  bool NextTxMessage();
+  void FrameOne();
+  void CompleteWritten();
+  void WriteRaw(const std::uint8_t* bytes, std::size_t length);
+
+  // Reception (connection_rx.cc).
+  void ReadLoop();
+  void ArmRead();
+  Frame ProcessFrame();
+  Frame OnSend(const wire::FpduHeader& header, const std::uint8_t* payload, std::uint32_t length);
+  Frame OnWrite(const wire::FpduHeader& header, const std::uint8_t* payload, std::uint32_t length);
+  Frame OnReadRequest(const wire::FpduHeader& header, const std::uint8_t* body);
+  Frame OnReadResponse(const wire::FpduHeader& header, const std::uint8_t* payload, std::uint32_t length);
+  Frame OnTerminate(const std::uint8_t* payload, std::uint32_t length);
+  void OnPeerClosed();
+  void StartRnrTimer();
+  Frame RefuseRemote(RemoteCheck check, bool write);
+
+  asio::io_context& io_;
+  const ConnectionOptions options_;
+  const EndpointConfig config_;
+
+  // Consumer side: posted Work waiting for the progress context.
+  std::mutex post_mutex_;
+  std::vector<Work> posted_;  // a ring of max_send_work slots
+  std::uint32_t posted_head_ = 0;
+  std::uint32_t posted_count_ = 0;
+  std::atomic<bool> kick_pending_{false};
+  std::atomic<bool> recv_available_{false};
+  std::atomic<int> disconnect_request_{0};  // 0 none, 1 graceful, 2 abrupt
+  std::atomic<bool> started_{false};
+  std::atomic<bool> ended_{false};
+
+  // Progress context, under io_mutex_.
+  std::mutex io_mutex_;
+  bool detached_ = false;
+  EndpointEvents* events_;
+  Phase phase_ = Phase::kIdle;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer timer_;      // connect timeout, RTR wait, graceful close linger
+  asio::steady_timer rnr_timer_;
+  bool crc_ = true;
+  bool read_waiting_ = false;
+  bool write_waiting_ = false;
+  bool rx_held_ = false;          // a Send waits for a receive buffer
+  bool rnr_armed_ = false;
+  std::uint32_t rnr_generation_ = 0;
+  bool fin_sent_ = false;
+  std::uint32_t ord_ = 1;         // Reads we may have outstanding (ours, bounded by the peer's IRD)
+
+  std::vector<std::uint8_t> private_data_;  // ours to send; the peer's after its MPA frame
+  std::uint16_t peer_private_length_ = 0;
+
+  std::vector<std::uint8_t> tx_;
+  std::size_t tx_sent_ = 0;
+  std::size_t tx_end_ = 0;
+  TxMessage tx_message_;
+  std::uint32_t send_msn_ = 1;
+  std::uint32_t read_request_msn_ = 1;
+  std::uint32_t next_sink_stag_ = 1;
+  std::vector<std::uint64_t> written_ids_;  // Sends and Writes whose last byte is in tx_
+  std::vector<std::uint32_t> written_lengths_;
+  std::size_t written_count_ = 0;
+  bool rtr_pending_ = false;
+
+  std::vector<ReadResponse> responses_;  // ring of IRD slots
+  std::uint32_t responses_head_ = 0;
+  std::uint32_t responses_count_ = 0;
+  std::vector<OutstandingRead> reads_;   // ring of ORD slots
+  std::uint32_t reads_head_ = 0;
+  std::uint32_t reads_count_ = 0;
+
+  std::vector<std::uint8_t> rx_;
+  std::size_t rx_start_ = 0;
+  std::size_t rx_end_ = 0;
+  RxMessage rx_message_;
+  std::uint32_t expected_msn_ = 1;
+  std::uint32_t expected_read_msn_ = 1;
+
+  mutable std::mutex address_mutex_;
+  sockaddr_in local_{};
+  sockaddr_in remote_{};
+};
+
+}  // namespace softdat::transport::tcp

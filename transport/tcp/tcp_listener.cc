@@ -1,0 +1,170 @@
+// Accepting TCP connections and reading their MPA Requests; answering them for the consumer.
+#include "transport/tcp/tcp_listener.h"
+
+#include <array>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <cstring>
+
+#include "base/log.h"
+#include "transport/tcp/tcp_endpoint.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+// A peer gets this long to send its MPA Request, and this many may be in flight per listener.
+constexpr auto kRequestTimeout = std::chrono::seconds(5);
+constexpr int kMaxRequestsInFlight = 64;
+
+sockaddr_in ToSockaddr(const asio::ip::tcp::endpoint& endpoint) {
+  sockaddr_in out{};
+  if (endpoint.protocol() == asio::ip::tcp::v4()) std::memcpy(&out, endpoint.data(), sizeof out);
+  return out;
+}
+
+}  // namespace
+
+struct ListenerCore::RequestReader {
+  explicit RequestReader(asio::ip::tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+  asio::ip::tcp::socket socket;
+  asio::steady_timer timer;
+  std::array<std::uint8_t, wire::kMpaFrameHeaderSize + wire::kMaxMpaPrivateData> bytes{};
+  wire::MpaFrame frame;
+  std::uint16_t pd_length = 0;
+};
+
+ListenerCore::ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events)
+    : io_(io), acceptor_(std::move(acceptor)), events_(events) {}
+
+void ListenerCore::Start() {
+  asio::post(io_, [self = shared_from_this()] { self->AcceptNext(); });
+}
+
+void ListenerCore::Stop() {
+  {
+    std::lock_guard lock(mutex_);
+    events_ = nullptr;
+  }
+  asio::post(io_, [self = shared_from_this()] {
+    boost::system::error_code ignored;
+    self->acceptor_.close(ignored);
+  });
+}
+
+void ListenerCore::AcceptNext() {
+  acceptor_.async_accept([self = shared_from_this()](const boost::system::error_code& error,
+                                                     asio::ip::tcp::socket socket) {
+    if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (error) {
+      SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", error.message().c_str());
+    } else if (self->reading_ >= kMaxRequestsInFlight) {
+      SOFTDAT_LOG(kWarn, "tcp: %d connection requests already in setup; refusing another", kMaxRequestsInFlight);
+    } else {
+      ++self->reading_;
+      self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
+    }
+    self->AcceptNext();
+  });
+}
+
+void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
+  reader->timer.expires_after(kRequestTimeout);
+  reader->timer.async_wait([reader](const boost::system::error_code& error) {
+    if (error) return;
+    SOFTDAT_LOG(kInfo, "tcp: no MPA Request within 5 s; closing the incoming connection");
+    boost::system::error_code ignored;
+    reader->socket.close(ignored);
+  });
+  asio::async_read(
+      reader->socket, asio::buffer(reader->bytes.data(), wire::kMpaFrameHeaderSize),
+      [self = shared_from_this(), reader](const boost::system::error_code& error, std::size_t) {
+        const char* why = nullptr;
+        if (error || !wire::DecodeMpaHeader(reader->bytes.data(), false, reader->frame, reader->pd_length, why)) {
+          if (why != nullptr) SOFTDAT_LOG(kWarn, "tcp: refusing a connection: %s", why);
+          --self->reading_;
+          reader->timer.cancel();
+          boost::system::error_code ignored;
+          reader->socket.close(ignored);
+          return;
+        }
+        asio::async_read(reader->socket,
+                         asio::buffer(reader->bytes.data() + wire::kMpaFrameHeaderSize, reader->pd_length),
+                         [self, reader](const boost::system::error_code& error, std::size_t) {
+                           --self->reading_;
+                           reader->timer.cancel();
+                           if (error) {
+                             boost::system::error_code ignored;
+                             reader->socket.close(ignored);
+                             return;
+                           }
+                           self->Deliver(reader);
+                         });
+      });
+}
+
+void ListenerCore::Deliver(const std::shared_ptr<RequestReader>& reader) {
+  const std::uint8_t* data = reader->bytes.data() + wire::kMpaFrameHeaderSize;
+  if (reader->frame.enhanced) {
+    wire::DecodeMpaBlock(data, reader->frame);
+    data += wire::kMpaEnhancedBlockSize;
+  }
+  std::vector<std::uint8_t> private_data(data, data + reader->frame.private_data_length);
+  auto request = std::make_unique<TcpPendingConnection>(std::move(reader->socket), reader->frame,
+                                                        std::move(private_data));
+  std::lock_guard lock(mutex_);
+  if (events_ == nullptr) return;  // stopped: the request is refused as it is destroyed
+  events_->OnConnectRequest(std::move(request));
+}
+
+TcpPendingConnection::TcpPendingConnection(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
+                                           std::vector<std::uint8_t> private_data)
+    : socket_(std::move(socket)), request_(request), private_data_(std::move(private_data)) {
+  boost::system::error_code ignored;
+  local_ = ToSockaddr(socket_.local_endpoint(ignored));
+  remote_ = ToSockaddr(socket_.remote_endpoint(ignored));
+}
+
+TcpPendingConnection::~TcpPendingConnection() {
+  if (answered_) return;
+  // Closing without a Reply: the active side sees a non-peer rejection.
+  boost::system::error_code ignored;
+  socket_.close(ignored);
+}
+
+Status TcpPendingConnection::Accept(Endpoint& endpoint, std::span<const std::uint8_t> private_data) {
+  if (answered_) return Status(Code::kInvalidState);
+  auto* tcp = dynamic_cast<TcpEndpoint*>(&endpoint);
+  if (tcp == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  Status status = tcp->connection().Accept(std::move(socket_), request_, private_data);
+  if (status.ok()) answered_ = true;
+  return status;
+}
+
+void TcpPendingConnection::Reject(std::span<const std::uint8_t> private_data) {
+  if (answered_) return;
+  answered_ = true;
+  wire::MpaFrame reply;
+  reply.reply = true;
+  reply.rejected = true;
+  reply.revision = request_.revision;
+  reply.enhanced = request_.enhanced;
+  reply.peer_to_peer = request_.peer_to_peer;
+  const std::size_t room = wire::kMaxMpaPrivateData - (reply.enhanced ? wire::kMpaEnhancedBlockSize : 0);
+  const std::size_t length = std::min(private_data.size(), room);
+  reply.private_data_length = static_cast<std::uint16_t>(length);
+  std::array<std::uint8_t, wire::kMpaFrameHeaderSize + wire::kMaxMpaPrivateData> bytes{};
+  std::size_t size = wire::EncodeMpaFrame(reply, bytes.data());
+  if (length != 0) std::memcpy(bytes.data() + size, private_data.data(), length);
+  size += length;
+  // A Reply is a few hundred bytes on a fresh connection: the socket buffer takes it at once.
+  boost::system::error_code error;
+  asio::write(socket_, asio::buffer(bytes.data(), size), error);
+  if (error) SOFTDAT_LOG(kInfo, "tcp: could not send the reject: %s", error.message().c_str());
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, error);
+  socket_.close(error);
+}
+
+}  // namespace softdat::transport::tcp

@@ -1,0 +1,71 @@
+// The passive side of the TCP transport: a listening socket on the IA address, an MPA Request
+// reader per incoming connection (bounded in number and time, so a silent or hostile peer cannot
+// pin resources), and the PendingConnection the consumer accepts or rejects.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "transport/listener.h"
+#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/wire.h"
+
+namespace softdat::transport::tcp {
+
+// Shared with the accept and request-reading handlers, which may outlive the TcpListener.
+class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
+ public:
+  ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events);
+  void Start();
+  // No ListenEvents call runs after this returns; requests still being read are refused.
+  void Stop();
+
+ private:
+  struct RequestReader;
+  void AcceptNext();
+  void ReadRequest(std::shared_ptr<RequestReader> reader);
+  void Deliver(const std::shared_ptr<RequestReader>& reader);
+
+  asio::io_context& io_;
+  asio::ip::tcp::acceptor acceptor_;  // progress context only
+  std::mutex mutex_;
+  ListenEvents* events_;              // under mutex_; null once stopped
+  int reading_ = 0;                   // progress context only
+};
+
+class TcpListener final : public Listener {
+ public:
+  TcpListener(std::shared_ptr<ListenerCore> core, std::uint16_t port) : core_(std::move(core)), port_(port) {}
+  ~TcpListener() override { core_->Stop(); }
+  std::uint16_t port() const override { return port_; }
+
+ private:
+  std::shared_ptr<ListenerCore> core_;
+  std::uint16_t port_;
+};
+
+class TcpPendingConnection final : public PendingConnection {
+ public:
+  TcpPendingConnection(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
+                       std::vector<std::uint8_t> private_data);
+  ~TcpPendingConnection() override;
+  std::span<const std::uint8_t> private_data() const override { return private_data_; }
+  sockaddr_in remote_address() const override { return remote_; }
+  sockaddr_in local_address() const override { return local_; }
+  Status Accept(Endpoint& endpoint, std::span<const std::uint8_t> private_data) override;
+  void Reject(std::span<const std::uint8_t> private_data) override;
+
+ private:
+  asio::ip::tcp::socket socket_;  // no operation is pending on it: any thread may use it
+  wire::MpaFrame request_;
+  std::vector<std::uint8_t> private_data_;
+  sockaddr_in local_{};
+  sockaddr_in remote_{};
+  bool answered_ = false;
+};
+
+}  // namespace softdat::transport::tcp

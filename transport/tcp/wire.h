@@ -1,0 +1,157 @@
+// The iWARP wire format softdat's TCP transport speaks: MPA FPDU framing (RFC 5044), DDP tagged
+// and untagged headers (RFC 5041) and RDMAP opcodes, Read Request and Terminate (RFC 5040).
+// Encoding and decoding only, on byte arrays; docs/WIRE.md describes what we send and accept.
+// Multi-byte fields are big-endian, except the CRC (little-endian, as Linux writes it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace softdat::transport::tcp::wire {
+
+// RDMAP opcodes (low nibble of byte 3 of an FPDU).
+enum class Opcode : std::uint8_t {
+  kRdmaWrite = 0,
+  kReadRequest = 1,
+  kReadResponse = 2,
+  kSend = 3,
+  kSendInvalidate = 4,
+  kSendSolicited = 5,
+  kSendSolicitedInvalidate = 6,
+  kTerminate = 7,
+};
+
+// DDP queue numbers of untagged messages.
+inline constexpr std::uint32_t kQueueSend = 0;
+inline constexpr std::uint32_t kQueueReadRequest = 1;
+inline constexpr std::uint32_t kQueueTerminate = 2;
+
+// Sizes in bytes, counted from the first byte of the FPDU (the ULPDU_Length field).
+inline constexpr std::size_t kLengthFieldSize = 2;
+inline constexpr std::size_t kTaggedHeaderSize = 16;    // length + DDP/RDMAP tagged header
+inline constexpr std::size_t kUntaggedHeaderSize = 20;  // length + DDP/RDMAP untagged header
+inline constexpr std::size_t kReadRequestBodySize = 28;
+inline constexpr std::size_t kMaxHeaderSize = kUntaggedHeaderSize + kReadRequestBodySize;
+inline constexpr std::size_t kCrcSize = 4;
+// The largest ULPDU_Length we send and accept (the field is 16 bits).
+inline constexpr std::size_t kMaxUlpduLength = 0xFFFF;
+// Payload bytes per FPDU we send: the largest that keeps the untagged header and the frame a
+// multiple of 8 below the 16-bit ULPDU_Length limit.
+inline constexpr std::uint32_t kMaxFpduPayload = 65440;
+// A Terminate's body: control word, DDP segment length, a DDP header and a Read Request header.
+inline constexpr std::size_t kMaxTerminateBody = 4 + 2 + 18 + kReadRequestBodySize;
+
+// The header of one FPDU, decoded.
+struct FpduHeader {
+  std::uint16_t ulpdu_length = 0;
+  bool tagged = false;
+  bool last = false;
+  Opcode opcode = Opcode::kSend;
+  // Tagged: sink STag and tagged offset. Untagged: invalidate STag (Send with Invalidate), queue
+  // number, message sequence number and message offset.
+  std::uint32_t stag = 0;
+  std::uint64_t tagged_offset = 0;
+  std::uint32_t queue = 0;
+  std::uint32_t msn = 0;
+  std::uint32_t message_offset = 0;
+};
+
+struct ReadRequestBody {
+  std::uint32_t sink_stag = 0;
+  std::uint64_t sink_offset = 0;
+  std::uint32_t size = 0;
+  std::uint32_t source_stag = 0;
+  std::uint64_t source_offset = 0;
+};
+
+// Why DecodeControl refused the first bytes of an FPDU.
+enum class ControlError : std::uint8_t { kNone, kDdpVersion, kRdmapVersion, kOpcode, kTagMismatch };
+
+// Looks at the first 4 bytes (length, DDP control, RDMAP control): the full header size this FPDU
+// has (kTaggedHeaderSize, kUntaggedHeaderSize or, for a Read Request, kMaxHeaderSize).
+ControlError DecodeControl(const std::uint8_t* bytes, std::size_t& header_size);
+// Decodes a full header whose size DecodeControl gave.
+void DecodeHeader(const std::uint8_t* bytes, FpduHeader& out);
+void DecodeReadRequest(const std::uint8_t* bytes, ReadRequestBody& out);
+
+// Encodes a header into `bytes` (kTaggedHeaderSize or kUntaggedHeaderSize bytes, by opcode);
+// returns its size.
+std::size_t EncodeHeader(const FpduHeader& header, std::uint8_t* bytes);
+void EncodeReadRequest(const ReadRequestBody& body, std::uint8_t* bytes);
+
+bool IsTagged(Opcode opcode);
+std::size_t HeaderSize(Opcode opcode);
+// Zero bytes that make 2 + ulpdu_length a multiple of 4.
+inline std::size_t PadSize(std::size_t ulpdu_length) { return (4 - ((2 + ulpdu_length) & 3)) & 3; }
+
+// Terminate (RFC 5040 §4.8): layer, error type and code of the first word.
+enum class TermLayer : std::uint8_t { kRdmap = 0, kDdp = 1, kLlp = 2 };
+struct TerminateCode {
+  TermLayer layer = TermLayer::kLlp;
+  std::uint8_t etype = 0;
+  std::uint8_t code = 0;
+};
+// RDMAP remote protection (etype 1) and remote operation (etype 2) codes, DDP tagged (etype 1)
+// and untagged (etype 2) codes, LLP codes (etype 0) that softdat sends.
+namespace term {
+inline constexpr TerminateCode kInvalidStag{TermLayer::kRdmap, 1, 0x00};
+inline constexpr TerminateCode kBaseBounds{TermLayer::kRdmap, 1, 0x01};
+inline constexpr TerminateCode kAccessRights{TermLayer::kRdmap, 1, 0x02};
+inline constexpr TerminateCode kStagNotAssociated{TermLayer::kRdmap, 1, 0x03};
+inline constexpr TerminateCode kBadOpcode{TermLayer::kRdmap, 2, 0x06};
+inline constexpr TerminateCode kStreamCatastrophic{TermLayer::kRdmap, 2, 0x07};
+inline constexpr TerminateCode kDdpTaggedInvalidStag{TermLayer::kDdp, 1, 0x00};
+inline constexpr TerminateCode kDdpTaggedBounds{TermLayer::kDdp, 1, 0x01};
+inline constexpr TerminateCode kDdpVersion{TermLayer::kDdp, 1, 0x04};
+inline constexpr TerminateCode kInvalidQueue{TermLayer::kDdp, 2, 0x01};
+inline constexpr TerminateCode kNoBuffer{TermLayer::kDdp, 2, 0x02};
+inline constexpr TerminateCode kMsnRange{TermLayer::kDdp, 2, 0x03};
+inline constexpr TerminateCode kBadMessageOffset{TermLayer::kDdp, 2, 0x04};
+inline constexpr TerminateCode kMessageTooLong{TermLayer::kDdp, 2, 0x05};
+inline constexpr TerminateCode kCrcError{TermLayer::kLlp, 0, 0x02};
+inline constexpr TerminateCode kBadFraming{TermLayer::kLlp, 0, 0x03};
+}  // namespace term
+
+// The Terminate's first word (RFC bit order: layer in the top nibble of byte 0).
+void EncodeTerminateControl(TerminateCode code, bool with_ddp_header, std::uint8_t* bytes);
+// Decodes it, accepting the nibble-swapped layout Linux siw sends on little-endian hosts.
+TerminateCode DecodeTerminateControl(const std::uint8_t* bytes);
+const char* DescribeTerminate(TerminateCode code);
+
+// MPA Request and Reply frames (RFC 5044 §7.1, RFC 6581 §9).
+inline constexpr std::size_t kMpaFrameHeaderSize = 20;
+inline constexpr std::size_t kMpaEnhancedBlockSize = 4;
+inline constexpr std::size_t kMaxMpaPrivateData = 512;  // PD_Length limit, block included
+inline constexpr std::uint8_t kMpaFlagMarkers = 0x80;
+inline constexpr std::uint8_t kMpaFlagCrc = 0x40;
+inline constexpr std::uint8_t kMpaFlagReject = 0x20;
+inline constexpr std::uint8_t kMpaFlagEnhanced = 0x10;
+
+struct MpaFrame {
+  bool reply = false;
+  bool markers = false;
+  bool crc = false;
+  bool rejected = false;
+  bool enhanced = false;  // the RFC 6581 block leads the private data
+  std::uint8_t revision = 2;
+  // RFC 6581 block, when enhanced.
+  bool peer_to_peer = false;
+  bool rtr_send = false;
+  bool rtr_write = false;
+  bool rtr_read = false;
+  std::uint16_t ird = 0;
+  std::uint16_t ord = 0;
+  std::uint16_t private_data_length = 0;  // the consumer's private data, block excluded
+};
+
+// Writes the 20-byte header and, when enhanced, the block after it; returns the bytes written
+// (the consumer's private data goes right after).
+std::size_t EncodeMpaFrame(const MpaFrame& frame, std::uint8_t* bytes);
+// Decodes the 20-byte header; the PD_Length bytes that follow are read afterwards and
+// DecodeMpaBlock takes the block out of them. False with a reason for a frame we refuse.
+bool DecodeMpaHeader(const std::uint8_t* bytes, bool expect_reply, MpaFrame& out, std::uint16_t& pd_length,
+                     const char*& why);
+// For an enhanced frame: reads the block from the first 4 private-data bytes.
+void DecodeMpaBlock(const std::uint8_t* bytes, MpaFrame& frame);
+
+}  // namespace softdat::transport::tcp::wire
