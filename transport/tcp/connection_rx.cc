@@ -1,9 +1,13 @@
-// Reception: reads the socket into a staging buffer, checks each whole FPDU (framing, CRC,
-// version, queue, MSN, message offset) before anything of it is placed, then places it: a Send
-// into the receive buffer core hands out when its first FPDU arrives (the SRQ decision lives in
-// srq/), an RDMA Write or Read Response where the STag says, a Read Request into the response
-// queue. A Send with no buffer to take holds the stream (TCP back-pressure on this connection
-// only) until RecvBuffersAvailable, or until the RNR timeout breaks the connection.
+// Reception: reads the socket into a staging buffer and checks each FPDU's header (framing,
+// version, queue, MSN, message offset, STag and bounds) before anything of it is placed. Small
+// FPDUs are placed from the staging buffer once whole and CRC-checked. A large one is placed as
+// it arrives: its payload is read from the socket straight into the destination (no staging
+// copy) and its CRC checked at the end; a bad CRC then terminates the connection, and only the
+// addressed memory has changed. A Send goes into the receive buffer core hands out when its
+// first FPDU arrives (the SRQ decision lives in srq/), an RDMA Write or Read Response where the
+// STag says, a Read Request into the response queue. A Send with no buffer to take holds the
+// stream (TCP back-pressure on this connection only) until RecvBuffersAvailable, or until the
+// RNR timeout breaks the connection.
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -22,6 +26,12 @@ namespace {
 constexpr std::size_t kMaxFrame = wire::kLengthFieldSize + wire::kMaxUlpduLength + 3 + wire::kCrcSize;
 // Bytes one handler reads before it lets other connections run.
 constexpr std::size_t kReadBudget = 1u << 20;
+// An FPDU with at least this much payload makes the stream "large": headers are then read in
+// small pieces so that payloads land in place. And an FPDU is placed directly when at least
+// this much of it has not arrived yet.
+constexpr std::uint32_t kLargePayload = 16 * 1024;
+constexpr std::size_t kDirectMissing = 8 * 1024;
+constexpr std::size_t kSmallRead = 64;
 
 std::uint32_t GetCrc(const std::uint8_t* at) {
   return std::uint32_t{at[0]} | std::uint32_t{at[1]} << 8 | std::uint32_t{at[2]} << 16 | std::uint32_t{at[3]} << 24;
@@ -33,8 +43,10 @@ void Scatter(std::span<const Segment> segments, std::uint32_t& segment, std::uin
   while (length > 0 && segment < segments.size()) {
     const Segment& s = segments[segment];
     const std::size_t n = std::min<std::size_t>(length, s.length - offset);
-    std::memcpy(reinterpret_cast<std::uint8_t*>(s.address) + offset, from, n);
-    from += n;
+    if (from != nullptr) {  // null: the bytes were read into place already
+      std::memcpy(reinterpret_cast<std::uint8_t*>(s.address) + offset, from, n);
+      from += n;
+    }
     length -= n;
     offset += static_cast<std::uint32_t>(n);
     if (offset == s.length) {
@@ -42,6 +54,21 @@ void Scatter(std::span<const Segment> segments, std::uint32_t& segment, std::uin
       offset = 0;
     }
   }
+}
+
+bool CarriesPayload(wire::Opcode opcode) {
+  return opcode != wire::Opcode::kReadRequest && opcode != wire::Opcode::kTerminate;
+}
+
+void Place(const std::span<const Segment> segments, std::uint8_t*& contiguous, std::uint32_t* segment,
+           std::uint32_t* segment_offset, const std::uint8_t* from, std::size_t length) {
+  if (length == 0) return;
+  if (contiguous != nullptr) {
+    if (from != nullptr) std::memcpy(contiguous, from, length);
+    contiguous += length;
+    return;
+  }
+  Scatter(segments, *segment, *segment_offset, from, length);
 }
 
 wire::TerminateCode RemoteTerminate(RemoteCheck check) {
@@ -67,6 +94,7 @@ void Connection::ArmRead() {
   });
 }
 
+
 void Connection::ReadLoop() {
   std::size_t budget = kReadBudget;
   while (phase_ != Phase::kEnded) {
@@ -77,6 +105,16 @@ void Connection::ReadLoop() {
       break;
     }
     if (phase_ == Phase::kEnded) return;
+    if (budget == 0) {
+      ArmRead();  // the socket is still readable: the reactor brings us back after the others
+      return;
+    }
+    if (direct_.active && !direct_.payload_done) {
+      const std::uint32_t before = direct_.placed;
+      if (!ReadDirect()) return;
+      budget -= std::min<std::size_t>(budget, direct_.placed - before);
+      continue;
+    }
     if (rx_start_ == rx_end_) {
       rx_start_ = rx_end_ = 0;
     } else if (rx_.size() - rx_end_ < kMaxFrame) {
@@ -85,11 +123,8 @@ void Connection::ReadLoop() {
       rx_end_ -= rx_start_;
       rx_start_ = 0;
     }
-    if (budget == 0) {
-      ArmRead();  // the socket is still readable: the reactor brings us back after the others
-      return;
-    }
-    const ssize_t n = ::recv(socket_.native_handle(), rx_.data() + rx_end_, rx_.size() - rx_end_, MSG_DONTWAIT);
+    const std::size_t want = large_stream_ ? kSmallRead : rx_.size() - rx_end_;
+    const ssize_t n = ::recv(socket_.native_handle(), rx_.data() + rx_end_, want, MSG_DONTWAIT);
     if (n > 0) {
       rx_end_ += static_cast<std::size_t>(n);
       budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
@@ -110,7 +145,49 @@ void Connection::ReadLoop() {
   }
 }
 
+bool Connection::ReadDirect() {
+  DirectRx& d = direct_;
+  const std::size_t left = d.length - d.placed;
+  std::uint8_t* to = nullptr;
+  std::size_t room = left;
+  if (d.placement.contiguous != nullptr) {
+    to = d.placement.contiguous;
+  } else {
+    // The current segment's free part (skipping empty segments).
+    while (*d.placement.segment < d.placement.segments.size() &&
+           d.placement.segments[*d.placement.segment].length == *d.placement.segment_offset) {
+      ++*d.placement.segment;
+      *d.placement.segment_offset = 0;
+    }
+    const Segment& s = d.placement.segments[*d.placement.segment];
+    to = reinterpret_cast<std::uint8_t*>(s.address) + *d.placement.segment_offset;
+    room = std::min<std::size_t>(left, s.length - *d.placement.segment_offset);
+  }
+  const ssize_t n = ::recv(socket_.native_handle(), to, room, MSG_DONTWAIT);
+  if (n > 0) {
+    if (crc_) d.crc = Crc32cUpdate(d.crc, to, static_cast<std::size_t>(n));
+    Place(d.placement.segments, d.placement.contiguous, d.placement.segment, d.placement.segment_offset, nullptr,
+          static_cast<std::size_t>(n));
+    d.placed += static_cast<std::uint32_t>(n);
+    d.payload_done = d.placed == d.length;
+    return true;
+  }
+  if (n == 0) {
+    OnPeerClosed();
+    return false;
+  }
+  if (errno == EINTR) return true;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    ArmRead();
+    return false;
+  }
+  SOFTDAT_LOG(kInfo, "tcp: receive failed: %s", std::strerror(errno));
+  End(ConnectionEnd::kBroken);
+  return false;
+}
+
 Connection::Frame Connection::ProcessFrame() {
+  if (direct_.active) return direct_.payload_done ? FinishDirect() : Frame::kNeedMore;
   const std::size_t available = rx_end_ - rx_start_;
   if (available < 4) return Frame::kNeedMore;
   const std::uint8_t* at = rx_.data() + rx_start_;
@@ -130,7 +207,13 @@ Connection::Frame Connection::ProcessFrame() {
   }
   const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
   const std::size_t total = covered + wire::kCrcSize;
-  if (available < total) return Frame::kNeedMore;
+  if (available < total) {
+    if (available >= header_size && total - available >= kDirectMissing && phase_ != Phase::kAwaitRtr &&
+        CarriesPayload(static_cast<wire::Opcode>(at[3] & 0x0F))) {
+      return StartDirect(at, available, header_size, total);
+    }
+    return Frame::kNeedMore;
+  }
   if (crc_ && Crc32c(at, covered) != GetCrc(at + covered)) {
     SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
     Terminate(wire::term::kCrcError);
@@ -151,18 +234,106 @@ Connection::Frame Connection::ProcessFrame() {
 
   Frame frame = Frame::kDone;
   switch (header.opcode) {
-    case wire::Opcode::kRdmaWrite: frame = OnWrite(header, payload, length); break;
-    case wire::Opcode::kReadRequest: frame = OnReadRequest(header, at + wire::kUntaggedHeaderSize); break;
-    case wire::Opcode::kReadResponse: frame = OnReadResponse(header, payload, length); break;
-    case wire::Opcode::kTerminate: frame = OnTerminate(payload, length); break;
-    default: frame = OnSend(header, payload, length); break;
+    case wire::Opcode::kReadRequest:
+      frame = OnReadRequest(header, at + wire::kUntaggedHeaderSize);
+      break;
+    case wire::Opcode::kTerminate:
+      frame = OnTerminate(payload, length);
+      break;
+    default: {
+      Placement placement;
+      frame = BeginPayload(header, length, placement);
+      if (frame != Frame::kDone) return frame;
+      Place(placement.segments, placement.contiguous, placement.segment, placement.segment_offset, payload, length);
+      large_stream_ = length >= kLargePayload;
+      rx_start_ += total;  // consumed: the completion below may end the connection
+      return FinishPayload(header, length);
+    }
   }
   if (frame == Frame::kDone) rx_start_ += total;
   return frame;
 }
 
-Connection::Frame Connection::OnSend(const wire::FpduHeader& header, const std::uint8_t* payload,
-                                     std::uint32_t length) {
+Connection::Frame Connection::StartDirect(const std::uint8_t* at, std::size_t available, std::size_t header_size,
+                                          std::size_t total) {
+  wire::FpduHeader header;
+  wire::DecodeHeader(at, header);
+  const auto length = static_cast<std::uint32_t>(wire::kLengthFieldSize + header.ulpdu_length - header_size);
+  Placement placement;
+  if (const Frame frame = BeginPayload(header, length, placement); frame != Frame::kDone) return frame;
+  const std::size_t already = available - header_size;  // less than `length`: the rest is missing
+  direct_ = DirectRx{};
+  direct_.active = true;
+  direct_.header = header;
+  direct_.length = length;
+  direct_.placed = static_cast<std::uint32_t>(already);
+  direct_.crc = crc_ ? Crc32cUpdate(kCrc32cInit, at, available) : 0;
+  direct_.trailer = total - header_size - length;
+  direct_.placement = placement;
+  Place(direct_.placement.segments, direct_.placement.contiguous, direct_.placement.segment,
+        direct_.placement.segment_offset, at + header_size, already);
+  large_stream_ = length >= kLargePayload;
+  rx_start_ = rx_end_ = 0;
+  return Frame::kNeedMore;
+}
+
+Connection::Frame Connection::FinishDirect() {
+  const std::size_t available = rx_end_ - rx_start_;
+  if (available < direct_.trailer) return Frame::kNeedMore;
+  const std::uint8_t* at = rx_.data() + rx_start_;
+  const std::size_t pad = direct_.trailer - wire::kCrcSize;
+  if (crc_ && Crc32cFinal(Crc32cUpdate(direct_.crc, at, pad)) != GetCrc(at + pad)) {
+    SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch (payload placed in the addressed buffer only)");
+    direct_.active = false;
+    Terminate(wire::term::kCrcError);
+    End(ConnectionEnd::kBroken);
+    return Frame::kEnded;
+  }
+  rx_start_ += direct_.trailer;
+  direct_.active = false;
+  return FinishPayload(direct_.header, direct_.length);
+}
+
+Connection::Frame Connection::BeginPayload(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {
+  switch (header.opcode) {
+    case wire::Opcode::kRdmaWrite: return BeginWrite(header, length, out);
+    case wire::Opcode::kReadResponse: return BeginReadResponse(header, length, out);
+    default: return BeginSend(header, length, out);
+  }
+}
+
+Connection::Frame Connection::FinishPayload(const wire::FpduHeader& header, std::uint32_t length) {
+  if (header.opcode == wire::Opcode::kRdmaWrite) return Frame::kDone;
+  if (header.opcode == wire::Opcode::kReadResponse) {
+    OutstandingRead& read = reads_[reads_head_];
+    read.received += length;
+    if (!header.last) return Frame::kDone;
+    const std::uint64_t id = read.work.id;
+    const auto total = static_cast<std::uint32_t>(read.received);
+    reads_head_ = (reads_head_ + 1) % reads_.size();
+    --reads_count_;
+    events_->OnWorkDone(id, WorkStatus::kSuccess, total);
+    if (phase_ == Phase::kEnded) return Frame::kEnded;
+    PumpTx();  // a fenced Work or a Read held at the ORD may go now
+    return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+  }
+  RxMessage& m = rx_message_;
+  m.received += length;
+  if (!header.last) return Frame::kDone;
+  RecvInfo info;
+  info.length = static_cast<std::uint32_t>(m.received);
+  info.solicited = header.opcode == wire::Opcode::kSendSolicited ||
+                   header.opcode == wire::Opcode::kSendSolicitedInvalidate;
+  info.invalidated = header.opcode == wire::Opcode::kSendInvalidate ||
+                     header.opcode == wire::Opcode::kSendSolicitedInvalidate;
+  info.invalidate_key = info.invalidated ? header.stag : 0;
+  m.active = false;
+  ++expected_msn_;
+  events_->OnRecvDone(m.msn, WorkStatus::kSuccess, info);
+  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+}
+
+Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {
   if (header.queue != wire::kQueueSend) {
     Terminate(wire::term::kInvalidQueue);
     End(ConnectionEnd::kBroken);
@@ -217,20 +388,10 @@ Connection::Frame Connection::OnSend(const wire::FpduHeader& header, const std::
     End(ConnectionEnd::kBroken);
     return Frame::kEnded;
   }
-  Scatter(m.target.segments, m.segment, m.segment_offset, payload, length);
-  m.received += length;
-  if (!header.last) return Frame::kDone;
-  RecvInfo info;
-  info.length = static_cast<std::uint32_t>(m.received);
-  info.solicited = header.opcode == wire::Opcode::kSendSolicited ||
-                   header.opcode == wire::Opcode::kSendSolicitedInvalidate;
-  info.invalidated = header.opcode == wire::Opcode::kSendInvalidate ||
-                     header.opcode == wire::Opcode::kSendSolicitedInvalidate;
-  info.invalidate_key = info.invalidated ? header.stag : 0;
-  m.active = false;
-  ++expected_msn_;
-  events_->OnRecvDone(m.msn, WorkStatus::kSuccess, info);
-  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+  out.segments = m.target.segments;
+  out.segment = &m.segment;
+  out.segment_offset = &m.segment_offset;
+  return Frame::kDone;
 }
 
 void Connection::StartRnrTimer() {
@@ -258,12 +419,11 @@ Connection::Frame Connection::RefuseRemote(RemoteCheck check, bool write) {
   return Frame::kEnded;
 }
 
-Connection::Frame Connection::OnWrite(const wire::FpduHeader& header, const std::uint8_t* payload,
-                                      std::uint32_t length) {
+Connection::Frame Connection::BeginWrite(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {
   if (length == 0) return Frame::kDone;  // a zero-length Write (ready-to-receive) touches nothing
   const RemoteResolution target = events_->ResolveRemote(header.stag, header.tagged_offset, length, RemoteAccess::kWrite);
   if (target.check != RemoteCheck::kOk) return RefuseRemote(target.check, true);
-  std::memcpy(target.address, payload, length);
+  out.contiguous = target.address;
   return Frame::kDone;
 }
 
@@ -300,8 +460,8 @@ Connection::Frame Connection::OnReadRequest(const wire::FpduHeader& header, cons
   return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
 }
 
-Connection::Frame Connection::OnReadResponse(const wire::FpduHeader& header, const std::uint8_t* payload,
-                                             std::uint32_t length) {
+Connection::Frame Connection::BeginReadResponse(const wire::FpduHeader& header, std::uint32_t length,
+                                                Placement& out) {
   if (reads_count_ == 0) {
     SOFTDAT_LOG(kWarn, "tcp: Read Response with no RDMA Read outstanding");
     Terminate(wire::term::kDdpTaggedInvalidStag);
@@ -322,17 +482,10 @@ Connection::Frame Connection::OnReadResponse(const wire::FpduHeader& header, con
     End(ConnectionEnd::kBroken);
     return Frame::kEnded;
   }
-  Scatter(read.work.local, read.segment, read.segment_offset, payload, length);
-  read.received += length;
-  if (!header.last) return Frame::kDone;
-  const std::uint64_t id = read.work.id;
-  const auto total = static_cast<std::uint32_t>(read.received);
-  reads_head_ = (reads_head_ + 1) % reads_.size();
-  --reads_count_;
-  events_->OnWorkDone(id, WorkStatus::kSuccess, total);
-  if (phase_ == Phase::kEnded) return Frame::kEnded;
-  PumpTx();  // a fenced Work or a Read held at the ORD may go now
-  return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
+  out.segments = read.work.local;
+  out.segment = &read.segment;
+  out.segment_offset = &read.segment_offset;
+  return Frame::kDone;
 }
 
 Connection::Frame Connection::OnTerminate(const std::uint8_t* payload, std::uint32_t length) {
@@ -363,7 +516,7 @@ void Connection::OnPeerClosed() {
     default:
       break;
   }
-  if (rx_start_ != rx_end_ || rx_message_.active) {
+  if (rx_start_ != rx_end_ || rx_message_.active || direct_.active) {
     SOFTDAT_LOG(kInfo, "tcp: the peer closed the connection in the middle of a message");
     End(ConnectionEnd::kBroken);
     return;

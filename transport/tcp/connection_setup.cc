@@ -11,12 +11,12 @@
 
 #include "base/log.h"
 #include "transport/tcp/crc32c.h"
+#include "transport/tcp/kick_queue.h"
 #include "transport/tcp/tcp_connection.h"
 
 namespace softdat::transport::tcp {
 namespace {
 
-constexpr std::size_t kTxBufferSize = 128 * 1024;
 constexpr std::size_t kRxBufferSize = 128 * 1024;
 // How long a passive connection waits for the active side's ready-to-receive FPDU, and how long
 // a graceful disconnect waits for the peer's FIN before it closes anyway.
@@ -24,6 +24,10 @@ constexpr auto kRtrTimeout = std::chrono::seconds(10);
 constexpr auto kCloseLinger = std::chrono::seconds(3);
 
 std::uint32_t AtLeastOne(std::uint32_t n) { return std::max<std::uint32_t>(n, 1); }
+
+std::size_t MpaFrameSize(const wire::MpaFrame& frame) {
+  return wire::kMpaFrameHeaderSize + (frame.enhanced ? wire::kMpaEnhancedBlockSize : 0);
+}
 
 }  // namespace
 
@@ -39,7 +43,6 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       rnr_timer_(io),
       crc_(options.mpa_crc),
       ord_(AtLeastOne(config.max_rdma_read_out)),
-      tx_(kTxBufferSize),
       written_ids_(AtLeastOne(config.max_send_work)),
       written_lengths_(AtLeastOne(config.max_send_work)),
       responses_(AtLeastOne(config.max_rdma_read_in)),
@@ -78,7 +81,16 @@ Status Connection::Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& re
 
 void Connection::RecvBuffersAvailable() {
   if (recv_available_.exchange(true)) return;
-  if (!kick_pending_.exchange(true)) asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+  Kick();
+}
+
+void Connection::Kick() {
+  if (kick_pending_.exchange(true)) return;
+  if (options_.kicks != nullptr) {
+    options_.kicks->Push(shared_from_this());
+  } else {
+    asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+  }
 }
 
 void Connection::Disconnect(bool graceful) {
@@ -89,7 +101,7 @@ void Connection::Disconnect(bool graceful) {
   } else {
     disconnect_request_.store(2);
   }
-  if (!kick_pending_.exchange(true)) asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+  Kick();
 }
 
 void Connection::Detach() {
@@ -182,7 +194,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
   request.ird = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_in, 0x3FFF));
   request.ord = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_out, 0x3FFF));
   request.private_data_length = static_cast<std::uint16_t>(private_data_.size());
-  tx_end_ += wire::EncodeMpaFrame(request, tx_.data() + tx_end_);
+  (void)wire::EncodeMpaFrame(request, tx_.Reserve(MpaFrameSize(request)));
   WriteRaw(private_data_.data(), private_data_.size());
   phase_ = Phase::kAwaitReply;
   PumpTx();
@@ -267,13 +279,13 @@ void Connection::StartAccept(wire::MpaFrame request) {
     SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", refusal);
     reply.rejected = true;
     reply.private_data_length = 0;
-    tx_end_ += wire::EncodeMpaFrame(reply, tx_.data() + tx_end_);
+    (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
     (void)FlushTx();
     End(ConnectionEnd::kAcceptFailed);
     return;
   }
   reply.private_data_length = static_cast<std::uint16_t>(private_data_.size());
-  tx_end_ += wire::EncodeMpaFrame(reply, tx_.data() + tx_end_);
+  (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
   WriteRaw(private_data_.data(), private_data_.size());
   if (await_rtr) {
     phase_ = Phase::kAwaitRtr;
@@ -345,7 +357,7 @@ void Connection::BeginClose() {
 
 void Connection::MaybeFinishClose() {
   if (phase_ != Phase::kClosing || fin_sent_) return;
-  if (tx_sent_ != tx_end_ || tx_message_.kind != TxKind::kNone || responses_count_ != 0 || reads_count_ != 0) return;
+  if (!tx_.empty() || tx_message_.kind != TxKind::kNone || responses_count_ != 0 || reads_count_ != 0) return;
   {
     std::lock_guard lock(post_mutex_);
     if (posted_count_ != 0) return;
@@ -377,12 +389,7 @@ void Connection::Terminate(wire::TerminateCode code) {
   SOFTDAT_LOG(kWarn, "tcp: terminating the connection: %s", wire::DescribeTerminate(code));
   if (!socket_.is_open()) return;
   // Best effort: a Terminate may only follow whole FPDUs, and we never block for it.
-  while (tx_sent_ < tx_end_) {
-    const ssize_t n = ::send(socket_.native_handle(), tx_.data() + tx_sent_, tx_end_ - tx_sent_,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n <= 0) return;
-    tx_sent_ += static_cast<std::size_t>(n);
-  }
+  if (tx_.WriteTo(socket_.native_handle()) != TxBatch::Write::kDone) return;
   std::uint8_t frame[wire::kUntaggedHeaderSize + 4 + 3 + wire::kCrcSize] = {};
   wire::FpduHeader header;
   header.opcode = wire::Opcode::kTerminate;

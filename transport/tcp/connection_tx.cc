@@ -1,6 +1,7 @@
 // Transmission: turns posted Sends, RDMA Writes and Reads, the Read Responses the peer asked for
-// and the ready-to-receive FPDU into MPA FPDUs in a staging buffer, writes it without blocking,
-// and completes Sends and Writes once their last byte is on the socket.
+// and the ready-to-receive FPDU into MPA FPDUs, as one gather list per batch (headers and CRC
+// trailers from a preallocated arena, payload straight from registered memory), writes it
+// without blocking, and completes Sends and Writes once their last byte is on the socket.
 //
 // One message is framed whole before the next starts. Read Responses go before new posted work
 // (the peer is waiting for them); a fenced Work waits for our outstanding Reads, and Reads stop
@@ -19,31 +20,19 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// Fills of the staging buffer one handler may do before it lets other connections run.
-constexpr int kFillsPerTurn = 8;
-// Below this many free bytes (beyond the header) the buffer is flushed before a new FPDU
-// starts, so large messages go out in large FPDUs.
+// Batches one handler may write before it lets other connections run.
+constexpr int kBatchesPerTurn = 8;
+// Payload bytes per batch: enough to keep the socket busy, few enough that completions of small
+// messages behind a large one are not held back long.
+constexpr std::size_t kBatchBytes = 256 * 1024;
+// Below this much room left in a batch a new FPDU of a longer message waits for the next batch,
+// so large messages go out in large FPDUs.
 constexpr std::size_t kMinChunk = 4096;
+// Arena bytes one FPDU needs at most: the longest header, pad and CRC.
+constexpr std::size_t kFpduArena = wire::kMaxHeaderSize + 3 + wire::kCrcSize;
 
 void PutCrc(std::uint8_t* at, std::uint32_t crc) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(crc >> (8 * i));
-}
-
-// Copies `length` bytes out of `segments` starting at the cursor, advancing it.
-void Gather(std::span<const Segment> segments, std::uint32_t& segment, std::uint32_t& offset, std::uint8_t* to,
-            std::size_t length) {
-  while (length > 0 && segment < segments.size()) {
-    const Segment& s = segments[segment];
-    const std::size_t n = std::min<std::size_t>(length, s.length - offset);
-    std::memcpy(to, reinterpret_cast<const std::uint8_t*>(s.address) + offset, n);
-    to += n;
-    length -= n;
-    offset += static_cast<std::uint32_t>(n);
-    if (offset == s.length) {
-      ++segment;
-      offset = 0;
-    }
-  }
 }
 
 wire::Opcode SendOpcode(const Work& work) {
@@ -61,30 +50,29 @@ Status Connection::Post(const Work& work) {
     posted_[(posted_head_ + posted_count_) % posted_.size()] = work;
     ++posted_count_;
   }
-  if (!kick_pending_.exchange(true)) asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+  Kick();
   return Status::Ok();
 }
 
 void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
   if (length == 0) return;
-  std::memcpy(tx_.data() + tx_end_, bytes, length);
-  tx_end_ += length;
+  std::memcpy(tx_.Reserve(length), bytes, length);
 }
 
 void Connection::PumpTx() {
   if (write_waiting_ || phase_ == Phase::kEnded) return;
-  for (int fill = 0; fill < kFillsPerTurn; ++fill) {
+  for (int batch = 0; batch < kBatchesPerTurn; ++batch) {
     if (!FlushTx()) return;
-    tx_sent_ = tx_end_ = 0;
+    tx_.Reset();
     CompleteWritten();
     if (phase_ == Phase::kEnded) return;
     if (phase_ != Phase::kEstablished && phase_ != Phase::kClosing) return;
     bool framed = false;
     while (true) {
       if (tx_message_.kind == TxKind::kNone && !NextTxMessage()) break;
-      const std::size_t before = tx_end_;
+      const std::size_t before = tx_.bytes();
       FrameOne();
-      if (tx_end_ == before) break;  // no room: flush first
+      if (tx_.bytes() == before) break;  // no room: write this batch first
       framed = true;
     }
     if (!framed) {
@@ -93,19 +81,14 @@ void Connection::PumpTx() {
     }
   }
   // Still more to send: come back after the other connections had a turn.
-  if (!kick_pending_.exchange(true)) asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+  Kick();
 }
 
 bool Connection::FlushTx() {
-  while (tx_sent_ < tx_end_) {
-    const ssize_t n = ::send(socket_.native_handle(), tx_.data() + tx_sent_, tx_end_ - tx_sent_,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      tx_sent_ += static_cast<std::size_t>(n);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+  switch (tx_.WriteTo(socket_.native_handle())) {
+    case TxBatch::Write::kDone:
+      return true;
+    case TxBatch::Write::kBlocked:
       write_waiting_ = true;
       socket_.async_wait(asio::socket_base::wait_write, [self = shared_from_this()](const boost::system::error_code& error) {
         std::lock_guard lock(self->io_mutex_);
@@ -115,12 +98,12 @@ bool Connection::FlushTx() {
         self->PumpTx();
       });
       return false;
-    }
-    SOFTDAT_LOG(kInfo, "tcp: send failed: %s", n < 0 ? std::strerror(errno) : "connection closed");
-    End(ConnectionEnd::kBroken);
-    return false;
+    case TxBatch::Write::kError:
+      break;
   }
-  return true;
+  SOFTDAT_LOG(kInfo, "tcp: send failed: %s", errno != 0 ? std::strerror(errno) : "connection closed");
+  End(ConnectionEnd::kBroken);
+  return false;
 }
 
 void Connection::CompleteWritten() {
@@ -193,41 +176,42 @@ bool Connection::NextTxMessage() {
 
 void Connection::FrameOne() {
   TxMessage& m = tx_message_;
-  std::uint8_t* at = tx_.data() + tx_end_;
-  const std::size_t room = tx_.size() - tx_end_;
+  if (m.kind == TxKind::kNone || tx_.arena_room() < kFpduArena || tx_.piece_room() < 3) return;
   wire::FpduHeader header;
   header.last = true;
-  std::size_t header_size = 0;
   std::uint32_t chunk = 0;
 
   switch (m.kind) {
     case TxKind::kNone:
       return;
     case TxKind::kRtr:
-    case TxKind::kReadRequest: {
-      // Fixed-size FPDUs without payload.
-      const bool rtr = m.kind == TxKind::kRtr;
-      header.opcode = rtr ? wire::Opcode::kRdmaWrite : wire::Opcode::kReadRequest;
-      header_size = wire::HeaderSize(header.opcode);
-      if (room < header_size + 3 + wire::kCrcSize) return;
-      if (!rtr) {
-        header.queue = wire::kQueueReadRequest;
-        header.msn = m.msn;
-      }
+      header.opcode = wire::Opcode::kRdmaWrite;  // zero-length, STag 0
       break;
-    }
+    case TxKind::kReadRequest:
+      header.opcode = wire::Opcode::kReadRequest;
+      header.queue = wire::kQueueReadRequest;
+      header.msn = m.msn;
+      break;
     case TxKind::kSend:
     case TxKind::kWrite:
     case TxKind::kReadResponse: {
       header.opcode = m.kind == TxKind::kSend    ? SendOpcode(m.work)
                       : m.kind == TxKind::kWrite ? wire::Opcode::kRdmaWrite
                                                  : wire::Opcode::kReadResponse;
-      header_size = wire::HeaderSize(header.opcode);
       const std::uint64_t remaining = m.length - m.offset;
-      const std::size_t overhead = header_size + 3 + wire::kCrcSize;
-      if (room < overhead) return;
-      chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, room - overhead}));
-      if (chunk < remaining && chunk < kMinChunk) return;
+      const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
+      chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
+      if (m.kind != TxKind::kReadResponse) {
+        // As much as the free pieces can gather, header and trailer aside.
+        std::size_t pieces = tx_.piece_room() - 2, fits = 0;
+        for (std::size_t s = m.segment, offset = m.segment_offset; s < m.work.local.size() && pieces > 0 && fits < chunk;
+             ++s, offset = 0, --pieces) {
+          fits += m.work.local[s].length - offset;
+        }
+        chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, fits));
+      }
+      if (chunk < remaining && chunk < kMinChunk && tx_.bytes() != 0) return;
+      if (chunk == 0 && remaining != 0) return;
       header.last = m.offset + chunk == m.length;
       header.stag = m.stag;
       if (m.kind == TxKind::kSend) {
@@ -241,22 +225,39 @@ void Connection::FrameOne() {
     }
   }
 
-  const std::size_t body = m.kind == TxKind::kReadRequest ? wire::kReadRequestBodySize : 0;
+  const std::size_t header_size = wire::HeaderSize(header.opcode);
   const std::size_t ulpdu = header_size - wire::kLengthFieldSize + chunk;
   header.ulpdu_length = static_cast<std::uint16_t>(ulpdu);
-  (void)wire::EncodeHeader(header, at);
-  if (body != 0) wire::EncodeReadRequest(m.read, at + wire::kUntaggedHeaderSize);
-  std::uint8_t* payload = at + header_size;
+  std::uint8_t* head = tx_.Reserve(header_size);
+  (void)wire::EncodeHeader(header, head);
+  if (m.kind == TxKind::kReadRequest) wire::EncodeReadRequest(m.read, head + wire::kUntaggedHeaderSize);
+  std::uint32_t crc = crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
+
   if (m.kind == TxKind::kReadResponse) {
-    if (chunk != 0) std::memcpy(payload, m.source + m.offset, chunk);
-  } else if (chunk != 0) {
-    Gather(m.work.local, m.segment, m.segment_offset, payload, chunk);
+    if (chunk != 0) {
+      tx_.AddExternal(m.source + m.offset, chunk);
+      if (crc_) crc = Crc32cUpdate(crc, m.source + m.offset, chunk);
+    }
+  } else {
+    for (std::uint32_t left = chunk; left > 0;) {
+      const Segment& segment = m.work.local[m.segment];
+      const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
+      const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
+      tx_.AddExternal(at, n);
+      if (crc_) crc = Crc32cUpdate(crc, at, n);
+      left -= n;
+      m.segment_offset += n;
+      if (m.segment_offset == segment.length) {
+        ++m.segment;
+        m.segment_offset = 0;
+      }
+    }
   }
   const std::size_t pad = wire::PadSize(ulpdu);
-  std::memset(payload + chunk, 0, pad);
-  const std::size_t covered = wire::kLengthFieldSize + ulpdu + pad;
-  PutCrc(at + covered, crc_ ? Crc32c(at, covered) : 0);
-  tx_end_ += covered + wire::kCrcSize;
+  std::uint8_t* trailer = tx_.Reserve(pad + wire::kCrcSize);
+  std::memset(trailer, 0, pad);
+  if (crc_) crc = Crc32cFinal(Crc32cUpdate(crc, trailer, pad));
+  PutCrc(trailer + pad, crc);
   m.offset += chunk;
 
   if (!header.last) return;

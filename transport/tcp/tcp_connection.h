@@ -25,14 +25,18 @@
 
 #include "base/status.h"
 #include "transport/endpoint.h"
+#include "transport/tcp/tx_batch.h"
 #include "transport/tcp/wire.h"
 
 namespace softdat::transport::tcp {
 
 namespace asio = boost::asio;
 
+class KickQueue;
+
 // What the transport's IA options say about every connection.
 struct ConnectionOptions {
+  KickQueue* kicks = nullptr;       // how consumer threads wake the progress context
   sockaddr_in local{};              // the IA address: active connections bind to it
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
   bool mpa_crc = true;
@@ -62,6 +66,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   sockaddr_in remote_address() const;
 
  private:
+  friend class KickQueue;  // runs OnKick
   enum class Phase : std::uint8_t {
     kIdle,
     kConnecting,   // active: TCP connect in progress
@@ -112,6 +117,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t segment_offset = 0;
   };
   enum class Frame : std::uint8_t { kDone, kNeedMore, kHeld, kEnded };
+  // Where an FPDU's payload goes, decided (and checked) before any of it is placed.
+  struct Placement {
+    std::uint8_t* contiguous = nullptr;  // RDMA Write: the resolved target
+    std::span<const Segment> segments;   // Send, Read Response: scattered from the cursor
+    std::uint32_t* segment = nullptr;
+    std::uint32_t* segment_offset = nullptr;
+  };
+  // A large FPDU whose payload is read from the socket straight into its destination.
+  struct DirectRx {
+    bool active = false;
+    bool payload_done = false;
+    wire::FpduHeader header;
+    std::uint32_t length = 0;  // payload bytes
+    std::uint32_t placed = 0;
+    std::uint32_t crc = 0;     // running CRC32c state over what was received so far
+    std::size_t trailer = 0;   // pad and CRC bytes after the payload
+    Placement placement;
+  };
 
   // Setup (connection_setup.cc).
   void StartConnect(sockaddr_in remote, std::uint64_t timeout_us);
@@ -120,6 +143,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Frame ReadMpaReply();
   void Establish(std::span<const std::uint8_t> private_data);
   void OnKick();
+  void Kick();  // any thread: OnKick runs soon, once however often this is called
   void BeginClose();
   void MaybeFinishClose();
   void End(ConnectionEnd why, std::span<const std::uint8_t> private_data = {});
@@ -139,10 +163,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ReadLoop();
   void ArmRead();
   Frame ProcessFrame();
-  Frame OnSend(const wire::FpduHeader& header, const std::uint8_t* payload, std::uint32_t length);
-  Frame OnWrite(const wire::FpduHeader& header, const std::uint8_t* payload, std::uint32_t length);
+  Frame StartDirect(const std::uint8_t* at, std::size_t available, std::size_t header_size, std::size_t total);
+  Frame FinishDirect();
+  bool ReadDirect();  // false when the loop must stop (would block, or ended)
+  Frame BeginPayload(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
+  Frame BeginSend(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
+  Frame BeginWrite(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
+  Frame BeginReadResponse(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
+  Frame FinishPayload(const wire::FpduHeader& header, std::uint32_t length);
   Frame OnReadRequest(const wire::FpduHeader& header, const std::uint8_t* body);
-  Frame OnReadResponse(const wire::FpduHeader& header, const std::uint8_t* payload, std::uint32_t length);
   Frame OnTerminate(const std::uint8_t* payload, std::uint32_t length);
   void OnPeerClosed();
   void StartRnrTimer();
@@ -183,9 +212,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::uint8_t> private_data_;  // ours to send; the peer's after its MPA frame
   std::uint16_t peer_private_length_ = 0;
 
-  std::vector<std::uint8_t> tx_;
-  std::size_t tx_sent_ = 0;
-  std::size_t tx_end_ = 0;
+  TxBatch tx_;
   TxMessage tx_message_;
   std::uint32_t send_msn_ = 1;
   std::uint32_t read_request_msn_ = 1;
@@ -206,6 +233,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::size_t rx_start_ = 0;
   std::size_t rx_end_ = 0;
   RxMessage rx_message_;
+  DirectRx direct_;
+  bool large_stream_ = false;  // the last payload FPDU was large: read headers in small pieces
   std::uint32_t expected_msn_ = 1;
   std::uint32_t expected_read_msn_ = 1;
 

@@ -52,7 +52,12 @@ const bool kRegistered = [] {
 }  // namespace
 
 TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
-    : address_(address), capabilities_(TcpCapabilities(options)), work_(asio::make_work_guard(io_)) {
+    : address_(address),
+      capabilities_(TcpCapabilities(options)),
+      work_(asio::make_work_guard(io_)),
+      kicks_(io_, capabilities_.max_endpoints) {
+  kicks_.Start();
+  connection_options_.kicks = &kicks_;
   connection_options_.local = address;
   connection_options_.rnr_timeout_ms = options.rnr_timeout_ms;
   connection_options_.mpa_crc = options.mpa_crc;

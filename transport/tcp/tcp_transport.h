@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "transport/tcp/kick_queue.h"
 #include "transport/tcp/tcp_connection.h"
 #include "transport/transport.h"
 
@@ -43,6 +44,7 @@ class TcpTransport final : public Transport {
   ConnectionOptions connection_options_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  KickQueue kicks_;  // after io_: destroyed before it
   std::mutex poll_mutex_;  // busy-poll mode: one consumer thread at a time runs the io_context
   std::thread thread_;     // progress-thread mode
 };

@@ -1,0 +1,71 @@
+// TxBatch: gather-list bookkeeping and the non-blocking sendmsg loop.
+#include "transport/tcp/tx_batch.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace softdat::transport::tcp {
+
+void TxBatch::Reset() {
+  arena_used_ = 0;
+  count_ = next_ = 0;
+  bytes_ = 0;
+  last_is_arena_ = false;
+}
+
+std::uint8_t* TxBatch::Reserve(std::size_t length) {
+  std::uint8_t* at = arena_.data() + arena_used_;
+  arena_used_ += length;
+  Append(at, length, true);
+  return at;
+}
+
+void TxBatch::AddExternal(const void* data, std::size_t length) { Append(data, length, false); }
+
+void TxBatch::Append(const void* data, std::size_t length, bool arena) {
+  if (length == 0) return;
+  bytes_ += length;
+  // Consecutive arena reservations are adjacent in memory: one piece covers them.
+  if (arena && last_is_arena_ && count_ > 0) {
+    iovec& last = pieces_[count_ - 1];
+    if (static_cast<std::uint8_t*>(last.iov_base) + last.iov_len == data) {
+      last.iov_len += length;
+      return;
+    }
+  }
+  pieces_[count_++] = iovec{const_cast<void*>(data), length};
+  last_is_arena_ = arena;
+}
+
+TxBatch::Write TxBatch::WriteTo(int fd) {
+  while (next_ < count_) {
+    msghdr message{};
+    message.msg_iov = pieces_.data() + next_;
+    message.msg_iovlen = count_ - next_;
+    const ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Write::kBlocked : Write::kError;
+    }
+    if (n == 0) {
+      errno = 0;
+      return Write::kError;
+    }
+    auto written = static_cast<std::size_t>(n);
+    while (written > 0) {
+      iovec& piece = pieces_[next_];
+      if (written >= piece.iov_len) {
+        written -= piece.iov_len;
+        ++next_;
+      } else {
+        piece.iov_base = static_cast<std::uint8_t*>(piece.iov_base) + written;
+        piece.iov_len -= written;
+        written = 0;
+      }
+    }
+  }
+  return Write::kDone;
+}
+
+}  // namespace softdat::transport::tcp
