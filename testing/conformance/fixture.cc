@@ -1,0 +1,170 @@
+// The conformance fixture: IA, PZ, LMRs, EVDs, SRQs and connected endpoint pairs, all through the
+// public DAT API.
+#include "testing/conformance/fixture.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace softdat::conformance {
+
+std::string DatReturnName(DAT_RETURN value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "type 0x%08x subtype %u", DAT_GET_TYPE(value),
+                static_cast<unsigned>(DAT_GET_SUBTYPE(value)));
+  return text;
+}
+
+void ConformanceTest::SetUp() {
+  ASSERT_EQ(dat_ia_open(const_cast<char*>(ia_name()), 64, &async_evd_, &ia_), DAT_SUCCESS);
+  DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_ia_query(ia_, &async, DAT_IA_FIELD_ALL, &ia_attr_, DAT_PROVIDER_FIELD_ALL, &provider_attr_),
+            DAT_SUCCESS);
+  ASSERT_EQ(dat_pz_create(ia_, &pz_), DAT_SUCCESS);
+}
+
+void ConformanceTest::TearDown() {
+  // Abrupt close frees every object the test left; the registered memory outlives it.
+  if (ia_ != DAT_HANDLE_NULL) {
+    EXPECT_EQ(dat_ia_close(ia_, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  }
+  send_regions_.clear();
+}
+
+DAT_EVD_HANDLE ConformanceTest::MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen) {
+  DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+  const DAT_RETURN created = dat_evd_create(ia_, qlen, DAT_HANDLE_NULL, flags, &evd);
+  EXPECT_EQ(created, DAT_SUCCESS) << DatReturnName(created);
+  return evd;
+}
+
+DAT_RETURN ConformanceTest::Register(Region& region, std::size_t size, DAT_MEM_PRIV_FLAGS privileges,
+                                     DAT_PZ_HANDLE pz) {
+  region.bytes.assign(size, '\0');
+  DAT_REGION_DESCRIPTION description;
+  description.for_va = region.bytes.data();
+  DAT_RMR_CONTEXT rmr_context;
+  DAT_VLEN registered_length;
+  DAT_VADDR registered_address;
+  return dat_lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, description, size, pz == DAT_HANDLE_NULL ? pz_ : pz,
+                        privileges, DAT_VA_TYPE_VA, &region.lmr, &region.context, &rmr_context,
+                        &registered_length, &registered_address);
+}
+
+DAT_RETURN ConformanceTest::CreateSrq(DAT_COUNT max_recv_dtos, DAT_COUNT max_recv_iov, DAT_SRQ_HANDLE* srq,
+                                      DAT_COUNT low_watermark) {
+  DAT_SRQ_ATTR attr{};
+  attr.max_recv_dtos = max_recv_dtos;
+  attr.max_recv_iov = max_recv_iov;
+  attr.low_watermark = low_watermark;
+  return dat_srq_create(ia_, pz_, &attr, srq);
+}
+
+DAT_SRQ_PARAM ConformanceTest::QuerySrq(DAT_SRQ_HANDLE srq) {
+  DAT_SRQ_PARAM param{};
+  EXPECT_EQ(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &param), DAT_SUCCESS);
+  return param;
+}
+
+DAT_RETURN ConformanceTest::Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us) {
+  DAT_COUNT more = 0;
+  return dat_evd_wait(evd, timeout_us, 1, &event, &more);
+}
+
+void ConformanceTest::WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto) {
+  DAT_EVENT event{};
+  const DAT_RETURN waited = Wait(evd, event);
+  ASSERT_EQ(waited, DAT_SUCCESS) << "no DTO completion in time: " << DatReturnName(waited);
+  ASSERT_EQ(event.event_number, DAT_DTO_COMPLETION_EVENT);
+  dto = event.event_data.dto_completion_event_data;
+}
+
+bool ConformanceTest::WaitWatermarkEvent(DAT_HANDLE object, DAT_COUNT reason, DAT_TIMEOUT timeout_us) {
+  for (;;) {
+    DAT_EVENT event{};
+    if (Wait(async_evd_, event, timeout_us) != DAT_SUCCESS) return false;
+    const DAT_ASYNCH_ERROR_EVENT_DATA& data = event.event_data.asynch_error_event_data;
+    if (data.dat_handle == object && data.reason == reason) return true;
+  }
+}
+
+bool ConformanceTest::WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number, DAT_TIMEOUT timeout_us) {
+  for (;;) {
+    DAT_EVENT event{};
+    if (Wait(evd, event, timeout_us) != DAT_SUCCESS) return false;
+    if (event.event_number == number) return true;
+  }
+}
+
+void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOptions& options) {
+  pair.sender_request_evd = MakeEvd(DAT_EVD_DTO_FLAG, 256);
+  pair.sender_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG);
+  pair.receiver_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG);
+  pair.receiver_recv_evd = options.recv_evd != DAT_HANDLE_NULL ? options.recv_evd : MakeEvd(DAT_EVD_DTO_FLAG, 256);
+  const DAT_EVD_HANDLE sender_recv_evd = MakeEvd(DAT_EVD_DTO_FLAG);
+  const DAT_EVD_HANDLE cr_evd = MakeEvd(DAT_EVD_CR_FLAG);
+  ASSERT_FALSE(HasFailure());
+
+  ASSERT_EQ(dat_ep_create(ia_, pz_, sender_recv_evd, pair.sender_request_evd, pair.sender_connect_evd, nullptr,
+                          &pair.sender),
+            DAT_SUCCESS);
+  DAT_EP_PARAM param{};
+  const DAT_EP_ATTR* attr = nullptr;
+  if (options.set_recv_flags) {
+    // Start from the provider's defaults for an EP; change only the receive completion flags.
+    DAT_EP_HANDLE probe = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ep_create_with_srq(ia_, pz_, pair.receiver_recv_evd, DAT_HANDLE_NULL, pair.receiver_connect_evd,
+                                     srq, nullptr, &probe),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_query(probe, DAT_EP_FIELD_ALL, &param), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_free(probe), DAT_SUCCESS);
+    param.ep_attr.recv_completion_flags = options.recv_completion_flags;
+    attr = &param.ep_attr;
+  }
+  const DAT_RETURN created = dat_ep_create_with_srq(ia_, pz_, pair.receiver_recv_evd, DAT_HANDLE_NULL,
+                                                    pair.receiver_connect_evd, srq, attr, &pair.receiver);
+  ASSERT_EQ(created, DAT_SUCCESS) << DatReturnName(created);
+
+  DAT_CONN_QUAL port = 0;
+  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_psp_create_any(ia_, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+  ASSERT_EQ(dat_ep_connect(pair.sender, ia_attr_.ia_address_ptr, port, kEventTimeoutUs, 0, nullptr,
+                           DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            DAT_SUCCESS);
+  DAT_EVENT event{};
+  ASSERT_EQ(Wait(cr_evd, event), DAT_SUCCESS) << "no connection request arrived";
+  ASSERT_EQ(event.event_number, DAT_CONNECTION_REQUEST_EVENT);
+  ASSERT_EQ(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, pair.receiver, 0, nullptr),
+            DAT_SUCCESS);
+  ASSERT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED));
+  ASSERT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED));
+  EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
+}
+
+void ConformanceTest::Disconnect(Pair& pair) {
+  ASSERT_EQ(dat_ep_disconnect(pair.sender, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  ASSERT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+}
+
+void ConformanceTest::Send(Pair& pair, std::size_t length, char fill, DAT_COMPLETION_FLAGS flags) {
+  auto region = std::make_unique<Region>();
+  ASSERT_EQ(Register(*region, length == 0 ? 1 : length, DAT_MEM_PRIV_LOCAL_READ_FLAG), DAT_SUCCESS);
+  std::fill(region->bytes.begin(), region->bytes.end(), fill);
+  DAT_LMR_TRIPLET iov = region->Triplet(0, length);
+  DAT_DTO_COOKIE cookie;
+  cookie.as_64 = static_cast<DAT_UINT64>(fill);
+  const DAT_RETURN posted = dat_ep_post_send(pair.sender, length == 0 ? 0 : 1, length == 0 ? nullptr : &iov,
+                                             cookie, flags);
+  ASSERT_EQ(posted, DAT_SUCCESS) << DatReturnName(posted);
+  send_regions_.push_back(std::move(region));
+}
+
+void ConformanceTest::WaitSends(Pair& pair, int count) {
+  for (int i = 0; i < count; ++i) {
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(pair.sender_request_evd, dto));
+    ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
+  }
+}
+
+}  // namespace softdat::conformance

@@ -1,0 +1,110 @@
+// Shared fixture of the conformance suite: every test goes through the public DAT API (the stock
+// libdat2 registry loading softdat), over softdat-tcp on loopback. It opens an IA with an async
+// EVD, creates PZs, registers LMRs, creates EVDs and SRQs, and connects endpoint pairs whose
+// passive side takes its receives from an SRQ, so each test states only the rule it checks.
+#pragma once
+
+#include <dat2/udat.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace softdat::conformance {
+
+// Every wait is bounded: long enough for a loaded 2-core machine, short enough to fail a hung test.
+inline constexpr DAT_TIMEOUT kEventTimeoutUs = 10'000'000;
+// How long a test waits to conclude that an event did not come (never asserted as a duration).
+inline constexpr DAT_TIMEOUT kQuietUs = 300'000;
+
+// A registered buffer.
+struct Region {
+  std::vector<char> bytes;
+  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+  DAT_LMR_CONTEXT context = 0;
+  DAT_LMR_TRIPLET Triplet(std::size_t offset, std::size_t length) const {
+    DAT_LMR_TRIPLET t;
+    t.lmr_context = context;
+    t.virtual_address = reinterpret_cast<DAT_VADDR>(bytes.data() + offset);
+    t.segment_length = static_cast<DAT_SEG_LENGTH>(length);
+    return t;
+  }
+};
+
+// One connection: `sender` is a plain EP (its own receive queue, never used), `receiver` takes
+// its receives from the SRQ it was created with.
+struct Pair {
+  DAT_EP_HANDLE sender = DAT_HANDLE_NULL;
+  DAT_EP_HANDLE receiver = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE sender_request_evd = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE sender_connect_evd = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE receiver_connect_evd = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE receiver_recv_evd = DAT_HANDLE_NULL;  // may be shared between pairs
+};
+
+// Options of a Pair's receiving EP.
+struct ReceiverOptions {
+  DAT_COMPLETION_FLAGS recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  bool set_recv_flags = false;
+  DAT_EVD_HANDLE recv_evd = DAT_HANDLE_NULL;  // null: a new one
+};
+
+class ConformanceTest : public ::testing::Test {
+ protected:
+  // The IA every test opens, unless it overrides ia_name().
+  virtual const char* ia_name() const { return "softdat-tcp"; }
+
+  void SetUp() override;
+  void TearDown() override;
+
+  // Fails the test (ASSERT) on error.
+  DAT_EVD_HANDLE MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen = 64);
+  DAT_RETURN Register(Region& region, std::size_t size, DAT_MEM_PRIV_FLAGS privileges,
+                      DAT_PZ_HANDLE pz = DAT_HANDLE_NULL);
+  DAT_RETURN CreateSrq(DAT_COUNT max_recv_dtos, DAT_COUNT max_recv_iov, DAT_SRQ_HANDLE* srq,
+                       DAT_COUNT low_watermark = DAT_SRQ_LW_DEFAULT);
+  DAT_SRQ_PARAM QuerySrq(DAT_SRQ_HANDLE srq);
+
+  // Connects a new pair over loopback, the receiver using `srq`. ASSERTs (use ASSERT_NO_FATAL_FAILURE).
+  void Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOptions& options = {});
+  // Disconnects gracefully and waits for both ends' DISCONNECTED events.
+  void Disconnect(Pair& pair);
+
+  // Posts a Send of `length` bytes of `fill` from a buffer the fixture owns, with the given
+  // completion flags; the send completion is reaped by WaitSends.
+  void Send(Pair& pair, std::size_t length, char fill, DAT_COMPLETION_FLAGS flags = DAT_COMPLETION_DEFAULT_FLAG);
+  // Waits for `count` successful send completions on the pair's request EVD.
+  void WaitSends(Pair& pair, int count);
+
+  // dat_evd_wait with threshold 1 and the bounded timeout; returns its DAT_RETURN.
+  static DAT_RETURN Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us = kEventTimeoutUs);
+  // Waits for one DTO completion (ASSERTs it is one).
+  static void WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto);
+  // Waits for one async event of the watermark kind naming `object` with `reason`; other async
+  // events are skipped. Returns false if none comes in time.
+  bool WaitWatermarkEvent(DAT_HANDLE object, DAT_COUNT reason, DAT_TIMEOUT timeout_us = kEventTimeoutUs);
+  // Waits for a connection event of the given number on `evd`.
+  static bool WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number,
+                                  DAT_TIMEOUT timeout_us = kEventTimeoutUs);
+
+  DAT_IA_HANDLE ia_ = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd_ = DAT_HANDLE_NULL;
+  DAT_PZ_HANDLE pz_ = DAT_HANDLE_NULL;
+  DAT_IA_ATTR ia_attr_{};
+  DAT_PROVIDER_ATTR provider_attr_{};
+  std::vector<std::unique_ptr<Region>> send_regions_;
+};
+
+// Receive buffers on one LMR: `count` slots of `slot_size` bytes, posted to an SRQ by index
+// (cookie = index), so a completion tells which slot was filled.
+struct SlotBuffers {
+  Region region;
+  std::size_t slot_size = 0;
+  DAT_LMR_TRIPLET Slot(std::size_t index) const { return region.Triplet(index * slot_size, slot_size); }
+};
+
+std::string DatReturnName(DAT_RETURN value);
+
+}  // namespace softdat::conformance

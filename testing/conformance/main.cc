@@ -1,0 +1,26 @@
+// main() of the conformance tests: installs a dat.conf with softdat-tcp and a variant whose
+// connections break when a message waits too long for a receive buffer (rnr_timeout_ms), then
+// re-executes itself so libdat2 reads it at load time (see testing/registry_main.cc).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "testing/dat_conf.h"
+
+int main(int argc, char** argv) {
+  constexpr const char* kMarker = "SOFTDAT_CONFORMANCE_DAT_CONF_INSTALLED";
+  if (std::getenv(kMarker) == nullptr) {
+    softdat::testing::InstallDatConf({
+        {"softdat-tcp", "tcp 127.0.0.1"},
+        {"softdat-tcp-rnr", "tcp 127.0.0.1 rnr_timeout_ms=100"},
+    });
+    setenv(kMarker, "1", 1);
+    execv("/proc/self/exe", argv);
+    std::perror("conformance main: re-exec failed");
+    return 2;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,98 @@
+// dat_srq_create(3DAT): sizes at least as requested and reported by query, the initial state,
+// the default low watermark, and the refusals.
+#include "testing/conformance/fixture.h"
+
+namespace softdat::conformance {
+namespace {
+
+using SrqCreate = ConformanceTest;
+
+TEST_F(SrqCreate, QueueSizeAndIovAtLeastRequestedAndQueryReportsActualValues) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(5, 2, &srq), DAT_SUCCESS);
+  const DAT_SRQ_PARAM param = QuerySrq(srq);
+  ASSERT_GE(param.max_recv_dtos, 5);
+  ASSERT_GE(param.max_recv_iov, 2);
+  ASSERT_LE(param.max_recv_dtos, 4096) << "test posts that many buffers";
+  // The reported values are the real limits: exactly that many buffers and segments fit.
+  Region region;
+  ASSERT_EQ(Register(region, 64 * (param.max_recv_iov + 1), DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  std::vector<DAT_LMR_TRIPLET> iov;
+  for (DAT_COUNT i = 0; i <= param.max_recv_iov; ++i) iov.push_back(region.Triplet(64 * i, 64));
+  DAT_DTO_COOKIE cookie{};
+  EXPECT_EQ(DAT_GET_TYPE(dat_srq_post_recv(srq, param.max_recv_iov + 1, iov.data(), cookie)),
+            DAT_INVALID_PARAMETER);
+  for (DAT_COUNT i = 0; i < param.max_recv_dtos; ++i)
+    ASSERT_EQ(dat_srq_post_recv(srq, param.max_recv_iov, iov.data(), cookie), DAT_SUCCESS) << i;
+  EXPECT_EQ(DAT_GET_TYPE(dat_srq_post_recv(srq, 1, iov.data(), cookie)), DAT_INSUFFICIENT_RESOURCES);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, param.max_recv_dtos);
+}
+
+TEST_F(SrqCreate, StartsUnattachedAndOperational) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  const DAT_SRQ_PARAM param = QuerySrq(srq);
+  EXPECT_EQ(param.srq_state, DAT_SRQ_STATE_OPERATIONAL);
+  EXPECT_EQ(param.ia_handle, ia_);
+  EXPECT_EQ(param.pz_handle, pz_);
+  EXPECT_EQ(param.available_dto_count, 0);
+  EXPECT_EQ(param.outstanding_dto_count, 0);
+  // Unattached: no EP holds it, so it can be freed at once.
+  EXPECT_EQ(dat_srq_free(srq), DAT_SUCCESS);
+}
+
+TEST_F(SrqCreate, LowWatermarkAtCreateIsDefaultAndRaisesNoEvent) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq, DAT_SRQ_LW_DEFAULT), DAT_SUCCESS);
+  EXPECT_EQ(QuerySrq(srq).low_watermark, DAT_SRQ_LW_DEFAULT);
+  DAT_EVENT event{};
+  EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(async_evd_, &event)), DAT_QUEUE_EMPTY)
+      << "an empty SRQ with the default low watermark must not raise an event";
+}
+
+TEST_F(SrqCreate, InvalidAttributeOrCombinationIsInvalidParameter) {
+  DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
+  EXPECT_EQ(DAT_GET_TYPE(CreateSrq(0, 1, &srq)), DAT_INVALID_PARAMETER);
+  EXPECT_EQ(DAT_GET_TYPE(CreateSrq(-1, 1, &srq)), DAT_INVALID_PARAMETER);
+  EXPECT_EQ(DAT_GET_TYPE(CreateSrq(4, -1, &srq)), DAT_INVALID_PARAMETER);
+  EXPECT_EQ(DAT_GET_TYPE(CreateSrq(ia_attr_.max_recv_per_srq + 1, 1, &srq)), DAT_INVALID_PARAMETER);
+  EXPECT_EQ(DAT_GET_TYPE(CreateSrq(4, 1 << 20, &srq)), DAT_INVALID_PARAMETER);
+  // A combination: a low watermark above the queue size.
+  EXPECT_EQ(DAT_GET_TYPE(CreateSrq(4, 1, &srq, 5)), DAT_INVALID_PARAMETER);
+  EXPECT_EQ(DAT_GET_TYPE(dat_srq_create(ia_, pz_, nullptr, &srq)), DAT_INVALID_PARAMETER);
+  EXPECT_EQ(srq, DAT_HANDLE_NULL);
+}
+
+TEST_F(SrqCreate, BadIaOrPzIsInvalidHandle) {
+  DAT_SRQ_ATTR attr{4, 1, DAT_SRQ_LW_DEFAULT};
+  DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
+  // A freed PZ.
+  DAT_PZ_HANDLE freed_pz;
+  ASSERT_EQ(dat_pz_create(ia_, &freed_pz), DAT_SUCCESS);
+  ASSERT_EQ(dat_pz_free(freed_pz), DAT_SUCCESS);
+  DAT_RETURN result = dat_srq_create(ia_, freed_pz, &attr, &srq);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_HANDLE) << DatReturnName(result);
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_INVALID_HANDLE_PZ);
+  // A handle of another type where the PZ goes.
+  const DAT_EVD_HANDLE evd = MakeEvd(DAT_EVD_DTO_FLAG);
+  result = dat_srq_create(ia_, reinterpret_cast<DAT_PZ_HANDLE>(evd), &attr, &srq);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_HANDLE) << DatReturnName(result);
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_INVALID_HANDLE_PZ);
+  // A PZ of another IA.
+  DAT_IA_HANDLE other_ia;
+  DAT_EVD_HANDLE other_async = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_ia_open(const_cast<char*>("softdat-tcp"), 8, &other_async, &other_ia), DAT_SUCCESS);
+  DAT_PZ_HANDLE other_pz;
+  ASSERT_EQ(dat_pz_create(other_ia, &other_pz), DAT_SUCCESS);
+  result = dat_srq_create(ia_, other_pz, &attr, &srq);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_HANDLE) << DatReturnName(result);
+  // A closed IA.
+  ASSERT_EQ(dat_pz_free(other_pz), DAT_SUCCESS);
+  ASSERT_EQ(dat_ia_close(other_ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  result = dat_srq_create(other_ia, pz_, &attr, &srq);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_HANDLE) << DatReturnName(result);
+  EXPECT_EQ(srq, DAT_HANDLE_NULL);
+}
+
+}  // namespace
+}  // namespace softdat::conformance
