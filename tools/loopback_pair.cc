@@ -1,0 +1,283 @@
+// LoopbackPair: both ends of one softdat connection, built only from dat_* calls.
+#include "tools/loopback_pair.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace softdat::tools {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+// An unused TCP port on `address`, as the kernel picks one. The PSP may still lose a race for
+// it, so the caller retries.
+std::uint16_t FreePort(const sockaddr_in& address) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in at = address;
+  at.sin_port = 0;
+  socklen_t length = sizeof at;
+  std::uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &length) == 0)
+    port = ntohs(at.sin_port);
+  ::close(fd);
+  return port;
+}
+
+}  // namespace
+
+std::string DatError(const char* what, DAT_RETURN status) {
+  const char* major = "?";
+  const char* minor = "?";
+  dat_strerror(status, &major, &minor);
+  return std::string(what) + ": " + major + " " + minor;
+}
+
+DAT_LMR_TRIPLET Region::Local(std::size_t offset, std::size_t length) const {
+  DAT_LMR_TRIPLET iov{};
+  iov.virtual_address = reinterpret_cast<DAT_VADDR>(data + offset);
+  iov.segment_length = static_cast<DAT_SEG_LENGTH>(length);
+  iov.lmr_context = lmr_context;
+  return iov;
+}
+
+DAT_RMR_TRIPLET Region::Remote(std::size_t offset, std::size_t length) const {
+  DAT_RMR_TRIPLET iov{};
+  iov.virtual_address = reinterpret_cast<DAT_VADDR>(data + offset);
+  iov.segment_length = static_cast<DAT_SEG_LENGTH>(length);
+  iov.rmr_context = rmr_context;
+  return iov;
+}
+
+bool LoopbackPair::CreateEvd(DAT_EVD_FLAGS flags, DAT_EVD_HANDLE& out, std::string& error) {
+  const DAT_RETURN status = dat_evd_create(ia, config_.evd_qlen, DAT_HANDLE_NULL, flags, &out);
+  if (status != DAT_SUCCESS) error = DatError("dat_evd_create", status);
+  return status == DAT_SUCCESS;
+}
+
+bool LoopbackPair::WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER expected, DAT_EVENT& event,
+                                       std::string& error) {
+  DAT_COUNT more = 0;
+  const DAT_RETURN status = dat_evd_wait(evd, config_.wait_us, 1, &event, &more);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_evd_wait (connection)", status);
+    return false;
+  }
+  if (event.event_number != expected) {
+    error = "unexpected connection event 0x" + std::to_string(event.event_number) + " (wanted 0x" +
+            std::to_string(expected) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool LoopbackPair::CreatePsp(std::string& error) {
+  DAT_IA_ATTR ia_attr;
+  DAT_RETURN status = dat_ia_query(ia, nullptr, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, nullptr);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_ia_query", status);
+    return false;
+  }
+  if (ia_attr.ia_address_ptr == nullptr || ia_attr.ia_address_ptr->sa_family != AF_INET) {
+    error = "the IA has no IPv4 address";
+    return false;
+  }
+  const auto address = *reinterpret_cast<const sockaddr_in*>(ia_attr.ia_address_ptr);
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    const std::uint16_t candidate = FreePort(address);
+    if (candidate == 0) continue;
+    status = dat_psp_create(ia, candidate, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp_);
+    if (status == DAT_SUCCESS) {
+      port = candidate;
+      return true;
+    }
+    if (DAT_GET_TYPE(status) != DAT_CONN_QUAL_IN_USE) break;
+  }
+  error = DatError("dat_psp_create", status);
+  return false;
+}
+
+bool LoopbackPair::Open(const PairConfig& config, std::string& error) {
+  config_ = config;
+  DAT_RETURN status = dat_ia_open(const_cast<char*>(config_.ia_name.c_str()), 8, &async_evd_, &ia);
+  if (status != DAT_SUCCESS) {
+    ia = DAT_HANDLE_NULL;
+    error = DatError(("dat_ia_open " + config_.ia_name).c_str(), status);
+    return false;
+  }
+  if ((status = dat_pz_create(ia, &pz)) != DAT_SUCCESS) {
+    error = DatError("dat_pz_create", status);
+    return false;
+  }
+  if (!CreateEvd(DAT_EVD_DTO_FLAG, server_recv_evd, error) ||
+      !CreateEvd(DAT_EVD_DTO_FLAG, server_request_evd, error) ||
+      !CreateEvd(DAT_EVD_DTO_FLAG, client_recv_evd, error) ||
+      !CreateEvd(DAT_EVD_DTO_FLAG, client_request_evd, error) ||
+      !CreateEvd(DAT_EVD_CR_FLAG, cr_evd_, error) ||
+      !CreateEvd(DAT_EVD_CONNECTION_FLAG, server_connect_evd_, error) ||
+      !CreateEvd(DAT_EVD_CONNECTION_FLAG, client_connect_evd_, error))
+    return false;
+
+  DAT_SRQ_ATTR srq_attr{};
+  srq_attr.max_recv_dtos = config_.srq_buffers;
+  srq_attr.max_recv_iov = 1;
+  srq_attr.low_watermark = DAT_SRQ_LW_DEFAULT;
+  if ((status = dat_srq_create(ia, pz, &srq_attr, &srq)) != DAT_SUCCESS) {
+    error = DatError("dat_srq_create", status);
+    return false;
+  }
+
+  DAT_EP_ATTR attr{};
+  attr.service_type = DAT_SERVICE_TYPE_RC;
+  attr.qos = DAT_QOS_BEST_EFFORT;
+  attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  attr.max_request_dtos = config_.request_dtos;
+  attr.max_recv_iov = 1;
+  attr.max_request_iov = 1;
+  attr.max_rdma_read_in = config_.rdma_reads;
+  attr.max_rdma_read_out = config_.rdma_reads;
+  attr.max_rdma_read_iov = 1;
+  attr.max_rdma_write_iov = 1;
+  attr.srq_soft_hw = DAT_HW_DEFAULT;
+  // max_message_size and max_rdma_size 0: the provider fills in its own limits.
+  status = dat_ep_create_with_srq(ia, pz, server_recv_evd, server_request_evd, server_connect_evd_, srq,
+                                  &attr, &server_ep);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_ep_create_with_srq", status);
+    return false;
+  }
+  attr.max_recv_dtos = config_.client_recv_dtos;
+  status = dat_ep_create(ia, pz, client_recv_evd, client_request_evd, client_connect_evd_, &attr, &client_ep);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_ep_create", status);
+    return false;
+  }
+
+  if (!CreatePsp(error)) return false;
+  DAT_IA_ATTR ia_attr;
+  dat_ia_query(ia, nullptr, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, nullptr);
+  status = dat_ep_connect(client_ep, ia_attr.ia_address_ptr, port, config_.wait_us, 0, nullptr,
+                          DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_ep_connect", status);
+    return false;
+  }
+  DAT_EVENT event;
+  if (!WaitConnectionEvent(cr_evd_, DAT_CONNECTION_REQUEST_EVENT, event, error)) return false;
+  status = dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, server_ep, 0, nullptr);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_cr_accept", status);
+    return false;
+  }
+  if (!WaitConnectionEvent(server_connect_evd_, DAT_CONNECTION_EVENT_ESTABLISHED, event, error) ||
+      !WaitConnectionEvent(client_connect_evd_, DAT_CONNECTION_EVENT_ESTABLISHED, event, error))
+    return false;
+  connected_ = true;
+  return true;
+}
+
+bool LoopbackPair::Register(std::size_t size, Region& out, std::string& error) {
+  if (regions_ == kMaxRegions) {
+    error = "too many regions";
+    return false;
+  }
+  const std::size_t rounded = (size + kPage - 1) / kPage * kPage;
+  void* memory = std::aligned_alloc(kPage, rounded);
+  if (memory == nullptr) {
+    error = "out of memory";
+    return false;
+  }
+  std::memset(memory, 0, rounded);
+  memory_[regions_++] = memory;
+  DAT_REGION_DESCRIPTION region;
+  region.for_va = memory;
+  DAT_VLEN registered_length = 0;
+  DAT_VADDR registered_address = 0;
+  const DAT_RETURN status =
+      dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, rounded, pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+                     &out.lmr, &out.lmr_context, &out.rmr_context, &registered_length, &registered_address);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_lmr_create", status);
+    return false;
+  }
+  out.data = static_cast<char*>(memory);
+  out.size = size;
+  return true;
+}
+
+bool LoopbackPair::WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& out, std::string& error) {
+  DAT_EVENT event;
+  DAT_COUNT more = 0;
+  const DAT_RETURN status = dat_evd_wait(evd, config_.wait_us, 1, &event, &more);
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_evd_wait", status);
+    return false;
+  }
+  if (event.event_number != DAT_DTO_COMPLETION_EVENT) {
+    error = "unexpected event 0x" + std::to_string(event.event_number) + " on a DTO EVD";
+    return false;
+  }
+  out = event.event_data.dto_completion_event_data;
+  if (out.status != DAT_DTO_SUCCESS) {
+    error = "DTO completed with status " + std::to_string(out.status);
+    return false;
+  }
+  return true;
+}
+
+bool LoopbackPair::TryDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& out, bool& failed,
+                          std::string& error) {
+  failed = false;
+  DAT_EVENT event;
+  const DAT_RETURN status = dat_evd_dequeue(evd, &event);
+  if (DAT_GET_TYPE(status) == DAT_QUEUE_EMPTY) return false;
+  failed = true;
+  if (status != DAT_SUCCESS) {
+    error = DatError("dat_evd_dequeue", status);
+    return false;
+  }
+  if (event.event_number != DAT_DTO_COMPLETION_EVENT) {
+    error = "unexpected event 0x" + std::to_string(event.event_number) + " on a DTO EVD";
+    return false;
+  }
+  out = event.event_data.dto_completion_event_data;
+  if (out.status != DAT_DTO_SUCCESS) {
+    error = "DTO completed with status " + std::to_string(out.status);
+    return false;
+  }
+  failed = false;
+  return true;
+}
+
+void LoopbackPair::Disconnect() {
+  if (!connected_) return;
+  connected_ = false;
+  if (dat_ep_disconnect(client_ep, DAT_CLOSE_GRACEFUL_FLAG) != DAT_SUCCESS) return;
+  // Both ends report the end; each wait is bounded, and anything else left on these EVDs is
+  // dropped with the IA.
+  for (DAT_EVD_HANDLE evd : {client_connect_evd_, server_connect_evd_}) {
+    for (int i = 0; i < 4; ++i) {
+      DAT_EVENT event;
+      DAT_COUNT more = 0;
+      if (dat_evd_wait(evd, 1'000'000, 1, &event, &more) != DAT_SUCCESS) break;
+      if (event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED) break;
+    }
+  }
+}
+
+LoopbackPair::~LoopbackPair() {
+  if (ia != DAT_HANDLE_NULL) {
+    Disconnect();
+    dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+  }
+  for (int i = 0; i < regions_; ++i) std::free(memory_[i]);
+}
+
+}  // namespace softdat::tools
