@@ -8,7 +8,7 @@
 namespace softdat::core {
 
 Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region, DAT_VLEN length,
-                   Pz* pz, DAT_MEM_PRIV_FLAGS privileges, DAT_VA_TYPE va_type, Lmr** out,
+                   Pz* pz, std::uint32_t privileges, DAT_VA_TYPE va_type, Lmr** out,
                    DAT_LMR_CONTEXT* lmr_context, DAT_RMR_CONTEXT* rmr_context,
                    DAT_VLEN* registered_length, DAT_VADDR* registered_address) {
   if (mem_type != DAT_MEM_TYPE_VIRTUAL) {
@@ -29,13 +29,14 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
 
   std::uint32_t key = 0;
   if (Status status = ia->memory().Reserve(key); !status.ok()) return status;
-  Lmr* lmr = NewHandle<Lmr>(ia->provider, ia, pz, address, length, privileges, va_type, key);
+  Lmr* lmr = NewHandle<Lmr>(ia->provider, ia, pz, address, length, static_cast<DAT_MEM_PRIV_FLAGS>(privileges),
+                            va_type, key);
   pz->AddUser();
   WindowView window;
   window.key = key;
   window.address = address;
   window.length = length;
-  window.privileges = privileges;
+  window.privileges = static_cast<DAT_MEM_PRIV_FLAGS>(privileges);
   window.pz = pz;
   window.is_lmr = true;
   ia->memory().Publish(window);

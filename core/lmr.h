@@ -20,7 +20,7 @@ class Lmr : public HandleHeader {
   // dat_lmr_create for DAT_MEM_TYPE_VIRTUAL with DAT_VA_TYPE_VA. Output pointers other than `out`
   // may be null; all are written only on success.
   static Status Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
-                       DAT_VLEN length, Pz* pz, DAT_MEM_PRIV_FLAGS privileges,
+                       DAT_VLEN length, Pz* pz, std::uint32_t privileges,
                        DAT_VA_TYPE va_type, Lmr** out, DAT_LMR_CONTEXT* lmr_context,
                        DAT_RMR_CONTEXT* rmr_context, DAT_VLEN* registered_length,
                        DAT_VADDR* registered_address);

@@ -50,7 +50,7 @@ Status Rmr::Query(DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM* param) const {
   return Status::Ok();
 }
 
-Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, DAT_MEM_PRIV_FLAGS privileges, DAT_VA_TYPE va_type,
+Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
                  Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT* context) {
   if (triplet == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
   if (context == nullptr) return Status(Code::kInvalidParameter, Detail::kArg9);
@@ -66,8 +66,8 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, DAT_MEM_PRIV_FLAGS pr
       return Status(Code::kInvalidParameter, Detail::kArg3);
     if (lmr->pz() != pz_ || ep->pz() != pz_) return Status(Code::kProtectionViolation);
     // The window may not grant the peer what the region does not grant locally.
-    if (((privileges & DAT_MEM_PRIV_REMOTE_READ_FLAG) && !region.Allows(DAT_MEM_PRIV_LOCAL_READ_FLAG)) ||
-        ((privileges & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) && !region.Allows(DAT_MEM_PRIV_LOCAL_WRITE_FLAG)))
+    // (Local read is always granted, as on an RNIC: see core/local_iov.cc.)
+    if ((privileges & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) && !region.Allows(DAT_MEM_PRIV_LOCAL_WRITE_FLAG))
       return Status(Code::kPrivilegesViolation);
   }
 
@@ -96,13 +96,13 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, DAT_MEM_PRIV_FLAGS pr
     window.key = key;
     window.address = triplet->virtual_address;
     window.length = triplet->segment_length;
-    window.privileges = privileges;
+    window.privileges = static_cast<DAT_MEM_PRIV_FLAGS>(privileges);
     window.pz = pz_;
     window.endpoint = ep;
     window.is_lmr = false;
     ia_->memory().Publish(window);
     triplet_ = *triplet;
-    privileges_ = privileges;
+    privileges_ = static_cast<DAT_MEM_PRIV_FLAGS>(privileges);
   } else {
     triplet_ = DAT_LMR_TRIPLET{};
     privileges_ = DAT_MEM_PRIV_NONE_FLAG;

@@ -27,7 +27,7 @@ class Rmr : public HandleHeader {
 
   // dat_rmr_bind. A zero-length triplet unbinds. The completion arrives on the EP's request EVD
   // in posting order; a bind posted to a DISCONNECTED EP is flushed and changes nothing.
-  Status Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, DAT_MEM_PRIV_FLAGS privileges, DAT_VA_TYPE va_type,
+  Status Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
               Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT* context);
 
   // A peer's Send with Invalidate named `key`: revoke it if it is an RMR window of `pz`.

@@ -4,6 +4,7 @@
 #include "core/pz.h"
 #include "dat/consumer_ia_handle.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
@@ -42,6 +43,7 @@ DAT_RETURN LmrCreate(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_
                      DAT_VA_TYPE va_type, DAT_LMR_HANDLE* lmr_handle, DAT_LMR_CONTEXT* lmr_context,
                      DAT_RMR_CONTEXT* rmr_context, DAT_VLEN* registered_length,
                      DAT_VADDR* registered_address) noexcept {
+  const std::uint32_t privilege_bits = RawBits(privileges);
   return Guarded("dat_lmr_create", [&]() -> Status {
     core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
@@ -49,7 +51,7 @@ DAT_RETURN LmrCreate(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
     if (lmr_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg8);
     core::Lmr* lmr = nullptr;
-    Status status = core::Lmr::Create(ia, mem_type, region, length, pz, privileges, va_type, &lmr,
+    Status status = core::Lmr::Create(ia, mem_type, region, length, pz, privilege_bits, va_type, &lmr,
                                       lmr_context, rmr_context, registered_length, registered_address);
     if (status.ok()) *lmr_handle = lmr;
     return status;

@@ -6,6 +6,7 @@
 #include "core/rmr.h"
 #include "dat/consumer_ia_handle.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
@@ -34,6 +35,7 @@ DAT_RETURN RmrQuery(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask, DAT_RMR_
 DAT_RETURN RmrBind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle, const DAT_LMR_TRIPLET* lmr_triplet,
                    DAT_MEM_PRIV_FLAGS mem_priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_handle,
                    DAT_RMR_COOKIE user_cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT* context) noexcept {
+  const std::uint32_t mem_priv_bits = RawBits(mem_priv);
   return Guarded("dat_rmr_bind", [&]() -> Status {
     core::Rmr* rmr = core::HandleAs<core::Rmr>(rmr_handle);
     if (rmr == nullptr) return Status(Code::kInvalidHandle, Detail::kRmr);
@@ -44,7 +46,7 @@ DAT_RETURN RmrBind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle, const D
       lmr = core::HandleAs<core::Lmr>(lmr_handle);
       if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
     }
-    return rmr->Bind(lmr, lmr_triplet, mem_priv, va_type, ep, user_cookie, flags, context);
+    return rmr->Bind(lmr, lmr_triplet, mem_priv_bits, va_type, ep, user_cookie, flags, context);
   });
 }
 

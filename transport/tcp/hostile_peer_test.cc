@@ -77,7 +77,7 @@ class RawPeer {
     const std::size_t covered = wire::kLengthFieldSize + header.ulpdu_length + wire::PadSize(header.ulpdu_length);
     std::vector<std::uint8_t> bytes(covered + wire::kCrcSize, 0);
     wire::EncodeHeader(header, bytes.data());
-    std::memcpy(bytes.data() + header_size, payload.data(), payload.size());
+    if (!payload.empty()) std::memcpy(bytes.data() + header_size, payload.data(), payload.size());
     std::uint32_t crc = Crc32c(bytes.data(), covered);
     if (!good_crc) crc ^= 0x1;
     for (int i = 0; i < 4; ++i) bytes[covered + i] = static_cast<std::uint8_t>(crc >> (8 * i));
