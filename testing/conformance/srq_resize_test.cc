@@ -1,0 +1,100 @@
+// dat_srq_resize(3DAT): no buffer is ever lost; shrinking below the outstanding buffers (on the
+// SRQ, held by EPs, or completed but not reaped) or below the low watermark is DAT_INVALID_STATE
+// and changes nothing; growing works.
+#include <unistd.h>
+
+#include <set>
+
+#include "testing/conformance/fixture.h"
+
+namespace softdat::conformance {
+namespace {
+
+class SrqResize : public ConformanceTest {
+ protected:
+  void PostBuffers(DAT_SRQ_HANDLE srq, int first, int count) {
+    if (slots_.region.bytes.empty()) {
+      slots_.slot_size = 64;
+      ASSERT_EQ(Register(slots_.region, 64 * 32, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+    }
+    for (int i = first; i < first + count; ++i) {
+      DAT_LMR_TRIPLET iov = slots_.Slot(i);
+      DAT_DTO_COOKIE cookie;
+      cookie.as_64 = i;
+      ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
+    }
+  }
+  SlotBuffers slots_;
+};
+
+TEST_F(SrqResize, NeverLosesABuffer) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 6));
+  ASSERT_EQ(dat_srq_resize(srq, 24), DAT_SUCCESS);
+  ASSERT_EQ(dat_srq_resize(srq, 6), DAT_SUCCESS);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 6);
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  for (int i = 0; i < 6; ++i) ASSERT_NO_FATAL_FAILURE(Send(pair, 8, static_cast<char>('a' + i)));
+  std::set<std::uint64_t> cookies;
+  for (int i = 0; i < 6; ++i) {
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+    ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
+    cookies.insert(dto.user_cookie.as_64);
+  }
+  EXPECT_EQ(cookies, (std::set<std::uint64_t>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST_F(SrqResize, BelowOutstandingCountIsInvalidState) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 5));
+  DAT_RETURN result = dat_srq_resize(srq, 4);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << DatReturnName(result);
+  // Two buffers taken and completed but not reaped still count as outstanding.
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'a'));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'b'));
+  ASSERT_NO_FATAL_FAILURE(WaitSends(pair, 2));
+  for (int i = 0; i < 10000 && QuerySrq(srq).available_dto_count != 3; ++i) usleep(1000);
+  ASSERT_EQ(QuerySrq(srq).available_dto_count, 3);
+  EXPECT_EQ(QuerySrq(srq).outstanding_dto_count, 5);
+  result = dat_srq_resize(srq, 4);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << DatReturnName(result);
+  EXPECT_GE(QuerySrq(srq).max_recv_dtos, 5) << "a refused resize changes nothing";
+  // Once reaped they no longer count.
+  for (int i = 0; i < 2; ++i) {
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  }
+  EXPECT_EQ(dat_srq_resize(srq, 3), DAT_SUCCESS);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 3);
+}
+
+TEST_F(SrqResize, BelowLowWatermarkIsInvalidState) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 6));
+  ASSERT_EQ(dat_srq_set_lw(srq, 5), DAT_SUCCESS);
+  const DAT_RETURN result = dat_srq_resize(srq, 4);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << DatReturnName(result);
+  EXPECT_EQ(QuerySrq(srq).low_watermark, 5);
+  EXPECT_GE(QuerySrq(srq).max_recv_dtos, 6);
+}
+
+TEST_F(SrqResize, GrowingWorks) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  const DAT_COUNT before = QuerySrq(srq).max_recv_dtos;
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, before));
+  ASSERT_EQ(dat_srq_resize(srq, before + 16), DAT_SUCCESS);
+  EXPECT_GE(QuerySrq(srq).max_recv_dtos, before + 16);
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, before, 16));
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, before + 16);
+}
+
+}  // namespace
+}  // namespace softdat::conformance

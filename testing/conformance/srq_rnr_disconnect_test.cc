@@ -1,0 +1,165 @@
+// What happens around an SRQ EP's buffers when the SRQ is empty (dat_srq_create: "the same as
+// when there are no buffers on the EP Recv Work Queue", i.e. receiver not ready) and when the EP
+// disconnects (dat_srq_post_recv USAGE: completed buffers reach the recv EVD, uncompleted ones are
+// flushed, buffers still on the SRQ stay available to the other EPs).
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "testing/conformance/fixture.h"
+
+namespace softdat::conformance {
+namespace {
+
+DAT_DTO_COOKIE Cookie(std::uint64_t value) {
+  DAT_DTO_COOKIE cookie;
+  cookie.as_64 = value;
+  return cookie;
+}
+
+using Rnr = ConformanceTest;
+
+TEST_F(Rnr, MessageWaitsForABufferNothingLostOtherConnectionsGoOn) {
+  DAT_SRQ_HANDLE empty_srq, other_srq;
+  ASSERT_EQ(CreateSrq(8, 1, &empty_srq), DAT_SUCCESS);
+  ASSERT_EQ(CreateSrq(8, 1, &other_srq), DAT_SUCCESS);
+  SlotBuffers slots;
+  slots.slot_size = 64;
+  ASSERT_EQ(Register(slots.region, 64 * 8, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  for (int i = 4; i < 8; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(other_srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
+  Pair stalled, other;
+  ASSERT_NO_FATAL_FAILURE(Connect(empty_srq, stalled));
+  ASSERT_NO_FATAL_FAILURE(Connect(other_srq, other));
+  ASSERT_NO_FATAL_FAILURE(Send(stalled, 8, 'A'));
+  ASSERT_NO_FATAL_FAILURE(Send(stalled, 8, 'B'));
+  DAT_EVENT event{};
+  EXPECT_EQ(DAT_GET_TYPE(Wait(stalled.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED)
+      << "no buffer: nothing can complete";
+  // The other connection is not held up.
+  for (char fill : {'x', 'y'}) {
+    ASSERT_NO_FATAL_FAILURE(Send(other, 8, fill));
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(other.receiver_recv_evd, dto));
+    EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(slots.region.bytes[dto.user_cookie.as_64 * 64], fill);
+  }
+  // Buffers arrive: both waiting messages complete, in order, intact.
+  for (int i = 0; i < 2; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(empty_srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
+  for (char fill : {'A', 'B'}) {
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(stalled.receiver_recv_evd, dto));
+    EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(dto.transfered_length, 8u);
+    EXPECT_EQ(slots.region.bytes[dto.user_cookie.as_64 * 64], fill);
+  }
+  DAT_EP_STATE state;
+  DAT_BOOLEAN recv_idle, request_idle;
+  ASSERT_EQ(dat_ep_get_status(stalled.receiver, &state, &recv_idle, &request_idle), DAT_SUCCESS);
+  EXPECT_EQ(state, DAT_EP_STATE_CONNECTED);
+}
+
+class RnrTimeout : public ConformanceTest {
+ protected:
+  const char* ia_name() const override { return "softdat-tcp-rnr"; }
+};
+
+TEST_F(RnrTimeout, ConnectionBreaksWithConnectionEventBroken) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'A'));
+  EXPECT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_BROKEN))
+      << "rnr_timeout_ms=100 must break a connection whose message found no buffer";
+}
+
+using SrqEpDisconnect = ConformanceTest;
+
+TEST_F(SrqEpDisconnect, CompletedBuffersReachRecvEvdUncompletedFlushedSrqBuffersStayAvailable) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+  SlotBuffers slots;
+  slots.slot_size = 64;
+  ASSERT_EQ(Register(slots.region, 64 * 6, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  for (int i = 0; i < 6; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
+  Pair leaving, staying;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, leaving));
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, staying));
+  ASSERT_NO_FATAL_FAILURE(Send(leaving, 8, 'L'));
+  ASSERT_NO_FATAL_FAILURE(Send(leaving, 8, 'M'));
+  ASSERT_NO_FATAL_FAILURE(WaitSends(leaving, 2));
+  ASSERT_NO_FATAL_FAILURE(Disconnect(leaving));
+  // Every buffer the leaving EP took is on its recv EVD: completed ones with their data, any it
+  // had not completed as flushed. Nothing else.
+  int successes = 0;
+  DAT_EVENT event{};
+  while (dat_evd_dequeue(leaving.receiver_recv_evd, &event) == DAT_SUCCESS) {
+    ASSERT_EQ(event.event_number, DAT_DTO_COMPLETION_EVENT);
+    const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
+    EXPECT_EQ(dto.ep_handle, leaving.receiver);
+    if (dto.status == DAT_DTO_SUCCESS) {
+      EXPECT_EQ(slots.region.bytes[dto.user_cookie.as_64 * 64], successes == 0 ? 'L' : 'M');
+      ++successes;
+    } else {
+      EXPECT_EQ(dto.status, DAT_DTO_ERR_FLUSHED);
+    }
+  }
+  EXPECT_EQ(successes, 2) << "both messages were sent and acknowledged before the disconnect";
+  DAT_COUNT n = -1, span = -1;
+  ASSERT_EQ(dat_ep_recv_query(leaving.receiver, &n, &span), DAT_SUCCESS);
+  EXPECT_EQ(n, 0) << "a disconnected EP holds no buffer";
+  // The four buffers still on the SRQ serve the other connection.
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 4);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_NO_FATAL_FAILURE(Send(staying, 8, static_cast<char>('s' + i)));
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(staying.receiver_recv_evd, dto));
+    EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+    EXPECT_EQ(dto.ep_handle, staying.receiver);
+  }
+}
+
+TEST_F(SrqEpDisconnect, BufferTakenButNotCompletedIsFlushed) {
+  // A message large enough that the receiver can see (dat_ep_recv_query) that its EP took the
+  // buffer while the bytes are still arriving, and disconnect then.
+  const std::size_t size = std::min<std::size_t>(32u << 20, ia_attr_.max_message_size);
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  Region big;
+  ASSERT_EQ(Register(big, size, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  DAT_LMR_TRIPLET iov = big.Triplet(0, size);
+  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(1)), DAT_SUCCESS);
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, size, 'b'));
+  DAT_COUNT n = 0;
+  DAT_EVENT event{};
+  bool completed = false;
+  for (long i = 0; i < 50'000'000 && n == 0 && !completed; ++i) {
+    ASSERT_EQ(dat_ep_recv_query(pair.receiver, &n, nullptr), DAT_SUCCESS);
+    completed = n == 0 && dat_evd_dequeue(pair.receiver_recv_evd, &event) == DAT_SUCCESS;
+  }
+  if (completed) GTEST_SKIP() << "the message completed before its buffer was seen taken; nothing to flush";
+  ASSERT_EQ(n, 1) << "the EP never took the buffer";
+  ASSERT_EQ(dat_ep_disconnect(pair.receiver, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  ASSERT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  EXPECT_EQ(dto.status, DAT_DTO_ERR_FLUSHED);
+  EXPECT_EQ(dto.user_cookie.as_64, 1u);
+  EXPECT_EQ(dto.ep_handle, pair.receiver);
+  EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(pair.receiver_recv_evd, &event)), DAT_QUEUE_EMPTY);
+  EXPECT_EQ(QuerySrq(srq).outstanding_dto_count, 0) << "the flushed buffer was reaped";
+}
+
+}  // namespace
+}  // namespace softdat::conformance
