@@ -92,5 +92,26 @@ TEST_F(Handles, FreedEpIsInvalidHandleEp) {
   EXPECT_EQ(dat_srq_free(srq), DAT_SUCCESS) << "the freed EP no longer uses the SRQ";
 }
 
+TEST_F(Handles, SrqOfAClosedIaIsInvalidHandleSrq) {
+  DAT_IA_HANDLE other_ia;
+  DAT_EVD_HANDLE other_async = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_ia_open(const_cast<char*>("softdat-tcp"), 8, &other_async, &other_ia), DAT_SUCCESS);
+  DAT_PZ_HANDLE other_pz;
+  ASSERT_EQ(dat_pz_create(other_ia, &other_pz), DAT_SUCCESS);
+  DAT_SRQ_ATTR attr{4, 1, DAT_SRQ_LW_DEFAULT};
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(dat_srq_create(other_ia, other_pz, &attr, &srq), DAT_SUCCESS);
+  const DAT_EVD_HANDLE evd = MakeEvd(DAT_EVD_DTO_FLAG);
+  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+  DAT_RETURN result = dat_ep_create_with_srq(ia_, pz_, evd, DAT_HANDLE_NULL, DAT_HANDLE_NULL, srq, nullptr, &ep);
+  EXPECT_NE(result, DAT_SUCCESS) << "an SRQ of another IA";
+  // Abrupt close frees the SRQ with the IA.
+  ASSERT_EQ(dat_ia_close(other_ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  DAT_SRQ_PARAM param;
+  ExpectInvalidHandle(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &param), DAT_INVALID_HANDLE_SRQ, "query");
+  ExpectInvalidHandle(dat_srq_set_lw(srq, 1), DAT_INVALID_HANDLE_SRQ, "set_lw");
+  ExpectInvalidHandle(dat_srq_free(srq), DAT_INVALID_HANDLE_SRQ, "free");
+}
+
 }  // namespace
 }  // namespace softdat::conformance

@@ -60,6 +60,8 @@ TEST_F(SrqPostRecv, SegmentOutsideLmrOrTooManySegmentsIsInvalidParameter) {
   for (DAT_COUNT i = 0; i <= max_iov; ++i) iov.push_back(region.Triplet(64 * i, 64));
   result = dat_srq_post_recv(srq, max_iov + 1, iov.data(), Cookie(1));
   EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_PARAMETER) << DatReturnName(result);
+  result = dat_srq_post_recv(srq, -1, iov.data(), Cookie(1));
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_PARAMETER) << DatReturnName(result);
   EXPECT_EQ(QuerySrq(srq).available_dto_count, 0);
 }
 
@@ -166,6 +168,35 @@ TEST_F(SrqPostRecv, CookieComesBackInTheCompletion) {
     EXPECT_EQ(slots.region.bytes[slot * 64], static_cast<char>('a' + i)) << "completion " << i;
   }
   for (std::uint64_t cookie : cookies) EXPECT_EQ(seen[cookie], 1) << cookie;
+}
+
+TEST_F(SrqPostRecv, OnlyConnectedEpsTakeBuffers) {
+  // USAGE: only an EP in Connected or Disconnect Pending state dequeues buffers from the SRQ.
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  Region region;
+  ASSERT_EQ(Register(region, 64 * 2, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  for (int i = 0; i < 2; ++i) {
+    DAT_LMR_TRIPLET iov = region.Triplet(64 * i, 64);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
+  const DAT_EVD_HANDLE idle_evd = MakeEvd(DAT_EVD_DTO_FLAG);
+  DAT_EP_HANDLE idle;
+  ASSERT_EQ(dat_ep_create_with_srq(ia_, pz_, idle_evd, DAT_HANDLE_NULL, DAT_HANDLE_NULL, srq, nullptr, &idle),
+            DAT_SUCCESS);
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'c'));
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+    EXPECT_EQ(dto.ep_handle, pair.receiver);
+  }
+  DAT_COUNT n = -1, span = -1;
+  ASSERT_EQ(dat_ep_recv_query(idle, &n, &span), DAT_SUCCESS);
+  EXPECT_EQ(n, 0);
+  DAT_EVENT event{};
+  EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(idle_evd, &event)), DAT_QUEUE_EMPTY);
 }
 
 using Scatter = ConformanceTest;

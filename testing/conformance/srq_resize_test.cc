@@ -3,6 +3,7 @@
 // and changes nothing; growing works.
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 
 #include "testing/conformance/fixture.h"
@@ -72,6 +73,38 @@ TEST_F(SrqResize, BelowOutstandingCountIsInvalidState) {
   }
   EXPECT_EQ(dat_srq_resize(srq, 3), DAT_SUCCESS);
   EXPECT_EQ(QuerySrq(srq).available_dto_count, 3);
+}
+
+TEST_F(SrqResize, BuffersHeldByAnEpCountAsOutstanding) {
+  // A 32 MiB message is caught while it arrives (its buffer held by the EP, not on the SRQ):
+  // shrinking below the two posted buffers is refused whether or not it has completed since.
+  const std::size_t size = std::min<std::size_t>(32u << 20, ia_attr_.max_message_size);
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  Region big;
+  ASSERT_EQ(Register(big, size, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  DAT_LMR_TRIPLET iov = big.Triplet(0, size);
+  DAT_DTO_COOKIE cookie{};
+  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 1));
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, size, 'b'));
+  DAT_COUNT n = 0;
+  for (long i = 0; i < 50'000'000 && n == 0; ++i) {
+    ASSERT_EQ(dat_ep_recv_query(pair.receiver, &n, nullptr), DAT_SUCCESS);
+    if (n == 0 && QuerySrq(srq).available_dto_count < 2) break;  // taken and completed already
+  }
+  const DAT_SRQ_PARAM param = QuerySrq(srq);
+  EXPECT_EQ(param.available_dto_count, 1);
+  EXPECT_EQ(param.outstanding_dto_count, 2);
+  const DAT_RETURN result = dat_srq_resize(srq, 1);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << DatReturnName(result);
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(dto.transfered_length, size);
+  EXPECT_EQ(dat_srq_resize(srq, 1), DAT_SUCCESS) << "one buffer is outstanding once the completion is reaped";
 }
 
 TEST_F(SrqResize, BelowLowWatermarkIsInvalidState) {
