@@ -199,6 +199,25 @@ TEST_F(SrqPostRecv, OnlyConnectedEpsTakeBuffers) {
   EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(idle_evd, &event)), DAT_QUEUE_EMPTY);
 }
 
+TEST_F(SrqPostRecv, MessageLargerThanTheBufferCompletesWithLocalLengthError) {
+  // "The completion of the Receive posted to the SRQ is equivalent to what happened to the
+  // Receive posted to the Endpoint": a message that does not fit is a local length error.
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  Region region;
+  ASSERT_EQ(Register(region, 16, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  DAT_LMR_TRIPLET iov = region.Triplet(0, 16);
+  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(5)), DAT_SUCCESS);
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, 17, 'o'));
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  EXPECT_EQ(dto.status, DAT_DTO_ERR_LOCAL_LENGTH);
+  EXPECT_EQ(dto.user_cookie.as_64, 5u);
+  EXPECT_EQ(dto.ep_handle, pair.receiver);
+}
+
 using Scatter = ConformanceTest;
 
 TEST_F(Scatter, SegmentsFilledInIovOrderFrontFullAtMostOnePartialRestUntouched) {

@@ -64,6 +64,69 @@ TEST_F(Rnr, MessageWaitsForABufferNothingLostOtherConnectionsGoOn) {
   EXPECT_EQ(state, DAT_EP_STATE_CONNECTED);
 }
 
+TEST_F(Rnr, ReplenishingAFewBuffersUnderLoadLosesNothingAndKeepsOrder) {
+  // Four connections share an SRQ of 8 buffers and a recv EVD; 4000 messages in all, so messages
+  // wait for buffers again and again while the consumer re-posts each buffer as it reaps it.
+  constexpr int kPairs = 4, kPerPair = 1000, kWindow = 16, kBuffers = 8;
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(kBuffers, 1, &srq), DAT_SUCCESS);
+  SlotBuffers slots;
+  slots.slot_size = 64;
+  ASSERT_EQ(Register(slots.region, 64 * kBuffers, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  for (int i = 0; i < kBuffers; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
+  const DAT_EVD_HANDLE shared_evd = MakeEvd(DAT_EVD_DTO_FLAG, 1024);
+  Pair pairs[kPairs];
+  Region out[kPairs];
+  int sent[kPairs] = {}, send_done[kPairs] = {}, received[kPairs] = {};
+  for (int p = 0; p < kPairs; ++p) {
+    ASSERT_NO_FATAL_FAILURE(Connect(srq, pairs[p], {.recv_evd = shared_evd}));
+    ASSERT_EQ(Register(out[p], 64 * kWindow, DAT_MEM_PRIV_LOCAL_READ_FLAG), DAT_SUCCESS);
+  }
+  int total = 0;
+  for (long spin = 0; total < kPairs * kPerPair; ++spin) {
+    ASSERT_LT(spin, 20'000'000) << "stalled after " << total << " messages";
+    for (int p = 0; p < kPairs; ++p) {
+      while (sent[p] < kPerPair && sent[p] - send_done[p] < kWindow) {
+        const int slot = sent[p] % kWindow;
+        out[p].bytes[64 * slot] = static_cast<char>(p);
+        out[p].bytes[64 * slot + 1] = static_cast<char>(sent[p] & 0x7f);
+        out[p].bytes[64 * slot + 2] = static_cast<char>(sent[p] >> 7);
+        DAT_LMR_TRIPLET iov = out[p].Triplet(64 * slot, 64);
+        ASSERT_EQ(dat_ep_post_send(pairs[p].sender, 1, &iov, Cookie(sent[p]), DAT_COMPLETION_DEFAULT_FLAG),
+                  DAT_SUCCESS);
+        ++sent[p];
+      }
+      DAT_EVENT event{};
+      while (dat_evd_dequeue(pairs[p].sender_request_evd, &event) == DAT_SUCCESS) {
+        ASSERT_EQ(event.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+        ++send_done[p];
+      }
+    }
+    DAT_EVENT event{};
+    while (dat_evd_dequeue(shared_evd, &event) == DAT_SUCCESS) {
+      const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
+      ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
+      const std::uint64_t slot = dto.user_cookie.as_64;
+      ASSERT_LT(slot, static_cast<std::uint64_t>(kBuffers));
+      const char* bytes = slots.region.bytes.data() + 64 * slot;
+      const int p = bytes[0];
+      ASSERT_GE(p, 0);
+      ASSERT_LT(p, kPairs);
+      EXPECT_EQ(dto.ep_handle, pairs[p].receiver);
+      const int sequence = bytes[1] | (bytes[2] << 7);
+      ASSERT_EQ(sequence, received[p]) << "connection " << p << " out of order or lost a message";
+      ++received[p];
+      ++total;
+      DAT_LMR_TRIPLET iov = slots.Slot(slot);
+      ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(slot)), DAT_SUCCESS);
+    }
+  }
+  for (int p = 0; p < kPairs; ++p) EXPECT_EQ(received[p], kPerPair);
+}
+
 class RnrTimeout : public ConformanceTest {
  protected:
   const char* ia_name() const override { return "softdat-tcp-rnr"; }

@@ -86,6 +86,25 @@ TEST_F(SrqSetLw, OneEventPerArming) {
   EXPECT_TRUE(AsyncQueueEmpty());
 }
 
+TEST_F(SrqSetLw, NewWatermarkReplacesTheOld) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(16, 1, &srq), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 4));
+  ASSERT_EQ(dat_srq_set_lw(srq, 3), DAT_SUCCESS);
+  ASSERT_EQ(dat_srq_set_lw(srq, 1), DAT_SUCCESS);  // replaces 3: nothing fires at 2 left
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Deliver(pair));
+  ASSERT_NO_FATAL_FAILURE(Deliver(pair));
+  ASSERT_NO_FATAL_FAILURE(Deliver(pair));  // 1 left: not below 1
+  EXPECT_TRUE(AsyncQueueEmpty()) << "the replaced watermark of 3 must not fire";
+  ASSERT_NO_FATAL_FAILURE(Deliver(pair));  // 0 left: below 1
+  EXPECT_TRUE(WaitWatermarkEvent(srq, DAT_SRQ_LOW_WATERMARK_EVENT));
+  // DAT_SRQ_LW_DEFAULT (0) asks for no event: nothing is below it.
+  ASSERT_EQ(dat_srq_set_lw(srq, DAT_SRQ_LW_DEFAULT), DAT_SUCCESS);
+  EXPECT_TRUE(AsyncQueueEmpty());
+}
+
 TEST_F(SrqSetLw, AboveMaxRecvDtosIsInvalidParameter) {
   DAT_SRQ_HANDLE srq;
   ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
