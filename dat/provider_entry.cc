@@ -58,7 +58,10 @@ void dat_provider_init(const DAT_PROVIDER_INFO* info, const char* ia_params) {
     return;
   }
   try {
-    std::strncpy(slot->ia_name, info->ia_name, DAT_NAME_MAX_LENGTH - 1);
+    // strnlen + memcpy, not strncpy: GCC's -O2 stringop-truncation warning broke --config=opt.
+    const std::size_t length = strnlen(info->ia_name, DAT_NAME_MAX_LENGTH - 1);
+    std::memcpy(slot->ia_name, info->ia_name, length);
+    slot->ia_name[length] = '\0';
     slot->params = ia_params != nullptr ? ia_params : "";
     softdat::dat::FillProviderTable(slot->table);
     slot->table.device_name = slot->ia_name;
