@@ -94,6 +94,11 @@ TEST_F(SrqResize, BuffersHeldByAnEpCountAsOutstanding) {
   for (long i = 0; i < 50'000'000 && n == 0; ++i) {
     ASSERT_EQ(dat_ep_recv_query(pair.receiver, &n, nullptr), DAT_SUCCESS);
     if (n == 0 && QuerySrq(srq).available_dto_count < 2) break;  // taken and completed already
+    // Drives progress when the consumer does (progress=poll) without reaping: fewer than two
+    // events are ever queued here, so a zero-timeout wait for two takes none.
+    DAT_EVENT event{};
+    DAT_COUNT more = 0;
+    (void)dat_evd_wait(pair.receiver_recv_evd, 0, 2, &event, &more);
   }
   const DAT_SRQ_PARAM param = QuerySrq(srq);
   EXPECT_EQ(param.available_dto_count, 1);
