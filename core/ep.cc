@@ -154,7 +154,13 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
   Ep* ep = NewHandle<Ep>(ia->provider, ia, pz, recv_evd, request_evd, connect_evd, srq, attributes);
   Status status = ep->CheckAttributes(attributes);
   if (status.ok()) status = ep->AllocateResources();
-  if (status.ok() && srq != nullptr) status = srq->AttachEndpoint(ep);
+  if (status.ok() && srq != nullptr) {
+    status = ia->ReserveAsyncEntry();
+    if (status.ok()) {
+      status = srq->AttachEndpoint(ep);
+      if (!status.ok()) ia->ReleaseAsyncEntry();
+    }
+  }
   if (!status.ok()) {
     ep->endpoint_.reset();
     DeleteHandle(ep);
@@ -182,7 +188,10 @@ Status Ep::Free(Ep* ep) {
 
 void Ep::Destroy(Ep* ep) {
   // No SRQ wakeup may reach the transport endpoint while it goes away.
-  if (ep->srq_ != nullptr) ep->srq_->DetachEndpoint(ep);
+  if (ep->srq_ != nullptr) {
+    ep->srq_->DetachEndpoint(ep);
+    ep->ia_->ReleaseAsyncEntry();
+  }
   // A reserved EP cannot be freed (Free refuses) and abrupt IA close takes RSPs down first, so
   // no RSP still names this EP here.
   // Once the transport endpoint is destroyed no event of it runs: what is still outstanding is

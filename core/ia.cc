@@ -63,10 +63,27 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
     }
     ia->owns_async_evd_ = true;
   }
+  if (ia->async_evd_ != nullptr) ia->async_base_qlen_ = ia->async_evd_->queue().Query().qlen;
   SOFTDAT_LOG(kInfo, "dat_ia_open(%s): opened, params \"%s\"", ia_name, params_text.c_str());
   if (!async_exists) *async_evd = ia->async_evd_;
   *out = ia;
   return Status::Ok();
+}
+
+Status Ia::ReserveAsyncEntry() {
+  std::lock_guard lock(async_reserve_mutex_);
+  if (async_evd_ != nullptr) {
+    const DAT_COUNT wanted = std::min<std::int64_t>(std::int64_t{async_base_qlen_} + async_reserved_ + 1,
+                                                    evd::EventQueue::kMaxQueueLength);
+    if (Status status = async_evd_->queue().Grow(wanted); !status.ok()) return status;
+  }
+  ++async_reserved_;
+  return Status::Ok();
+}
+
+void Ia::ReleaseAsyncEntry() {
+  std::lock_guard lock(async_reserve_mutex_);
+  --async_reserved_;
 }
 
 SrqLimits Ia::srq_limits() const {

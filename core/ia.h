@@ -57,6 +57,14 @@ class Ia : public HandleHeader {
   // What EVD waits of this IA busy-poll, or null when a progress thread drives the transport.
   evd::ProgressHook* progress_hook() { return capabilities().busy_poll ? &poller_ : nullptr; }
 
+  // One async EVD entry per SRQ EP, reserved by Ep::Create and returned by Ep::Destroy: each
+  // such EP raises DAT_ASYNC_ERROR_EP_BROKEN when its connection ends, so a peer that drops many
+  // at once would otherwise overflow an async EVD sized for the consumer's own events (stock
+  // dtestsrq opens with 8 entries and runs 100 SRQ connections). The EVD grows, never shrinks.
+  // kInsufficientResources/kMemory if it cannot grow; beyond the longest EVD, no more is kept.
+  Status ReserveAsyncEntry();
+  void ReleaseAsyncEntry();
+
   // The handle the consumer holds for this IA: libdat2 hands out its own index in place of our
   // pointer. dat/ finds it once and caches it here for queries that report an ia_handle.
   std::atomic<DAT_IA_HANDLE>& consumer_handle() { return consumer_handle_; }
@@ -98,6 +106,9 @@ class Ia : public HandleHeader {
   sockaddr_in address_;
   Evd* async_evd_ = nullptr;
   bool owns_async_evd_ = false;
+  std::mutex async_reserve_mutex_;
+  DAT_COUNT async_base_qlen_ = 0;   // the async EVD's length before any reservation
+  DAT_COUNT async_reserved_ = 0;    // entries kept for SRQ EPs
   MemoryTable memory_;
   Poller poller_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};

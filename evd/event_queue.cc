@@ -206,6 +206,26 @@ Status EventQueue::Resize(DAT_COUNT qlen) {
   return Status::Ok();  // the old ring is freed here, outside the lock
 }
 
+Status EventQueue::Grow(DAT_COUNT qlen) {
+  if (!ValidQueueLength(qlen)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  const std::size_t capacity = RoundUpToPowerOfTwo(qlen);
+  {
+    std::lock_guard lock(mutex_);
+    if (capacity_ >= capacity) return Status::Ok();
+  }
+  std::unique_ptr<DAT_EVENT[]> ring = AllocateRing(capacity);
+  if (ring == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
+  {
+    std::lock_guard lock(mutex_);
+    if (capacity_ >= capacity) return Status::Ok();  // grown meanwhile
+    for (std::size_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) & (capacity_ - 1)];
+    ring_.swap(ring);
+    capacity_ = capacity;
+    head_ = 0;
+  }
+  return Status::Ok();  // the old ring is freed here, outside the lock
+}
+
 void EventQueue::SetCno(Cno* cno) {
   std::lock_guard lock(mutex_);
   if (cno == cno_) return;

@@ -112,6 +112,14 @@ class EventQueue {
   // checked against the old length); kInsufficientResources/kMemory if allocation fails.
   Status Resize(DAT_COUNT qlen);
 
+  // Makes room for at least `qlen` events, keeping every queued event in order; never shrinks.
+  // Unlike Resize it may run while a thread waits: a longer ring keeps the waiter's threshold
+  // valid. For room the provider reserves for events it promises (core keeps one async EVD entry
+  // per SRQ EP for its DAT_ASYNC_ERROR_EP_BROKEN). Control path: it allocates.
+  // kInvalidParameter/kArg2 if qlen < 1 or > kMaxQueueLength; kInsufficientResources/kMemory if
+  // allocation fails.
+  Status Grow(DAT_COUNT qlen);
+
   // dat_evd_modify_cno (and the CNO given to dat_evd_create): attaches to `cno`, or detaches for
   // nullptr. A pending CNO trigger naming this queue is dropped on detach. See the locking note.
   void SetCno(Cno* cno);

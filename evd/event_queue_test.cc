@@ -133,6 +133,28 @@ TEST(EventQueue, ResizeBelowCountIsInvalidState) {
   }
 }
 
+TEST(EventQueue, GrowNeverShrinksAndKeepsOrder) {
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  DAT_EVENT event{};
+  // Wrap the ring: head at 2, events 3..6 queued.
+  for (std::uint64_t seq = 1; seq <= 4; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
+  ASSERT_EQ(queue->Dequeue(&event), Status::Ok());
+  ASSERT_EQ(queue->Dequeue(&event), Status::Ok());
+  for (std::uint64_t seq = 5; seq <= 6; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
+  EXPECT_EQ(queue->Grow(2), Status::Ok());  // already room: nothing changes
+  EXPECT_EQ(queue->Query().qlen, 4);
+  EXPECT_EQ(queue->Grow(0), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Grow(EventQueue::kMaxQueueLength + 1), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Grow(6), Status::Ok());
+  EXPECT_EQ(queue->Query().qlen, 8);
+  for (std::uint64_t seq = 7; seq <= 10; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
+  for (std::uint64_t seq = 3; seq <= 10; ++seq) {
+    ASSERT_EQ(queue->Dequeue(&event), Status::Ok());
+    EXPECT_EQ(SeqOf(event), seq);
+  }
+}
+
 TEST(EventQueue, ResizeKeepsOrder) {
   // Grow a wrapped ring.
   auto queue = NewQueue(4);

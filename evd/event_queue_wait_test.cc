@@ -162,6 +162,30 @@ TEST(EventQueue, WaiterBlocksResizeAndFree) {
   EXPECT_EQ(queue->Resize(4), Status::Ok());
 }
 
+TEST(EventQueue, GrowWhileAThreadWaitsKeepsEventsAndWakesTheWaiter) {
+  // Core grows the async EVD while the consumer may wait on it (one entry per SRQ EP).
+  auto queue = NewQueue(2);
+  ASSERT_NE(queue, nullptr);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  Status waited(Code::kInternal);
+  DAT_EVENT event{};
+  std::thread waiter([&] { waited = queue->Wait(kLongTimeoutUs, 2, &event, nullptr); });
+  Finally join([&] {
+    if (!waiter.joinable()) return;
+    queue->SetUnwaitable();
+    waiter.join();
+  });
+  ASSERT_TRUE(Eventually([&] { return queue->Query().waiter; }));
+  EXPECT_EQ(queue->Grow(5), Status::Ok());
+  EXPECT_EQ(queue->Query().qlen, 8);
+  for (std::uint64_t seq = 2; seq <= 8; ++seq) EXPECT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
+  waiter.join();
+  EXPECT_EQ(waited, Status::Ok());
+  EXPECT_EQ(SeqOf(event), 1u);
+  EXPECT_EQ(queue->Post(MakeEvent(0, 9)), Status::Ok());  // the waiter took one: room again
+  EXPECT_EQ(queue->Post(MakeEvent(0, 10)), Status(Code::kQueueFull));
+}
+
 TEST(EventQueue, UnwaitableWaitIsInvalidState) {
   auto queue = NewQueue(8);
   ASSERT_NE(queue, nullptr);
