@@ -1,0 +1,156 @@
+// Server and clients of a stock consumer as child processes: a private loopback when the kernel
+// lets us make one, readiness read from the socket table, every wait bounded.
+#include "testing/consumers/consumer_pair.h"
+
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "testing/dat_conf.h"
+
+namespace softdat::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How long a server may take to listen, and how long a port taken by someone else (only
+// possible on the shared loopback) may stay taken, before the run gives up.
+constexpr auto kListenBound = 30s;
+constexpr auto kPortFreeBound = 60s;
+constexpr auto kPoll = 50ms;
+
+bool BringLoopbackUp() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  ifreq request{};
+  std::snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
+  bool up = ::ioctl(fd, SIOCGIFFLAGS, &request) == 0;
+  if (up) {
+    request.ifr_flags |= IFF_UP;
+    up = ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
+  }
+  ::close(fd);
+  return up;
+}
+
+bool EnterOnce() {
+  if (::unshare(CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "consumer_pair: no private network namespace (%m); using the shared loopback\n");
+    return false;
+  }
+  if (!BringLoopbackUp()) {
+    // A namespace without loopback is useless and there is no way back: fail loudly.
+    std::fprintf(stderr, "consumer_pair: cannot bring up lo in the private namespace (%m)\n");
+    std::abort();
+  }
+  return true;
+}
+
+// One table of /proc/<thread>/net: a row per socket, "sl local rem st ...", the local address as
+// hex "ADDR:PORT" and the state as hex, 0A for LISTEN.
+bool ListeningIn(const char* table, std::uint16_t port) {
+  std::ifstream in(table);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string slot, local, remote, state;
+    if (!(row >> slot >> local >> remote >> state)) continue;
+    const std::size_t colon = local.rfind(':');
+    if (colon == std::string::npos || state != "0A") continue;
+    if (std::stoul(local.substr(colon + 1), nullptr, 16) == port) return true;
+  }
+  return false;
+}
+
+std::string Command(const std::vector<std::string>& argv) {
+  std::string text = "$";
+  for (const std::string& arg : argv) text += " " + arg;
+  return text;
+}
+
+std::string Ending(const SubprocessResult& result) {
+  if (result.timed_out) return "[killed at its time bound]";
+  if (result.signal != 0) return "[killed by signal " + std::to_string(result.signal) + "]";
+  return "[exit " + std::to_string(result.exit_code) + "]";
+}
+
+}  // namespace
+
+bool EnterPrivateLoopback() {
+  static const bool entered = EnterOnce();
+  return entered;
+}
+
+const Environment& SoftdatTcpEnvironment() {
+  static const Environment environment = {
+      {"DAT_OVERRIDE", InstallDatConf({{"softdat-tcp", "tcp 127.0.0.1"}})}};
+  return environment;
+}
+
+bool Listening(std::uint16_t port) {
+  return ListeningIn("/proc/thread-self/net/tcp", port) || ListeningIn("/proc/thread-self/net/tcp6", port);
+}
+
+bool ExitedCleanly(const SubprocessResult& result) {
+  return !result.timed_out && result.signal == 0 && result.exit_code == 0;
+}
+
+std::size_t Occurrences(std::string_view haystack, std::string_view needle) {
+  std::size_t count = 0;
+  for (std::size_t at = haystack.find(needle); at != std::string_view::npos;
+       at = haystack.find(needle, at + needle.size()))
+    ++count;
+  return count;
+}
+
+std::string ConsumerPairResult::Describe() const {
+  std::string text;
+  if (!port_was_free) text += "port " + std::to_string(spec.ready_port) + " stayed taken; nothing ran\n";
+  if (port_was_free && !server_listened)
+    text += "the server never listened on port " + std::to_string(spec.ready_port) + "; no client ran\n";
+  if (port_was_free) {
+    text += "--- server " + Command(spec.server) + " " + Ending(server) + "\n" + server.output;
+  }
+  for (std::size_t i = 0; i < clients.size(); ++i)
+    text += "--- client " + Command(spec.clients[i]) + " " + Ending(clients[i]) + "\n" + clients[i].output;
+  return text;
+}
+
+ConsumerPairResult RunConsumerPair(const ConsumerPairSpec& spec, const Environment& environment) {
+  ConsumerPairResult result;
+  result.spec = spec;
+  // Only on the shared loopback can someone else hold the port: wait for them, bounded.
+  for (const auto deadline = std::chrono::steady_clock::now() + kPortFreeBound;
+       Listening(spec.ready_port) && std::chrono::steady_clock::now() < deadline;)
+    std::this_thread::sleep_for(kPoll);
+  result.port_was_free = !Listening(spec.ready_port);
+  if (!result.port_was_free) return result;
+
+  std::atomic<bool> server_ended{false};
+  std::thread server([&] {
+    result.server = RunSubprocess(spec.server, environment, spec.server_bound);
+    server_ended = true;
+  });
+  for (const auto deadline = std::chrono::steady_clock::now() + kListenBound;
+       !Listening(spec.ready_port) && !server_ended && std::chrono::steady_clock::now() < deadline;)
+    std::this_thread::sleep_for(kPoll);
+  result.server_listened = Listening(spec.ready_port);
+  if (result.server_listened) {
+    for (const std::vector<std::string>& client : spec.clients)
+      result.clients.push_back(RunSubprocess(client, environment, spec.client_bound));
+  }
+  server.join();
+  return result;
+}
+
+}  // namespace softdat::testing

@@ -1,0 +1,67 @@
+// Test helper for running stock DAT consumers (dapl2-utils' dtest, dtestsrq, dapltest), unchanged,
+// against softdat-tcp: a server process, then its clients once the server listens, each bounded
+// in time, with both outputs kept for the assertions and for failure messages.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "testing/subprocess.h"
+
+namespace softdat::testing {
+
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
+// Moves this test process, and so every consumer it starts later, into a network namespace of
+// its own with only loopback up: the consumers' fixed ports (dtest's 45248 and 15828) then
+// cannot meet another test's or another checkout's. Call from the main thread before starting
+// any process or thread; later calls return the first answer. False where namespaces cannot be
+// created (no privilege): the shared loopback is used then.
+bool EnterPrivateLoopback();
+
+// DAT_OVERRIDE naming a dat.conf in $TEST_TMPDIR with one IA, "softdat-tcp" on 127.0.0.1.
+const Environment& SoftdatTcpEnvironment();
+
+// Whether a TCP socket listens on 127.0.0.1:`port` or the wildcard address, read from the
+// kernel's socket table in this process's network namespace. It never connects: dtest's server
+// hands its parameters to the first connection on its one-shot listener, so a probe would be
+// taken for the client.
+bool Listening(std::uint16_t port);
+
+struct ConsumerPairSpec {
+  std::vector<std::string> server;
+  // The server is ready for its first client once this port listens.
+  std::uint16_t ready_port = 0;
+  // Run in turn once the server is ready; a later client runs even when an earlier one failed,
+  // so a trailing "quit" client (dapltest -T Q) still stops the server.
+  std::vector<std::vector<std::string>> clients;
+  std::chrono::seconds server_bound{60};
+  std::chrono::seconds client_bound{30};
+};
+
+struct ConsumerPairResult {
+  ConsumerPairSpec spec;
+  bool port_was_free = false;   // nobody listened on ready_port before the server started
+  bool server_listened = false;  // ready_port listened within the bound
+  SubprocessResult server;
+  std::vector<SubprocessResult> clients;  // one per client that ran
+
+  // Every process's command line, how it ended and its output, for SCOPED_TRACE.
+  std::string Describe() const;
+};
+
+// Starts the server, waits (bounded) for its port, runs the clients, then waits for the server
+// to exit; processes still running at their bound are killed with their process group.
+ConsumerPairResult RunConsumerPair(const ConsumerPairSpec& spec, const Environment& environment);
+
+// True when the process exited by itself with status 0: no signal, no time bound reached.
+bool ExitedCleanly(const SubprocessResult& result);
+
+// How many times `needle` occurs in `haystack`.
+std::size_t Occurrences(std::string_view haystack, std::string_view needle);
+
+}  // namespace softdat::testing

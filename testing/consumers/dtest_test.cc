@@ -1,0 +1,92 @@
+// The stock `dtest` from dapl2-utils, unchanged, as server and client over softdat-tcp: its
+// default run (connection, Sends, bidirectional RDMA Writes) and the variants. dtest
+// checks what it can and prints "PASSED" or "FAILED"; both sides must pass.
+#include <gtest/gtest.h>
+
+#include "testing/consumers/consumer_pair.h"
+
+namespace softdat::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// dtest's server first listens on this plain TCP port to hand its address to the client, and
+// only then creates its PSP (45248): the client may start once this one listens.
+constexpr std::uint16_t kDtestParamsPort = 15828;
+constexpr char kPassed[] = "DAPL Test Complete. PASSED";
+
+class StockDtest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { EnterPrivateLoopback(); }
+
+  // Runs `dtest -s <flags>` and `dtest -h 127.0.0.1 <flags>`; both must exit by themselves,
+  // say PASSED and log no softdat error.
+  static ConsumerPairResult RunBothPass(const std::vector<std::string>& flags) {
+    ConsumerPairSpec spec;
+    spec.server = {"dtest", "-s", "-P", "softdat-tcp"};
+    spec.server.insert(spec.server.end(), flags.begin(), flags.end());
+    std::vector<std::string> client = {"dtest", "-P", "softdat-tcp", "-h", "127.0.0.1"};
+    client.insert(client.end(), flags.begin(), flags.end());
+    spec.clients = {client};
+    spec.ready_port = kDtestParamsPort;
+    spec.server_bound = 90s;
+    spec.client_bound = 80s;
+    ConsumerPairResult run = RunConsumerPair(spec, SoftdatTcpEnvironment());
+    SCOPED_TRACE(run.Describe());
+    EXPECT_TRUE(run.port_was_free);
+    EXPECT_TRUE(run.server_listened);
+    EXPECT_TRUE(ExitedCleanly(run.server));
+    EXPECT_NE(run.server.output.find(kPassed), std::string::npos);
+    EXPECT_EQ(run.server.output.find("softdat: error"), std::string::npos);
+    EXPECT_EQ(run.clients.size(), 1u);
+    if (run.clients.size() == 1) {
+      EXPECT_NE(run.clients[0].exit_code, 127) << "dtest not found: install dapl2-utils (tools/dev does)";
+      EXPECT_TRUE(ExitedCleanly(run.clients[0]));
+      EXPECT_NE(run.clients[0].output.find(kPassed), std::string::npos);
+      EXPECT_EQ(run.clients[0].output.find("softdat: error"), std::string::npos);
+    }
+    return run;
+  }
+
+  static const std::string& ClientOutput(const ConsumerPairResult& run) {
+    static const std::string none;
+    return run.clients.empty() ? none : run.clients[0].output;
+  }
+};
+
+TEST_F(StockDtest, DefaultRunPassesWithEachSideSeeingThePeersRdmaWrite) {
+  const ConsumerPairResult run = RunBothPass({});
+  SCOPED_TRACE(run.Describe());
+  // The text each side RDMA-writes into the other's buffer arrived intact.
+  EXPECT_NE(ClientOutput(run).find("RDMA write buffer contains: server RDMA write data"), std::string::npos);
+  EXPECT_NE(run.server.output.find("RDMA write buffer contains: client RDMA write data"), std::string::npos);
+}
+
+TEST_F(StockDtest, RdmaWritePingPongWithDataCheckPasses) {
+  // -D (data check) implies -W and sets 1000 bursts of 4 MiB; -B after it keeps the run short.
+  // The client compares every 4 MiB buffer the server wrote back with the one it wrote, over
+  // dtest's five patterns.
+  const ConsumerPairResult run = RunBothPass({"-W", "-D", "-B", "100"});
+  SCOPED_TRACE(run.Describe());
+  EXPECT_NE(ClientOutput(run).find("RDMA WRITE PINGPONG with DATA CHECK"), std::string::npos);
+  EXPECT_NE(ClientOutput(run).find("RDMA write PingPong: (100 x 4194304)"), std::string::npos);
+  EXPECT_EQ(ClientOutput(run).find("ERR"), std::string::npos);
+}
+
+TEST_F(StockDtest, RdmaWriteStreamingPasses) {
+  const ConsumerPairResult run = RunBothPass({"-w"});
+  SCOPED_TRACE(run.Describe());
+  EXPECT_NE(ClientOutput(run).find("RDMA write buffer contains: server RDMA write data"), std::string::npos);
+  EXPECT_NE(run.server.output.find("RDMA write buffer contains: client RDMA write data"), std::string::npos);
+}
+
+TEST_F(StockDtest, BurstsOf64FourKibWritesPass) {
+  const ConsumerPairResult run = RunBothPass({"-B", "64", "-b", "4096"});
+  SCOPED_TRACE(run.Describe());
+  // Both directions: 2 x 64 writes of 4096 bytes.
+  EXPECT_NE(ClientOutput(run).find("128 x 4096"), std::string::npos);
+  EXPECT_NE(ClientOutput(run).find("RDMA write buffer contains: server RDMA write data"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace softdat::testing
