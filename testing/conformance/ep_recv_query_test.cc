@@ -85,7 +85,8 @@ TEST_F(EpRecvQuery, SrqEpAllocatesWhenItTakesABufferAndNeverReportsMoreThanTheSp
 
 TEST_F(EpRecvQuery, SpanIsLatestAllocatedMsnMinusLatestCompletedMsn) {
   // Two small messages complete (MSNs 1 and 2), then a large one (MSN 3) is caught while its
-  // bytes arrive: one buffer allocated, and the span is 3 - 2 = 1, whatever the timing.
+  // bytes arrive: one buffer allocated, and the span is 3 - 2 = 1, whatever the timing. The
+  // sender has an IA of its own, so under progress=poll each side moves only when pumped.
   const std::size_t size = std::min<std::size_t>(32u << 20, ia_attr_.max_message_size);
   DAT_SRQ_HANDLE srq;
   ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
@@ -98,11 +99,11 @@ TEST_F(EpRecvQuery, SpanIsLatestAllocatedMsnMinusLatestCompletedMsn) {
     ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
   }
   Pair pair;
-  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.sender_ia_name = "softdat-tcp"}));
   for (int i = 0; i < 2; ++i) {
     ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 's'));
     DAT_DTO_COMPLETION_EVENT_DATA dto{};
-    ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+    ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto, pair.sender_request_evd));
   }
   DAT_LMR_TRIPLET iov = big.Triplet(0, size);
   ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
@@ -111,6 +112,7 @@ TEST_F(EpRecvQuery, SpanIsLatestAllocatedMsnMinusLatestCompletedMsn) {
   DAT_EVENT event{};
   bool completed = false;
   for (long i = 0; i < 50'000'000 && n == 0 && !completed; ++i) {
+    Pump(pair.sender_request_evd);  // progress=poll: the sender writes what the socket takes
     ASSERT_EQ(dat_ep_recv_query(pair.receiver, &n, &span), DAT_SUCCESS);
     ASSERT_LE(n, span);
     completed = n == 0 && dat_evd_dequeue(pair.receiver_recv_evd, &event) == DAT_SUCCESS;
@@ -119,7 +121,7 @@ TEST_F(EpRecvQuery, SpanIsLatestAllocatedMsnMinusLatestCompletedMsn) {
   EXPECT_EQ(n, 1);
   EXPECT_EQ(span, 1);
   DAT_DTO_COMPLETION_EVENT_DATA dto{};
-  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto, pair.sender_request_evd));
   EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
   ASSERT_EQ(dat_ep_recv_query(pair.receiver, &n, &span), DAT_SUCCESS);
   EXPECT_EQ(n, 0);

@@ -26,28 +26,30 @@ void ConformanceTest::SetUp() {
 
 void ConformanceTest::TearDown() {
   // Abrupt close frees every object the test left; the registered memory outlives it.
+  for (DAT_IA_HANDLE ia : sender_ias_) EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  sender_ias_.clear();
   if (ia_ != DAT_HANDLE_NULL) {
     EXPECT_EQ(dat_ia_close(ia_, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
   }
   send_regions_.clear();
 }
 
-DAT_EVD_HANDLE ConformanceTest::MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen) {
+DAT_EVD_HANDLE ConformanceTest::MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen, DAT_IA_HANDLE ia) {
   DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
-  const DAT_RETURN created = dat_evd_create(ia_, qlen, DAT_HANDLE_NULL, flags, &evd);
+  const DAT_RETURN created = dat_evd_create(ia == DAT_HANDLE_NULL ? ia_ : ia, qlen, DAT_HANDLE_NULL, flags, &evd);
   EXPECT_EQ(created, DAT_SUCCESS) << DatReturnName(created);
   return evd;
 }
 
 DAT_RETURN ConformanceTest::Register(Region& region, std::size_t size, DAT_MEM_PRIV_FLAGS privileges,
-                                     DAT_PZ_HANDLE pz) {
+                                     DAT_PZ_HANDLE pz, DAT_IA_HANDLE ia) {
   region.bytes.assign(size, '\0');
   DAT_REGION_DESCRIPTION description;
   description.for_va = region.bytes.data();
   DAT_RMR_CONTEXT rmr_context;
   DAT_VLEN registered_length;
   DAT_VADDR registered_address;
-  return dat_lmr_create(ia_, DAT_MEM_TYPE_VIRTUAL, description, size, pz == DAT_HANDLE_NULL ? pz_ : pz,
+  return dat_lmr_create(ia == DAT_HANDLE_NULL ? ia_ : ia, DAT_MEM_TYPE_VIRTUAL, description, size, pz == DAT_HANDLE_NULL ? pz_ : pz,
                         privileges, DAT_VA_TYPE_VA, &region.lmr, &region.context, &rmr_context,
                         &registered_length, &registered_address);
 }
@@ -67,14 +69,27 @@ DAT_SRQ_PARAM ConformanceTest::QuerySrq(DAT_SRQ_HANDLE srq) {
   return param;
 }
 
-DAT_RETURN ConformanceTest::Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us) {
+DAT_RETURN ConformanceTest::Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us,
+                                  DAT_EVD_HANDLE pump) {
   DAT_COUNT more = 0;
-  return dat_evd_wait(evd, timeout_us, 1, &event, &more);
+  if (pump == DAT_HANDLE_NULL) return dat_evd_wait(evd, timeout_us, 1, &event, &more);
+  constexpr DAT_TIMEOUT kSliceUs = 1000;
+  for (DAT_TIMEOUT waited = 0;; waited += kSliceUs) {
+    const DAT_RETURN result = dat_evd_wait(evd, kSliceUs, 1, &event, &more);
+    if (DAT_GET_TYPE(result) != DAT_TIMEOUT_EXPIRED || waited >= timeout_us) return result;
+    Pump(pump);
+  }
 }
 
-void ConformanceTest::WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto) {
+void ConformanceTest::Pump(DAT_EVD_HANDLE evd) {
   DAT_EVENT event{};
-  const DAT_RETURN waited = Wait(evd, event);
+  DAT_COUNT more = 0;
+  (void)dat_evd_wait(evd, 0, 1, &event, &more);
+}
+
+void ConformanceTest::WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto, DAT_EVD_HANDLE pump) {
+  DAT_EVENT event{};
+  const DAT_RETURN waited = Wait(evd, event, kEventTimeoutUs, pump);
   ASSERT_EQ(waited, DAT_SUCCESS) << "no DTO completion in time: " << DatReturnName(waited);
   ASSERT_EQ(event.event_number, DAT_DTO_COMPLETION_EVENT);
   dto = event.event_data.dto_completion_event_data;
@@ -89,24 +104,33 @@ bool ConformanceTest::WaitWatermarkEvent(DAT_HANDLE object, DAT_COUNT reason, DA
   }
 }
 
-bool ConformanceTest::WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number, DAT_TIMEOUT timeout_us) {
+bool ConformanceTest::WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number, DAT_TIMEOUT timeout_us,
+                                          DAT_EVD_HANDLE pump) {
   for (;;) {
     DAT_EVENT event{};
-    if (Wait(evd, event, timeout_us) != DAT_SUCCESS) return false;
+    if (Wait(evd, event, timeout_us, pump) != DAT_SUCCESS) return false;
     if (event.event_number == number) return true;
   }
 }
 
 void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOptions& options) {
-  pair.sender_request_evd = MakeEvd(DAT_EVD_DTO_FLAG, 256);
-  pair.sender_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG);
+  pair.sender_ia = ia_;
+  pair.sender_pz = pz_;
+  if (options.sender_ia_name != nullptr) {
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ia_open(const_cast<char*>(options.sender_ia_name), 8, &async, &pair.sender_ia), DAT_SUCCESS);
+    sender_ias_.push_back(pair.sender_ia);
+    ASSERT_EQ(dat_pz_create(pair.sender_ia, &pair.sender_pz), DAT_SUCCESS);
+  }
+  pair.sender_request_evd = MakeEvd(DAT_EVD_DTO_FLAG, 256, pair.sender_ia);
+  pair.sender_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG, 64, pair.sender_ia);
   pair.receiver_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG);
   pair.receiver_recv_evd = options.recv_evd != DAT_HANDLE_NULL ? options.recv_evd : MakeEvd(DAT_EVD_DTO_FLAG, 256);
-  const DAT_EVD_HANDLE sender_recv_evd = MakeEvd(DAT_EVD_DTO_FLAG);
+  const DAT_EVD_HANDLE sender_recv_evd = MakeEvd(DAT_EVD_DTO_FLAG, 64, pair.sender_ia);
   const DAT_EVD_HANDLE cr_evd = MakeEvd(DAT_EVD_CR_FLAG);
   ASSERT_FALSE(HasFailure());
 
-  ASSERT_EQ(dat_ep_create(ia_, pz_, sender_recv_evd, pair.sender_request_evd, pair.sender_connect_evd, nullptr,
+  ASSERT_EQ(dat_ep_create(pair.sender_ia, pair.sender_pz, sender_recv_evd, pair.sender_request_evd, pair.sender_connect_evd, nullptr,
                           &pair.sender),
             DAT_SUCCESS);
   DAT_EP_PARAM param{};
@@ -132,13 +156,18 @@ void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOpti
   ASSERT_EQ(dat_ep_connect(pair.sender, ia_attr_.ia_address_ptr, port, kEventTimeoutUs, 0, nullptr,
                            DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
             DAT_SUCCESS);
+  // A sender on its own IA may need moving (progress=poll) while the receiver waits; the
+  // request EVD has no events yet, so pumping it loses nothing.
+  const DAT_EVD_HANDLE pump = pair.sender_ia != ia_ ? pair.sender_request_evd : DAT_HANDLE_NULL;
   DAT_EVENT event{};
-  ASSERT_EQ(Wait(cr_evd, event), DAT_SUCCESS) << "no connection request arrived";
+  ASSERT_EQ(Wait(cr_evd, event, kEventTimeoutUs, pump), DAT_SUCCESS) << "no connection request arrived";
   ASSERT_EQ(event.event_number, DAT_CONNECTION_REQUEST_EVENT);
   ASSERT_EQ(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, pair.receiver, 0, nullptr),
             DAT_SUCCESS);
-  ASSERT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED));
-  ASSERT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED));
+  ASSERT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED, kEventTimeoutUs,
+                                  pump));
+  ASSERT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED,
+                                  kEventTimeoutUs, pair.sender_ia != ia_ ? pair.receiver_recv_evd : DAT_HANDLE_NULL));
   EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
 }
 
@@ -150,7 +179,8 @@ void ConformanceTest::Disconnect(Pair& pair) {
 
 void ConformanceTest::Send(Pair& pair, std::size_t length, char fill, DAT_COMPLETION_FLAGS flags) {
   auto region = std::make_unique<Region>();
-  ASSERT_EQ(Register(*region, length == 0 ? 1 : length, DAT_MEM_PRIV_LOCAL_READ_FLAG), DAT_SUCCESS);
+  ASSERT_EQ(Register(*region, length == 0 ? 1 : length, DAT_MEM_PRIV_LOCAL_READ_FLAG, pair.sender_pz, pair.sender_ia),
+            DAT_SUCCESS);
   std::fill(region->bytes.begin(), region->bytes.end(), fill);
   DAT_LMR_TRIPLET iov = region->Triplet(0, length);
   DAT_DTO_COOKIE cookie;

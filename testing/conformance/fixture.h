@@ -36,6 +36,8 @@ struct Region {
 // One connection: `sender` is a plain EP (its own receive queue, never used), `receiver` takes
 // its receives from the SRQ it was created with.
 struct Pair {
+  DAT_IA_HANDLE sender_ia = DAT_HANDLE_NULL;  // the test's IA unless ReceiverOptions::sender_ia_name
+  DAT_PZ_HANDLE sender_pz = DAT_HANDLE_NULL;
   DAT_EP_HANDLE sender = DAT_HANDLE_NULL;
   DAT_EP_HANDLE receiver = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE sender_request_evd = DAT_HANDLE_NULL;
@@ -49,6 +51,10 @@ struct ReceiverOptions {
   DAT_COMPLETION_FLAGS recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   bool set_recv_flags = false;
   DAT_EVD_HANDLE recv_evd = DAT_HANDLE_NULL;  // null: a new one
+  // Put the sender on an IA of its own, opened by this name (closed at TearDown). In the
+  // progress=poll variant each IA then moves only when its own EVDs are waited on, so a test can
+  // push part of a large message (Pump the sender) and let the receiver take part of it.
+  const char* sender_ia_name = nullptr;
 };
 
 class ConformanceTest : public ::testing::Test {
@@ -60,9 +66,10 @@ class ConformanceTest : public ::testing::Test {
   void TearDown() override;
 
   // Fails the test (ASSERT) on error.
-  DAT_EVD_HANDLE MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen = 64);
+  DAT_EVD_HANDLE MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen = 64, DAT_IA_HANDLE ia = DAT_HANDLE_NULL);
+  // On the test's IA and PZ unless given others (of one IA).
   DAT_RETURN Register(Region& region, std::size_t size, DAT_MEM_PRIV_FLAGS privileges,
-                      DAT_PZ_HANDLE pz = DAT_HANDLE_NULL);
+                      DAT_PZ_HANDLE pz = DAT_HANDLE_NULL, DAT_IA_HANDLE ia = DAT_HANDLE_NULL);
   DAT_RETURN CreateSrq(DAT_COUNT max_recv_dtos, DAT_COUNT max_recv_iov, DAT_SRQ_HANDLE* srq,
                        DAT_COUNT low_watermark = DAT_SRQ_LW_DEFAULT);
   DAT_SRQ_PARAM QuerySrq(DAT_SRQ_HANDLE srq);
@@ -78,16 +85,21 @@ class ConformanceTest : public ::testing::Test {
   // Waits for `count` successful send completions on the pair's request EVD.
   void WaitSends(Pair& pair, int count);
 
-  // dat_evd_wait with threshold 1 and the bounded timeout; returns its DAT_RETURN.
-  static DAT_RETURN Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us = kEventTimeoutUs);
+  // dat_evd_wait with threshold 1 and the bounded timeout; returns its DAT_RETURN. With `pump`,
+  // waits in 1 ms slices and moves pump's IA between them (see Pump).
+  static DAT_RETURN Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us = kEventTimeoutUs,
+                         DAT_EVD_HANDLE pump = DAT_HANDLE_NULL);
+  // One zero-timeout dat_evd_wait on `evd`: under progress=poll, that is what moves its IA. It
+  // dequeues an event if one is there: pump only EVDs whose events the test does not need.
+  static void Pump(DAT_EVD_HANDLE evd);
   // Waits for one DTO completion (ASSERTs it is one).
-  static void WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto);
+  static void WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto, DAT_EVD_HANDLE pump = DAT_HANDLE_NULL);
   // Waits for one async event of the watermark kind naming `object` with `reason`; other async
   // events are skipped. Returns false if none comes in time.
   bool WaitWatermarkEvent(DAT_HANDLE object, DAT_COUNT reason, DAT_TIMEOUT timeout_us = kEventTimeoutUs);
   // Waits for a connection event of the given number on `evd`.
   static bool WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number,
-                                  DAT_TIMEOUT timeout_us = kEventTimeoutUs);
+                                  DAT_TIMEOUT timeout_us = kEventTimeoutUs, DAT_EVD_HANDLE pump = DAT_HANDLE_NULL);
 
   DAT_IA_HANDLE ia_ = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE async_evd_ = DAT_HANDLE_NULL;
@@ -95,6 +107,7 @@ class ConformanceTest : public ::testing::Test {
   DAT_IA_ATTR ia_attr_{};
   DAT_PROVIDER_ATTR provider_attr_{};
   std::vector<std::unique_ptr<Region>> send_regions_;
+  std::vector<DAT_IA_HANDLE> sender_ias_;
 };
 
 // Receive buffers on one LMR: `count` slots of `slot_size` bytes, posted to an SRQ by index

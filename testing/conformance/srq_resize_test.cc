@@ -88,10 +88,11 @@ TEST_F(SrqResize, BuffersHeldByAnEpCountAsOutstanding) {
   ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
   ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 1));
   Pair pair;
-  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.sender_ia_name = "softdat-tcp"}));
   ASSERT_NO_FATAL_FAILURE(Send(pair, size, 'b'));
   DAT_COUNT n = 0;
   for (long i = 0; i < 50'000'000 && n == 0; ++i) {
+    Pump(pair.sender_request_evd);  // progress=poll: the sender writes what the socket takes
     ASSERT_EQ(dat_ep_recv_query(pair.receiver, &n, nullptr), DAT_SUCCESS);
     if (n == 0 && QuerySrq(srq).available_dto_count < 2) break;  // taken and completed already
     // Drives progress when the consumer does (progress=poll) without reaping: fewer than two
@@ -106,7 +107,7 @@ TEST_F(SrqResize, BuffersHeldByAnEpCountAsOutstanding) {
   const DAT_RETURN result = dat_srq_resize(srq, 1);
   EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << DatReturnName(result);
   DAT_DTO_COMPLETION_EVENT_DATA dto{};
-  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto, pair.sender_request_evd));
   EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
   EXPECT_EQ(dto.transfered_length, size);
   EXPECT_EQ(dat_srq_resize(srq, 1), DAT_SUCCESS) << "one buffer is outstanding once the completion is reaped";
