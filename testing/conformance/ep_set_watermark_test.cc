@@ -1,6 +1,7 @@
 // dat_ep_set_watermark(3DAT) on an SRQ EP: the soft high watermark raises one async event
 // (DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT naming the EP) per setting when the EP holds more receive
 // buffers than it; the hard high watermark breaks the connection.
+#include <algorithm>
 #include <cstdio>
 
 #include "testing/conformance/fixture.h"
@@ -70,6 +71,58 @@ TEST_F(EpSetWatermark, HardHighWatermarkBreaksTheConnection) {
   DAT_EVENT event{};
   EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(pair_.receiver_recv_evd, &event)), DAT_QUEUE_EMPTY);
   EXPECT_EQ(QuerySrq(srq_).available_dto_count, 15);
+}
+
+class EpSetWatermarkHeld : public EpSetWatermark {
+ protected:
+  void SetUpBigMessage() {
+    size_ = std::min<std::size_t>(32u << 20, ia_attr_.max_message_size);
+    ASSERT_EQ(CreateSrq(4, 1, &srq_), DAT_SUCCESS);
+    ASSERT_EQ(Register(big_, size_, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+    DAT_LMR_TRIPLET iov = big_.Triplet(0, size_);
+    DAT_DTO_COOKIE cookie{};
+    ASSERT_EQ(dat_srq_post_recv(srq_, 1, &iov, cookie), DAT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(Connect(srq_, pair_, {.sender_ia_name = "softdat-tcp"}));
+    ASSERT_NO_FATAL_FAILURE(Send(pair_, size_, 'b'));
+  }
+  // Catches the receiver EP holding the buffer of the 32 MiB message while it still arrives
+  // (the sender is on an IA of its own, pumped under progress=poll; see docs/CONFORMANCE.md).
+  // False if the message completed first.
+  bool CatchHeldBuffer() {
+    DAT_COUNT n = 0;
+    DAT_EVENT event{};
+    for (long i = 0; i < 50'000'000; ++i) {
+      Pump(pair_.sender_request_evd);
+      if (dat_ep_recv_query(pair_.receiver, &n, nullptr) != DAT_SUCCESS) return false;
+      if (n == 1) return true;
+      DAT_COUNT more = 0;
+      // Moves the receiver under progress=poll without reaping: at most one event is ever queued.
+      if (dat_evd_wait(pair_.receiver_recv_evd, 0, 2, &event, &more) == DAT_SUCCESS) return false;
+    }
+    return false;
+  }
+  std::size_t size_ = 0;
+  Region big_;
+};
+
+TEST_F(EpSetWatermarkHeld, SoftHighWatermarkBelowWhatTheEpHoldsFiresAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(SetUpBigMessage());
+  if (!CatchHeldBuffer()) GTEST_SKIP() << "the message completed before its buffer was seen held";
+  ASSERT_EQ(dat_ep_set_watermark(pair_.receiver, 0, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
+  EXPECT_TRUE(WaitWatermarkEvent(pair_.receiver, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT));
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair_.receiver_recv_evd, dto, pair_.sender_request_evd));
+  EXPECT_EQ(dto.status, DAT_DTO_SUCCESS) << "the soft watermark does not disturb the connection";
+}
+
+TEST_F(EpSetWatermarkHeld, HardHighWatermarkBelowWhatTheEpHoldsBreaksAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(SetUpBigMessage());
+  if (!CatchHeldBuffer()) GTEST_SKIP() << "the message completed before its buffer was seen held";
+  ASSERT_EQ(dat_ep_set_watermark(pair_.receiver, DAT_WATERMARK_INFINITE, 0), DAT_SUCCESS);
+  EXPECT_TRUE(WaitConnectionEvent(pair_.receiver_connect_evd, DAT_CONNECTION_EVENT_BROKEN));
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair_.receiver_recv_evd, dto));
+  EXPECT_TRUE(dto.status == DAT_DTO_SUCCESS || dto.status == DAT_DTO_ERR_FLUSHED) << dto.status;
 }
 
 TEST_F(EpSetWatermark, NegativeWatermarkIsInvalidParameter) {

@@ -133,12 +133,13 @@ void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOpti
   ASSERT_EQ(dat_ep_create(pair.sender_ia, pair.sender_pz, sender_recv_evd, pair.sender_request_evd, pair.sender_connect_evd, nullptr,
                           &pair.sender),
             DAT_SUCCESS);
+  const DAT_PZ_HANDLE receiver_pz = options.receiver_pz != DAT_HANDLE_NULL ? options.receiver_pz : pz_;
   DAT_EP_PARAM param{};
   const DAT_EP_ATTR* attr = nullptr;
   if (options.set_recv_flags) {
     // Start from the provider's defaults for an EP; change only the receive completion flags.
     DAT_EP_HANDLE probe = DAT_HANDLE_NULL;
-    ASSERT_EQ(dat_ep_create_with_srq(ia_, pz_, pair.receiver_recv_evd, DAT_HANDLE_NULL, pair.receiver_connect_evd,
+    ASSERT_EQ(dat_ep_create_with_srq(ia_, receiver_pz, pair.receiver_recv_evd, DAT_HANDLE_NULL, pair.receiver_connect_evd,
                                      srq, nullptr, &probe),
               DAT_SUCCESS);
     ASSERT_EQ(dat_ep_query(probe, DAT_EP_FIELD_ALL, &param), DAT_SUCCESS);
@@ -146,7 +147,7 @@ void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOpti
     param.ep_attr.recv_completion_flags = options.recv_completion_flags;
     attr = &param.ep_attr;
   }
-  const DAT_RETURN created = dat_ep_create_with_srq(ia_, pz_, pair.receiver_recv_evd, DAT_HANDLE_NULL,
+  const DAT_RETURN created = dat_ep_create_with_srq(ia_, receiver_pz, pair.receiver_recv_evd, DAT_HANDLE_NULL,
                                                     pair.receiver_connect_evd, srq, attr, &pair.receiver);
   ASSERT_EQ(created, DAT_SUCCESS) << DatReturnName(created);
 

@@ -55,6 +55,7 @@ struct ReceiverOptions {
   // progress=poll variant each IA then moves only when its own EVDs are waited on, so a test can
   // push part of a large message (Pump the sender) and let the receiver take part of it.
   const char* sender_ia_name = nullptr;
+  DAT_PZ_HANDLE receiver_pz = DAT_HANDLE_NULL;  // null: the test's PZ (the SRQ's)
 };
 
 class ConformanceTest : public ::testing::Test {

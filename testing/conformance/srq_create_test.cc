@@ -94,5 +94,30 @@ TEST_F(SrqCreate, BadIaOrPzIsInvalidHandle) {
   EXPECT_EQ(srq, DAT_HANDLE_NULL);
 }
 
+TEST_F(SrqCreate, EpsOfAnotherPzMayUseTheSrqWhenTheProviderSaysSo) {
+  // USAGE: whether EPs sharing an SRQ may have different PZs is srq_ep_pz_difference_supported.
+  if (provider_attr_.srq_ep_pz_difference_supported != DAT_TRUE)
+    GTEST_SKIP() << "provider attribute srq_ep_pz_difference_supported is FALSE";
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  Region region;
+  ASSERT_EQ(Register(region, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  DAT_LMR_TRIPLET iov = region.Triplet(0, 64);
+  DAT_DTO_COOKIE cookie;
+  cookie.as_64 = 3;
+  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
+  DAT_PZ_HANDLE other_pz;
+  ASSERT_EQ(dat_pz_create(ia_, &other_pz), DAT_SUCCESS);
+  // The receiving EP is of another PZ than the SRQ; the buffer is the SRQ's.
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.receiver_pz = other_pz}));
+  ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'p'));
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(pair.receiver_recv_evd, dto));
+  EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(dto.user_cookie.as_64, 3u);
+  EXPECT_EQ(region.bytes[0], 'p');
+}
+
 }  // namespace
 }  // namespace softdat::conformance

@@ -140,6 +140,14 @@ TEST_F(RnrTimeout, ConnectionBreaksWithConnectionEventBroken) {
   ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'A'));
   EXPECT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_BROKEN))
       << "rnr_timeout_ms=100 must break a connection whose message found no buffer";
+  // The broken EP takes nothing any more: a buffer posted now stays on the SRQ.
+  Region region;
+  ASSERT_EQ(Register(region, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  DAT_LMR_TRIPLET iov = region.Triplet(0, 64);
+  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(1)), DAT_SUCCESS);
+  DAT_EVENT event{};
+  EXPECT_EQ(DAT_GET_TYPE(Wait(pair.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 1);
 }
 
 using SrqEpDisconnect = ConformanceTest;
