@@ -242,7 +242,8 @@ void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
       return;
     state_.store(DAT_EP_STATE_CONNECTED, std::memory_order_release);
     private_data_size_ = std::min(private_data.size(), private_data_.size());
-    std::memcpy(private_data_.data(), private_data.data(), private_data_size_);
+    // copy_n, not memcpy: an empty span's data() may be null, which memcpy may not be given.
+    std::copy_n(private_data.data(), private_data_size_, private_data_.data());
     local_address_ = endpoint_->local_address();
     remote_address_ = endpoint_->remote_address();
     established_pending_ = true;
@@ -261,7 +262,7 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     event = EndEvent(state(), why, local_disconnect_, hard_tripped_);
     if (event == DAT_CONNECTION_EVENT_PEER_REJECTED) {
       private_data_size_ = std::min(private_data.size(), private_data_.size());
-      std::memcpy(private_data_.data(), private_data.data(), private_data_size_);
+      std::copy_n(private_data.data(), private_data_size_, private_data_.data());
     } else {
       private_data_size_ = 0;
     }
