@@ -37,11 +37,12 @@ Status Psp::Listen(Ia* ia, std::uint16_t port, Evd* evd, DAT_PSP_FLAGS flags, Ps
     return Status(Code::kInvalidParameter, Detail::kArg4);
   }
   Psp* psp = NewHandle<Psp>(ia->provider, ia, evd, flags);
+  psp->conn_qual_.store(port, std::memory_order_relaxed);
   if (Status status = ia->transport().Listen(port, &psp->events_, psp->listener_); !status.ok()) {
     DeleteHandle(psp);
     return status;
   }
-  psp->conn_qual_ = psp->listener_->port();
+  psp->conn_qual_.store(psp->listener_->port(), std::memory_order_relaxed);
   evd->AddUser();
   ia->Track(psp);
   *out = psp;
@@ -57,7 +58,7 @@ Status Psp::CreateAny(Ia* ia, DAT_CONN_QUAL* conn_qual, Evd* evd, DAT_PSP_FLAGS 
   if (conn_qual == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
   Psp* psp = nullptr;
   if (Status status = Listen(ia, 0, evd, flags, &psp); !status.ok()) return status;
-  *conn_qual = psp->conn_qual_;
+  *conn_qual = psp->conn_qual();
   *out = psp;
   return Status::Ok();
 }
@@ -77,7 +78,7 @@ void Psp::Destroy(Psp* psp) {
 Status Psp::Query(DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM* param) const {
   if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
   if (mask & DAT_PSP_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_PSP_FIELD_CONN_QUAL) param->conn_qual = conn_qual_;
+  if (mask & DAT_PSP_FIELD_CONN_QUAL) param->conn_qual = conn_qual();
   if (mask & DAT_PSP_FIELD_EVD_HANDLE) param->evd_handle = evd_;
   if (mask & DAT_PSP_FIELD_PSP_FLAGS) param->psp_flags = flags_;
   return Status::Ok();
@@ -88,7 +89,7 @@ void Psp::Report(HandleHeader* cr) {
 }
 
 void Psp::OnConnectRequest(std::unique_ptr<transport::PendingConnection> request) {
-  Cr* cr = Cr::Make(ia_, std::move(request), this, conn_qual_, nullptr, nullptr);
+  Cr* cr = Cr::Make(ia_, std::move(request), this, conn_qual(), nullptr, nullptr);
   Report(cr);
 }
 

@@ -49,7 +49,7 @@ class Psp : public HandleHeader {
 
   Ia* ia() const { return ia_; }
   Evd* evd() const { return evd_; }
-  DAT_CONN_QUAL conn_qual() const { return conn_qual_; }
+  DAT_CONN_QUAL conn_qual() const { return conn_qual_.load(std::memory_order_relaxed); }
 
   // Reports a connection request (its own, or one handed off to it) on this PSP's EVD.
   void Report(HandleHeader* cr);
@@ -64,7 +64,9 @@ class Psp : public HandleHeader {
   Evd* evd_;
   DAT_PSP_FLAGS flags_;
   ListenerEvents<Psp> events_{*this};
-  DAT_CONN_QUAL conn_qual_ = 0;
+  // Written before listening starts (and, for dat_psp_create_any, once the port is known): the
+  // transport's progress thread reads it for a request that may arrive before Listen returns.
+  std::atomic<DAT_CONN_QUAL> conn_qual_{0};
   std::unique_ptr<transport::Listener> listener_;
 };
 
