@@ -127,6 +127,38 @@ TEST_F(Rnr, ReplenishingAFewBuffersUnderLoadLosesNothingAndKeepsOrder) {
   for (int p = 0; p < kPairs; ++p) EXPECT_EQ(received[p], kPerPair);
 }
 
+// An EP that stopped waiting for a buffer (disconnected, or freed) must not take the next one.
+TEST_F(Rnr, EpDisconnectedOrFreedWhileWaitingForABufferTakesNone) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+  Pair disconnected, freed;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, disconnected));
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, freed));
+  ASSERT_NO_FATAL_FAILURE(Send(disconnected, 8, 'd'));
+  ASSERT_NO_FATAL_FAILURE(Send(freed, 8, 'f'));
+  DAT_EVENT event{};
+  EXPECT_EQ(DAT_GET_TYPE(Wait(disconnected.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
+  ASSERT_EQ(dat_ep_disconnect(disconnected.receiver, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+  ASSERT_TRUE(WaitConnectionEvent(disconnected.receiver_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+  ASSERT_EQ(dat_ep_free(freed.receiver), DAT_SUCCESS);
+  Region region;
+  ASSERT_EQ(Register(region, 64 * 2, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  for (int i = 0; i < 2; ++i) {
+    DAT_LMR_TRIPLET iov = region.Triplet(64 * i, 64);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
+  EXPECT_EQ(DAT_GET_TYPE(Wait(disconnected.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 2);
+  // The buffers still serve a live connection.
+  Pair live;
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, live));
+  ASSERT_NO_FATAL_FAILURE(Send(live, 8, 'l'));
+  DAT_DTO_COMPLETION_EVENT_DATA dto{};
+  ASSERT_NO_FATAL_FAILURE(WaitDto(live.receiver_recv_evd, dto));
+  EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(dto.ep_handle, live.receiver);
+}
+
 class RnrTimeout : public ConformanceTest {
  protected:
   const char* ia_name() const override { return "softdat-tcp-rnr"; }
