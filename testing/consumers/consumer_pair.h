@@ -24,9 +24,17 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 bool EnterPrivateLoopback();
 
 // DAT_OVERRIDE naming a dat.conf in $TEST_TMPDIR with one IA, "softdat-tcp" on 127.0.0.1.
+// Under ThreadSanitizer (--config=tsan), consumers keep running after a report instead of
+// halting: the stock consumers race on their own (dtest compares buffers that RDMA writes
+// land in; dapltest destroys a mutex its thread used), so reports are judged per line by
+// SoftdatSanitizerReports.
 const Environment& SoftdatTcpEnvironment();
 
-// Whether a TCP socket listens on 127.0.0.1:`port` or the wildcard address, read from the
+// The sanitizer SUMMARY lines in `output` that are not the consumer's own: every one except a
+// ThreadSanitizer report located in the consumer binary (/usr/bin/...). Empty when clean.
+std::string SoftdatSanitizerReports(const std::string& output);
+
+// Whether a TCP socket (IPv4 or IPv6, any local address) listens on `port`, read from the
 // kernel's socket table in this process's network namespace. It never connects: dtest's server
 // hands its parameters to the first connection on its one-shot listener, so a probe would be
 // taken for the client.
@@ -58,7 +66,16 @@ struct ConsumerPairResult {
 // to exit; processes still running at their bound are killed with their process group.
 ConsumerPairResult RunConsumerPair(const ConsumerPairSpec& spec, const Environment& environment);
 
-// True when the process exited by itself with status 0: no signal, no time bound reached.
+// `output` without the sanitizer reports in it (the "=====" delimited blocks and the runtime's
+// closing count), for checks on the consumer's own text.
+std::string WithoutSanitizerReports(const std::string& output);
+
+// Whether this test runs under ThreadSanitizer (--config=tsan), where moving gigabytes through
+// instrumented copies takes minutes.
+bool UnderThreadSanitizer();
+
+// True when the process exited by itself with status 0 (no signal, no time bound reached) and
+// printed no sanitizer report of softdat's (SoftdatSanitizerReports).
 bool ExitedCleanly(const SubprocessResult& result);
 
 // How many times `needle` occurs in `haystack`.

@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 // The lines of `output` that report a failure, in any of dapltest's spellings ("Test Error",
 // "Validation Error", "Client: Test Failed", "bad connection event", "FAIL: ...", warnings).
 std::string ErrorLines(const std::string& output) {
-  std::istringstream lines(output);
+  std::istringstream lines(WithoutSanitizerReports(output));
   std::string line, found;
   while (std::getline(lines, line)) {
     for (const char* marker : {"rror", "Fail", "fail", "FAIL", "arning", "bad ", "annot", "ismatch", "softdat: error"}) {

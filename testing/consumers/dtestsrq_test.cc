@@ -18,7 +18,7 @@ constexpr std::uint16_t kDtestsrqPort = 45248;
 
 // The lines of `output` that report an error, in any of dtestsrq's spellings.
 std::string ErrorLines(const std::string& output) {
-  std::istringstream lines(output);
+  std::istringstream lines(WithoutSanitizerReports(output));
   std::string line, found;
   while (std::getline(lines, line))
     if (line.find("ERR") != std::string::npos || line.find("Err") != std::string::npos ||
