@@ -44,13 +44,13 @@ TEST_F(EpSetWatermark, SoftHighWatermarkRaisesOneEventPerSetting) {
   ASSERT_NO_FATAL_FAILURE(SetUpPair());
   ASSERT_EQ(dat_ep_set_watermark(pair_.receiver, 0, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
   DAT_EVENT event{};
-  EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(async_evd_, &event)), DAT_QUEUE_EMPTY) << "holds 0: not above 0";
+  EXPECT_EQ(DAT_GET_TYPE(Wait(async_evd_, event, kQuietUs)), DAT_TIMEOUT_EXPIRED) << "holds 0: not above 0";
   ASSERT_NO_FATAL_FAILURE(Deliver());  // held 1 buffer while receiving
   ASSERT_EQ(Wait(async_evd_, event), DAT_SUCCESS) << "no soft high watermark event";
   EXPECT_EQ(event.event_data.asynch_error_event_data.dat_handle, pair_.receiver);
   EXPECT_EQ(event.event_data.asynch_error_event_data.reason, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
   ASSERT_NO_FATAL_FAILURE(Deliver());
-  EXPECT_EQ(DAT_GET_TYPE(dat_evd_dequeue(async_evd_, &event)), DAT_QUEUE_EMPTY) << "one event per setting";
+  EXPECT_EQ(DAT_GET_TYPE(Wait(async_evd_, event, kQuietUs)), DAT_TIMEOUT_EXPIRED) << "one event per setting";
   ASSERT_EQ(dat_ep_set_watermark(pair_.receiver, 0, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
   ASSERT_NO_FATAL_FAILURE(Deliver());
   EXPECT_TRUE(WaitWatermarkEvent(pair_.receiver, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT)) << "re-armed";

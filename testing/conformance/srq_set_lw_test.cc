@@ -35,7 +35,7 @@ class SrqSetLw : public ConformanceTest {
   }
   bool AsyncQueueEmpty() {
     DAT_EVENT event{};
-    return DAT_GET_TYPE(dat_evd_dequeue(async_evd_, &event)) == DAT_QUEUE_EMPTY;
+    return DAT_GET_TYPE(Wait(async_evd_, event, kQuietUs)) == DAT_TIMEOUT_EXPIRED;  // waits the quiet interval
   }
   SlotBuffers slots_;
 };
