@@ -106,8 +106,12 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
   value.is_signal_safe = DAT_FALSE;
   value.ha_supported = DAT_FALSE;
   value.ha_loadbalancing = DAT_HA_LB_NONE;
-  value.num_provider_specific_attr = 0;
-  value.provider_specific_attr = nullptr;
+  // Stock consumers look up capabilities by these names (dtest runs its RDMA Read and Send
+  // ping-pong phases only when it finds DAT_IB_RDMA_READ=TRUE). Static: the consumer keeps the
+  // pointer.
+  static DAT_NAMED_ATTR kReadSupported[] = {{const_cast<char*>("DAT_IB_RDMA_READ"), const_cast<char*>("TRUE")}};
+  value.num_provider_specific_attr = caps.rdma_read ? 1 : 0;
+  value.provider_specific_attr = caps.rdma_read ? kReadSupported : nullptr;
   std::memcpy(static_cast<void*>(&attr), &value, sizeof attr);
 }
 

@@ -1,5 +1,6 @@
 // The stock `dtest` from dapl2-utils, unchanged, as server and client over softdat-tcp: its
-// default run (connection, Sends, bidirectional RDMA Writes) and the variants. dtest
+// default run (connection, Sends, bidirectional RDMA Writes, and, because softdat reports
+// DAT_IB_RDMA_READ=TRUE, RDMA Reads and a Send ping-pong) and the variants. dtest
 // checks what it can and prints "PASSED" or "FAILED"; both sides must pass.
 #include <gtest/gtest.h>
 
@@ -63,6 +64,9 @@ TEST_F(StockDtest, DefaultRunPassesWithEachSideSeeingThePeersRdmaWrite) {
   // The text each side RDMA-writes into the other's buffer arrived intact.
   EXPECT_NE(ClientOutput(run).find("RDMA write buffer contains: server RDMA write data"), std::string::npos);
   EXPECT_NE(run.server.output.find("RDMA write buffer contains: client RDMA write data"), std::string::npos);
+  // The RDMA Read phase brought the server's text back, and the Send ping-pong ran.
+  EXPECT_NE(ClientOutput(run).find("RDMA read buffer contains: server RDMA read data"), std::string::npos);
+  EXPECT_NE(ClientOutput(run).find("Message PingPong: (100 x 4194304)"), std::string::npos);
 }
 
 TEST_F(StockDtest, RdmaWritePingPongWithDataCheckPasses) {
