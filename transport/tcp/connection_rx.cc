@@ -123,7 +123,7 @@ void Connection::ReadLoop() {
       rx_end_ -= rx_start_;
       rx_start_ = 0;
     }
-    const std::size_t want = large_stream_ ? kSmallRead : rx_.size() - rx_end_;
+    const std::size_t want = large_stream_ && !crc_ ? kSmallRead : rx_.size() - rx_end_;
     const ssize_t n = ::recv(socket_.native_handle(), rx_.data() + rx_end_, want, MSG_DONTWAIT);
     if (n > 0) {
       rx_end_ += static_cast<std::size_t>(n);
@@ -208,7 +208,9 @@ Connection::Frame Connection::ProcessFrame() {
   const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
   const std::size_t total = covered + wire::kCrcSize;
   if (available < total) {
-    if (available >= header_size && total - available >= kDirectMissing && phase_ != Phase::kAwaitRtr &&
+    // Direct placement only without CRC: with it, the CRC must be checked on the bytes as they
+    // came off the wire, and the destination may change under us (a concurrent local access).
+    if (!crc_ && available >= header_size && total - available >= kDirectMissing && phase_ != Phase::kAwaitRtr &&
         CarriesPayload(static_cast<wire::Opcode>(at[3] & 0x0F))) {
       return StartDirect(at, available, header_size, total);
     }

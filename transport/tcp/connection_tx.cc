@@ -1,7 +1,8 @@
 // Transmission: turns posted Sends, RDMA Writes and Reads, the Read Responses the peer asked for
 // and the ready-to-receive FPDU into MPA FPDUs, as one gather list per batch (headers and CRC
-// trailers from a preallocated arena, payload straight from registered memory), writes it
-// without blocking, and completes Sends and Writes once their last byte is on the socket.
+// trailers from a preallocated arena; payload from registered memory without CRC, or from a
+// checksummed snapshot with it), writes it without blocking, and completes Sends and Writes
+// once their last byte is on the socket.
 //
 // One message is framed whole before the next starts. Read Responses go before new posted work
 // (the peer is waiting for them); a fenced Work waits for our outstanding Reads, and Reads stop
@@ -201,7 +202,9 @@ void Connection::FrameOne() {
       const std::uint64_t remaining = m.length - m.offset;
       const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
       chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
-      if (m.kind != TxKind::kReadResponse) {
+      if (crc_) {
+        chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, tx_.staging_room()));
+      } else if (m.kind != TxKind::kReadResponse) {
         // As much as the free pieces can gather, header and trailer aside.
         std::size_t pieces = tx_.piece_room() - 2, fits = 0;
         for (std::size_t s = m.segment, offset = m.segment_offset; s < m.work.local.size() && pieces > 0 && fits < chunk;
@@ -233,18 +236,35 @@ void Connection::FrameOne() {
   if (m.kind == TxKind::kReadRequest) wire::EncodeReadRequest(m.read, head + wire::kUntaggedHeaderSize);
   std::uint32_t crc = crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
 
-  if (m.kind == TxKind::kReadResponse) {
-    if (chunk != 0) {
-      tx_.AddExternal(m.source + m.offset, chunk);
-      if (crc_) crc = Crc32cUpdate(crc, m.source + m.offset, chunk);
+  if (crc_) {
+    // The CRC must cover exactly the bytes sent, and memory may change before sendmsg copies
+    // it (a Read Response's source is open to concurrent writes, as on an RNIC): checksum a
+    // snapshot. Without CRC the payload goes from registered memory directly.
+    std::uint8_t* copy = chunk != 0 ? tx_.ReserveStaging(chunk) : nullptr;
+    if (m.kind == TxKind::kReadResponse) {
+      if (chunk != 0) std::memcpy(copy, m.source + m.offset, chunk);
+    } else {
+      for (std::uint32_t done = 0; done < chunk;) {
+        const Segment& segment = m.work.local[m.segment];
+        const std::uint32_t n = std::min(chunk - done, segment.length - m.segment_offset);
+        std::memcpy(copy + done, reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset, n);
+        done += n;
+        m.segment_offset += n;
+        if (m.segment_offset == segment.length) {
+          ++m.segment;
+          m.segment_offset = 0;
+        }
+      }
     }
+    if (chunk != 0) crc = Crc32cUpdate(crc, copy, chunk);
+  } else if (m.kind == TxKind::kReadResponse) {
+    if (chunk != 0) tx_.AddExternal(m.source + m.offset, chunk);
   } else {
     for (std::uint32_t left = chunk; left > 0;) {
       const Segment& segment = m.work.local[m.segment];
       const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
       const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
       tx_.AddExternal(at, n);
-      if (crc_) crc = Crc32cUpdate(crc, at, n);
       left -= n;
       m.segment_offset += n;
       if (m.segment_offset == segment.length) {

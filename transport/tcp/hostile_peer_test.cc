@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -198,22 +199,70 @@ TEST_F(HostilePeerTest, BadCrcTerminatesAndPlacesNothing) {
   ExpectStillServing();
 }
 
-TEST_F(HostilePeerTest, BadCrcOnALargeFpduChangesOnlyTheAddressedBuffer) {
-  // 48 KiB in a 64 KiB buffer, sent in pieces so that it is placed as it arrives.
+TEST_F(HostilePeerTest, BadCrcOnALargeFpduPlacesNothing) {
+  // With CRC a large FPDU is checked whole before any byte is placed (its destination could
+  // change under a direct placement), so a bad one leaves all memory as it was.
   std::vector<std::uint8_t> memory(3 * 64 * 1024, 0xEE);
   std::vector<Segment> scatter = {SegmentOf(memory, 64 * 1024, 64 * 1024)};
   events_.AddBuffer(scatter);
   Establish();
   const std::vector<std::uint8_t> frame = RawPeer::Fpdu(SendHeader(1), Bytes(48 * 1024, 3), false);
   peer_.SendBytes(std::vector<std::uint8_t>(frame.begin(), frame.begin() + 100));
-  ASSERT_TRUE(events_.WaitFor([&] { return !events_.acquired_msns.empty(); })) << "the buffer is taken at once";
   peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + 100, frame.end()));
   ExpectBrokenWithTerminate(wire::TermLayer::kLlp, 0, 0x02);
-  EXPECT_EQ(std::vector<std::uint8_t>(memory.begin(), memory.begin() + 64 * 1024),
-            std::vector<std::uint8_t>(64 * 1024, 0xEE));
-  EXPECT_EQ(std::vector<std::uint8_t>(memory.begin() + 128 * 1024, memory.end()),
-            std::vector<std::uint8_t>(64 * 1024, 0xEE));
+  EXPECT_EQ(memory, std::vector<std::uint8_t>(3 * 64 * 1024, 0xEE));
   EXPECT_TRUE(events_.recvs.empty());
+}
+
+// Without CRC a large FPDU is placed as it arrives: its buffer is taken when the header is in,
+// the payload lands in place, and nothing around the message changes.
+class NoCrcPeerTest : public HostilePeerTest {
+ protected:
+  void SetUp() override {
+    IaParams params;
+    params.address = "127.0.0.1";
+    params.options.mpa_crc = false;
+    std::string why;
+    ASSERT_TRUE(CreateTcpTransport(params, why, transport_).ok()) << why;
+    ASSERT_TRUE(transport_->Listen(0, &requests_, listener_).ok());
+    ASSERT_TRUE(transport_->CreateEndpoint(Config(), &events_, server_).ok());
+  }
+};
+
+TEST_F(NoCrcPeerTest, LargeFpduIsPlacedAsItArrives) {
+  std::vector<std::uint8_t> memory(3 * 64 * 1024, 0xEE);
+  std::vector<Segment> scatter = {SegmentOf(memory, 64 * 1024, 20 * 1024), SegmentOf(memory, 84 * 1024, 44 * 1024)};
+  events_.AddBuffer(scatter);
+  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
+  wire::MpaFrame request;
+  request.enhanced = true;
+  request.peer_to_peer = true;
+  request.rtr_write = true;
+  request.ird = request.ord = 4;
+  std::vector<std::uint8_t> bytes(wire::kMpaFrameHeaderSize + wire::kMpaEnhancedBlockSize);
+  wire::EncodeMpaFrame(request, bytes.data());
+  peer_.SendBytes(bytes);
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(peer_.ReadMpaReply());
+  peer_.SendRtr();  // its CRC field is not checked without CRC
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.established; }));
+
+  const std::vector<std::uint8_t> payload = Bytes(48 * 1024, 9);
+  const std::vector<std::uint8_t> frame = RawPeer::Fpdu(SendHeader(1), payload);
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin(), frame.begin() + 100));
+  ASSERT_TRUE(events_.WaitFor([&] { return !events_.acquired_msns.empty(); })) << "taken on the header";
+  EXPECT_TRUE(events_.recvs.empty()) << "not complete before its last byte";
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + 100, frame.end()));
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.recvs.size() == 1; }));
+  EXPECT_EQ(events_.recvs[0].status, WorkStatus::kSuccess);
+  EXPECT_EQ(events_.recvs[0].info.length, payload.size());
+  EXPECT_TRUE(std::equal(payload.begin(), payload.begin() + 20 * 1024, memory.begin() + 64 * 1024));
+  EXPECT_TRUE(std::equal(payload.begin() + 20 * 1024, payload.end(), memory.begin() + 84 * 1024));
+  EXPECT_EQ(std::count(memory.begin(), memory.begin() + 64 * 1024, 0xEE), 64 * 1024);
+  EXPECT_EQ(std::count(memory.begin() + 84 * 1024 + 28 * 1024, memory.end(), 0xEE),
+            static_cast<long>(memory.size() - 112 * 1024));
 }
 
 TEST_F(HostilePeerTest, MsnOutsideTheWindowTerminates) {

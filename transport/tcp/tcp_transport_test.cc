@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 namespace softdat::transport::tcp {
@@ -185,6 +187,44 @@ TEST_F(TcpTransportTest, RdmaWriteAndReadReachTheExposedRegion) {
   EXPECT_EQ(std::memcmp(region.data() + 1000, data.data(), data.size()), 0);
   EXPECT_EQ(region[999], 0);
   EXPECT_EQ(back, data) << "the Read brought back what the Write put there";
+}
+
+// Regression: the responder checksummed a Read Response's source and sendmsg copied it later,
+// so a source written meanwhile (legal: the data is then undefined, the connection is not)
+// failed the peer's CRC check and broke the connection. The CRC now covers a snapshot.
+TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection) {
+  ConnectBoth();
+  std::vector<std::uint8_t> region(4 << 20, 0);
+  server_events_.Expose(region, 0x77, false);
+  std::atomic<bool> done = false;
+  std::thread writer([&] {
+    // Keeps changing the source for as long as the Reads run (bounded by `done` and a count).
+    for (std::uint64_t round = 0; !done.load(std::memory_order_relaxed) && round < 200000; ++round) {
+      volatile std::uint8_t* bytes = region.data();
+      for (std::size_t i = round % 4096; i < region.size(); i += 4096) bytes[i] = static_cast<std::uint8_t>(round);
+    }
+  });
+  std::vector<std::uint8_t> back(region.size());
+  std::vector<Segment> sink = {SegmentOf(back)};
+  for (std::uint64_t id = 1; id <= 4; ++id) {
+    Work read;
+    read.id = id;
+    read.kind = WorkKind::kRdmaRead;
+    read.local = sink;
+    read.length = back.size();
+    read.remote_key = 0x77;
+    read.remote_address = reinterpret_cast<std::uint64_t>(region.data());
+    ASSERT_TRUE(client_->Post(read).ok());
+    ASSERT_TRUE(client_events_.WaitFor([&] {
+      return client_events_.work_done.size() == id || client_events_.ended.has_value();
+    }));
+  }
+  done = true;
+  writer.join();
+  EXPECT_FALSE(client_events_.ended.has_value());
+  EXPECT_FALSE(server_events_.ended.has_value());
+  ASSERT_EQ(client_events_.work_done.size(), 4u);
+  for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
 }
 
 TEST_F(TcpTransportTest, WriteWithABadKeyBreaksBothSidesAndTouchesNothing) {

@@ -9,25 +9,33 @@ namespace softdat::transport::tcp {
 
 void TxBatch::Reset() {
   arena_used_ = 0;
+  staging_used_ = 0;
   count_ = next_ = 0;
   bytes_ = 0;
-  last_is_arena_ = false;
+  last_ = Source::kExternal;
 }
 
 std::uint8_t* TxBatch::Reserve(std::size_t length) {
   std::uint8_t* at = arena_.data() + arena_used_;
   arena_used_ += length;
-  Append(at, length, true);
+  Append(at, length, Source::kArena);
   return at;
 }
 
-void TxBatch::AddExternal(const void* data, std::size_t length) { Append(data, length, false); }
+std::uint8_t* TxBatch::ReserveStaging(std::size_t length) {
+  std::uint8_t* at = staging_.data() + staging_used_;
+  staging_used_ += length;
+  Append(at, length, Source::kStaging);
+  return at;
+}
 
-void TxBatch::Append(const void* data, std::size_t length, bool arena) {
+void TxBatch::AddExternal(const void* data, std::size_t length) { Append(data, length, Source::kExternal); }
+
+void TxBatch::Append(const void* data, std::size_t length, Source source) {
   if (length == 0) return;
   bytes_ += length;
-  // Consecutive arena reservations are adjacent in memory: one piece covers them.
-  if (arena && last_is_arena_ && count_ > 0) {
+  // Consecutive reservations from one area are adjacent in memory: one piece covers them.
+  if (source != Source::kExternal && source == last_ && count_ > 0) {
     iovec& last = pieces_[count_ - 1];
     if (static_cast<std::uint8_t*>(last.iov_base) + last.iov_len == data) {
       last.iov_len += length;
@@ -35,7 +43,7 @@ void TxBatch::Append(const void* data, std::size_t length, bool arena) {
     }
   }
   pieces_[count_++] = iovec{const_cast<void*>(data), length};
-  last_is_arena_ = arena;
+  last_ = source;
 }
 
 TxBatch::Write TxBatch::WriteTo(int fd) {
