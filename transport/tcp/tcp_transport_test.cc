@@ -193,6 +193,9 @@ TEST_F(TcpTransportTest, RdmaWriteAndReadReachTheExposedRegion) {
 // so a source written meanwhile (legal: the data is then undefined, the connection is not)
 // failed the peer's CRC check and broke the connection. The CRC now covers a snapshot.
 TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the concurrent write to the Read's source is this test's point, and a C++ data race to TSan";
+#endif
   ConnectBoth();
   std::vector<std::uint8_t> region(4 << 20, 0);
   server_events_.Expose(region, 0x77, false);
