@@ -30,6 +30,20 @@ std::uint16_t FreePort(const sockaddr_in& address) {
   return port;
 }
 
+// A DTO completion event that succeeded, into `out`; else why not, into `error`.
+bool SuccessfulDto(const DAT_EVENT& event, DAT_DTO_COMPLETION_EVENT_DATA& out, std::string& error) {
+  if (event.event_number != DAT_DTO_COMPLETION_EVENT) {
+    error = "unexpected event 0x" + std::to_string(event.event_number) + " on a DTO EVD";
+    return false;
+  }
+  out = event.event_data.dto_completion_event_data;
+  if (out.status != DAT_DTO_SUCCESS) {
+    error = "DTO completed with status " + std::to_string(out.status);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string DatError(const char* what, DAT_RETURN status) {
@@ -220,16 +234,7 @@ bool LoopbackPair::WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& ou
     error = DatError("dat_evd_wait", status);
     return false;
   }
-  if (event.event_number != DAT_DTO_COMPLETION_EVENT) {
-    error = "unexpected event 0x" + std::to_string(event.event_number) + " on a DTO EVD";
-    return false;
-  }
-  out = event.event_data.dto_completion_event_data;
-  if (out.status != DAT_DTO_SUCCESS) {
-    error = "DTO completed with status " + std::to_string(out.status);
-    return false;
-  }
-  return true;
+  return SuccessfulDto(event, out, error);
 }
 
 bool LoopbackPair::TryDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& out, bool& failed,
@@ -243,15 +248,7 @@ bool LoopbackPair::TryDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& out
     error = DatError("dat_evd_dequeue", status);
     return false;
   }
-  if (event.event_number != DAT_DTO_COMPLETION_EVENT) {
-    error = "unexpected event 0x" + std::to_string(event.event_number) + " on a DTO EVD";
-    return false;
-  }
-  out = event.event_data.dto_completion_event_data;
-  if (out.status != DAT_DTO_SUCCESS) {
-    error = "DTO completed with status " + std::to_string(out.status);
-    return false;
-  }
+  if (!SuccessfulDto(event, out, error)) return false;
   failed = false;
   return true;
 }

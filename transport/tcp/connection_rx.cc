@@ -1,13 +1,13 @@
 // Reception: reads the socket into a staging buffer and checks each FPDU's header (framing,
-// version, queue, MSN, message offset, STag and bounds) before anything of it is placed. Small
-// FPDUs are placed from the staging buffer once whole and CRC-checked. A large one is placed as
-// it arrives: its payload is read from the socket straight into the destination (no staging
-// copy) and its CRC checked at the end; a bad CRC then terminates the connection, and only the
-// addressed memory has changed. A Send goes into the receive buffer core hands out when its
-// first FPDU arrives (the SRQ decision lives in srq/), an RDMA Write or Read Response where the
-// STag says, a Read Request into the response queue. A Send with no buffer to take holds the
-// stream (TCP back-pressure on this connection only) until RecvBuffersAvailable, or until the
-// RNR timeout breaks the connection.
+// version, queue, MSN, message offset, STag and bounds) before anything of it is placed. With
+// CRC every FPDU is placed from the staging buffer once whole and CRC-checked: the CRC must be
+// checked on the bytes as they came off the wire, and the destination may change under a
+// direct placement. Without CRC a large FPDU is placed as it arrives: its payload is read from
+// the socket straight into the destination (no staging copy). A Send goes into the receive
+// buffer core hands out when its first FPDU arrives (the SRQ decision lives in srq/), an RDMA
+// Write or Read Response where the STag says, a Read Request into the response queue. A Send
+// with no buffer to take holds the stream (TCP back-pressure on this connection only) until
+// RecvBuffersAvailable, or until the RNR timeout breaks the connection.
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -130,19 +130,23 @@ void Connection::ReadLoop() {
       budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
       continue;
     }
-    if (n == 0) {
-      OnPeerClosed();
-      return;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      ArmRead();
-      return;
-    }
-    SOFTDAT_LOG(kInfo, "tcp: receive failed: %s", std::strerror(errno));
-    End(ConnectionEnd::kBroken);
-    return;
+    if (!RetryRecv(n)) return;
   }
+}
+
+bool Connection::RetryRecv(ssize_t n) {
+  if (n == 0) {
+    OnPeerClosed();
+    return false;
+  }
+  if (errno == EINTR) return true;
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    ArmRead();
+    return false;
+  }
+  SOFTDAT_LOG(kInfo, "tcp: receive failed: %s", std::strerror(errno));
+  End(ConnectionEnd::kBroken);
+  return false;
 }
 
 bool Connection::ReadDirect() {
@@ -165,25 +169,13 @@ bool Connection::ReadDirect() {
   }
   const ssize_t n = ::recv(socket_.native_handle(), to, room, MSG_DONTWAIT);
   if (n > 0) {
-    if (crc_) d.crc = Crc32cUpdate(d.crc, to, static_cast<std::size_t>(n));
     Place(d.placement.segments, d.placement.contiguous, d.placement.segment, d.placement.segment_offset, nullptr,
           static_cast<std::size_t>(n));
     d.placed += static_cast<std::uint32_t>(n);
     d.payload_done = d.placed == d.length;
     return true;
   }
-  if (n == 0) {
-    OnPeerClosed();
-    return false;
-  }
-  if (errno == EINTR) return true;
-  if (errno == EAGAIN || errno == EWOULDBLOCK) {
-    ArmRead();
-    return false;
-  }
-  SOFTDAT_LOG(kInfo, "tcp: receive failed: %s", std::strerror(errno));
-  End(ConnectionEnd::kBroken);
-  return false;
+  return RetryRecv(n);
 }
 
 Connection::Frame Connection::ProcessFrame() {
@@ -194,22 +186,16 @@ Connection::Frame Connection::ProcessFrame() {
   std::size_t header_size = 0;
   if (const wire::ControlError error = wire::DecodeControl(at, header_size); error != wire::ControlError::kNone) {
     SOFTDAT_LOG(kWarn, "tcp: bad FPDU control byte %#x/%#x from the peer", at[2], at[3]);
-    Terminate(error == wire::ControlError::kDdpVersion ? wire::term::kDdpVersion : wire::term::kBadOpcode);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(error == wire::ControlError::kDdpVersion ? wire::term::kDdpVersion : wire::term::kBadOpcode);
   }
   const std::size_t ulpdu = std::size_t{at[0]} << 8 | at[1];
   if (wire::kLengthFieldSize + ulpdu < header_size) {
     SOFTDAT_LOG(kWarn, "tcp: FPDU of %zu bytes is shorter than its header", ulpdu);
-    Terminate(wire::term::kBadFraming);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(wire::term::kBadFraming);
   }
   const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
   const std::size_t total = covered + wire::kCrcSize;
   if (available < total) {
-    // Direct placement only without CRC: with it, the CRC must be checked on the bytes as they
-    // came off the wire, and the destination may change under us (a concurrent local access).
     if (!crc_ && available >= header_size && total - available >= kDirectMissing && phase_ != Phase::kAwaitRtr &&
         CarriesPayload(static_cast<wire::Opcode>(at[3] & 0x0F))) {
       return StartDirect(at, available, header_size, total);
@@ -218,9 +204,7 @@ Connection::Frame Connection::ProcessFrame() {
   }
   if (crc_ && Crc32c(at, covered) != GetCrc(at + covered)) {
     SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
-    Terminate(wire::term::kCrcError);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(wire::term::kCrcError);
   }
   wire::FpduHeader header;
   wire::DecodeHeader(at, header);
@@ -269,7 +253,6 @@ Connection::Frame Connection::StartDirect(const std::uint8_t* at, std::size_t av
   direct_.header = header;
   direct_.length = length;
   direct_.placed = static_cast<std::uint32_t>(already);
-  direct_.crc = crc_ ? Crc32cUpdate(kCrc32cInit, at, available) : 0;
   direct_.trailer = total - header_size - length;
   direct_.placement = placement;
   Place(direct_.placement.segments, direct_.placement.contiguous, direct_.placement.segment,
@@ -282,16 +265,7 @@ Connection::Frame Connection::StartDirect(const std::uint8_t* at, std::size_t av
 Connection::Frame Connection::FinishDirect() {
   const std::size_t available = rx_end_ - rx_start_;
   if (available < direct_.trailer) return Frame::kNeedMore;
-  const std::uint8_t* at = rx_.data() + rx_start_;
-  const std::size_t pad = direct_.trailer - wire::kCrcSize;
-  if (crc_ && Crc32cFinal(Crc32cUpdate(direct_.crc, at, pad)) != GetCrc(at + pad)) {
-    SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch (payload placed in the addressed buffer only)");
-    direct_.active = false;
-    Terminate(wire::term::kCrcError);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
-  }
-  rx_start_ += direct_.trailer;
+  rx_start_ += direct_.trailer;  // pad and an unchecked CRC field: direct placement is CRC-off only
   direct_.active = false;
   return FinishPayload(direct_.header, direct_.length);
 }
@@ -312,8 +286,7 @@ Connection::Frame Connection::FinishPayload(const wire::FpduHeader& header, std:
     if (!header.last) return Frame::kDone;
     const std::uint64_t id = read.work.id;
     const auto total = static_cast<std::uint32_t>(read.received);
-    reads_head_ = (reads_head_ + 1) % reads_.size();
-    --reads_count_;
+    PopRead();
     events_->OnWorkDone(id, WorkStatus::kSuccess, total);
     if (phase_ == Phase::kEnded) return Frame::kEnded;
     PumpTx();  // a fenced Work or a Read held at the ORD may go now
@@ -337,18 +310,14 @@ Connection::Frame Connection::FinishPayload(const wire::FpduHeader& header, std:
 
 Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {
   if (header.queue != wire::kQueueSend) {
-    Terminate(wire::term::kInvalidQueue);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(wire::term::kInvalidQueue);
   }
   RxMessage& m = rx_message_;
   if (!m.active) {
     if (header.msn != expected_msn_ || header.message_offset != 0) {
       SOFTDAT_LOG(kWarn, "tcp: Send MSN %u offset %u, expected MSN %u offset 0", header.msn, header.message_offset,
                   expected_msn_);
-      Terminate(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
-      End(ConnectionEnd::kBroken);
-      return Frame::kEnded;
+      return Fail(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
     }
     RecvTarget target;
     switch (events_->AcquireRecv(header.msn, target)) {
@@ -360,9 +329,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
         return Frame::kHeld;
       case RecvAcquire::kRefused:
         SOFTDAT_LOG(kWarn, "tcp: Send MSN %u may not take a receive buffer", header.msn);
-        Terminate(wire::term::kMsnRange);
-        End(ConnectionEnd::kBroken);
-        return Frame::kEnded;
+        return Fail(wire::term::kMsnRange);
     }
     if (rnr_armed_) {
       rnr_armed_ = false;
@@ -375,9 +342,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
   } else if (header.msn != m.msn || header.message_offset != m.received) {
     SOFTDAT_LOG(kWarn, "tcp: Send MSN %u offset %u, expected MSN %u offset %llu", header.msn, header.message_offset,
                 m.msn, static_cast<unsigned long long>(m.received));
-    Terminate(header.msn != m.msn ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(header.msn != m.msn ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
   }
   if (m.received + length > m.target.capacity) {
     SOFTDAT_LOG(kInfo, "tcp: Send MSN %u is longer than its receive buffer (%llu bytes)", m.msn,
@@ -386,9 +351,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
     RecvInfo info;
     info.length = static_cast<std::uint32_t>(m.received);
     events_->OnRecvDone(m.msn, WorkStatus::kLocalLength, info);
-    Terminate(wire::term::kMessageTooLong);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(wire::term::kMessageTooLong);
   }
   out.segments = m.target.segments;
   out.segment = &m.segment;
@@ -408,17 +371,25 @@ void Connection::StartRnrTimer() {
     if (!self->rx_held_ || self->phase_ == Phase::kEnded) return;
     SOFTDAT_LOG(kWarn, "tcp: no receive buffer for Send MSN %u within the RNR timeout of %u ms; breaking the connection",
                 self->expected_msn_, self->options_.rnr_timeout_ms);
-    self->Terminate(wire::term::kNoBuffer);
-    self->End(ConnectionEnd::kBroken);
+    (void)self->Fail(wire::term::kNoBuffer);
   });
+}
+
+Connection::Frame Connection::Fail(wire::TerminateCode code) {
+  Terminate(code);
+  End(ConnectionEnd::kBroken);
+  return Frame::kEnded;
+}
+
+void Connection::PopRead() {
+  reads_head_ = (reads_head_ + 1) % reads_.size();
+  --reads_count_;
 }
 
 Connection::Frame Connection::RefuseRemote(RemoteCheck check, bool write) {
   const wire::TerminateCode code = RemoteTerminate(check);
   SOFTDAT_LOG(kWarn, "tcp: the peer's RDMA %s was refused: %s", write ? "Write" : "Read", wire::DescribeTerminate(code));
-  Terminate(code);
-  End(ConnectionEnd::kBroken);
-  return Frame::kEnded;
+  return Fail(code);
 }
 
 Connection::Frame Connection::BeginWrite(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {
@@ -433,17 +404,13 @@ Connection::Frame Connection::OnReadRequest(const wire::FpduHeader& header, cons
   if (header.queue != wire::kQueueReadRequest || header.msn != expected_read_msn_ || header.message_offset != 0) {
     SOFTDAT_LOG(kWarn, "tcp: Read Request on queue %u MSN %u offset %u, expected queue 1 MSN %u", header.queue,
                 header.msn, header.message_offset, expected_read_msn_);
-    Terminate(header.queue != wire::kQueueReadRequest ? wire::term::kInvalidQueue
+    return Fail(header.queue != wire::kQueueReadRequest ? wire::term::kInvalidQueue
               : header.msn != expected_read_msn_     ? wire::term::kMsnRange
                                                      : wire::term::kBadMessageOffset);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
   }
   if (responses_count_ == responses_.size()) {
     SOFTDAT_LOG(kWarn, "tcp: the peer has more than %zu RDMA Reads outstanding (our IRD)", responses_.size());
-    Terminate(wire::term::kStreamCatastrophic);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(wire::term::kStreamCatastrophic);
   }
   wire::ReadRequestBody request;
   wire::DecodeReadRequest(body, request);
@@ -466,9 +433,7 @@ Connection::Frame Connection::BeginReadResponse(const wire::FpduHeader& header, 
                                                 Placement& out) {
   if (reads_count_ == 0) {
     SOFTDAT_LOG(kWarn, "tcp: Read Response with no RDMA Read outstanding");
-    Terminate(wire::term::kDdpTaggedInvalidStag);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(wire::term::kDdpTaggedInvalidStag);
   }
   OutstandingRead& read = reads_[reads_head_];
   const bool matches = header.stag == read.sink_stag && header.tagged_offset == read.received;
@@ -477,12 +442,9 @@ Connection::Frame Connection::BeginReadResponse(const wire::FpduHeader& header, 
     SOFTDAT_LOG(kWarn, "tcp: Read Response (STag %#x offset %llu, %u bytes) does not match the Read outstanding",
                 header.stag, static_cast<unsigned long long>(header.tagged_offset), length);
     const std::uint64_t id = read.work.id;
-    reads_head_ = (reads_head_ + 1) % reads_.size();
-    --reads_count_;
+    PopRead();
     events_->OnWorkDone(id, WorkStatus::kBadResponse, 0);
-    Terminate(matches ? wire::term::kDdpTaggedBounds : wire::term::kDdpTaggedInvalidStag);
-    End(ConnectionEnd::kBroken);
-    return Frame::kEnded;
+    return Fail(matches ? wire::term::kDdpTaggedBounds : wire::term::kDdpTaggedInvalidStag);
   }
   out.segments = read.work.local;
   out.segment = &read.segment;
@@ -498,8 +460,7 @@ Connection::Frame Connection::OnTerminate(const std::uint8_t* payload, std::uint
   if (reads_count_ > 0 && code.layer == wire::TermLayer::kRdmap && code.etype == 1) {
     // Our oldest Read was refused by the peer's memory checks.
     const std::uint64_t id = reads_[reads_head_].work.id;
-    reads_head_ = (reads_head_ + 1) % reads_.size();
-    --reads_count_;
+    PopRead();
     events_->OnWorkDone(id, WorkStatus::kRemoteAccess, 0);
   }
   End(ConnectionEnd::kBroken);

@@ -124,14 +124,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t* segment = nullptr;
     std::uint32_t* segment_offset = nullptr;
   };
-  // A large FPDU whose payload is read from the socket straight into its destination.
+  // A large FPDU whose payload is read from the socket straight into its destination (only
+  // without CRC: see connection_rx.cc).
   struct DirectRx {
     bool active = false;
     bool payload_done = false;
     wire::FpduHeader header;
     std::uint32_t length = 0;  // payload bytes
     std::uint32_t placed = 0;
-    std::uint32_t crc = 0;     // running CRC32c state over what was received so far
     std::size_t trailer = 0;   // pad and CRC bytes after the payload
     Placement placement;
   };
@@ -166,6 +166,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Frame StartDirect(const std::uint8_t* at, std::size_t available, std::size_t header_size, std::size_t total);
   Frame FinishDirect();
   bool ReadDirect();  // false when the loop must stop (would block, or ended)
+  bool RetryRecv(ssize_t n);  // recv gave n <= 0: true to try again, false when handled
   Frame BeginPayload(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
   Frame BeginSend(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
   Frame BeginWrite(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
@@ -176,6 +177,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnPeerClosed();
   void StartRnrTimer();
   Frame RefuseRemote(RemoteCheck check, bool write);
+  Frame Fail(wire::TerminateCode code);  // Terminate, then end the connection as broken
+  void PopRead();                        // the oldest outstanding Read is done
 
   asio::io_context& io_;
   const ConnectionOptions options_;
