@@ -18,6 +18,9 @@ namespace softdat::transport::tcp {
 namespace {
 
 constexpr std::size_t kRxBufferSize = 128 * 1024;
+// Sixteen full-size inline messages: more than a consumer usually has unsent at once; when the
+// ring is full a small message is simply read at framing time like a large one.
+constexpr std::size_t kInlineRingSize = 16 * InlineRing::kMaxInline;
 // How long a passive connection waits for the active side's ready-to-receive FPDU, and how long
 // a graceful disconnect waits for the peer's FIN before it closes anyway.
 constexpr auto kRtrTimeout = std::chrono::seconds(10);
@@ -37,6 +40,7 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       options_(options),
       config_(config),
       posted_(AtLeastOne(config.max_send_work)),
+      inline_(kInlineRingSize),
       events_(events),
       socket_(io),
       timer_(io),
@@ -45,6 +49,7 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       ord_(AtLeastOne(config.max_rdma_read_out)),
       written_ids_(AtLeastOne(config.max_send_work)),
       written_lengths_(AtLeastOne(config.max_send_work)),
+      written_inline_(AtLeastOne(config.max_send_work)),
       responses_(AtLeastOne(config.max_rdma_read_in)),
       reads_(AtLeastOne(config.max_rdma_read_out)),
       rx_(kRxBufferSize) {

@@ -48,11 +48,30 @@ Status Connection::Post(const Work& work) {
   {
     std::lock_guard lock(post_mutex_);
     if (posted_count_ == posted_.size()) return Status(Code::kInsufficientResources, Detail::kTep);
-    posted_[(posted_head_ + posted_count_) % posted_.size()] = work;
+    PostedWork& slot = posted_[(posted_head_ + posted_count_) % posted_.size()];
+    slot.work = work;
+    slot.inline_charged = 0;
+    if (work.kind != WorkKind::kRdmaRead) CopyInline(slot);
     ++posted_count_;
   }
   Kick();
   return Status::Ok();
+}
+
+void Connection::CopyInline(PostedWork& slot) {
+  const Work& work = slot.work;
+  if (work.length == 0 || work.length > InlineRing::kMaxInline) return;
+  std::uint32_t charged = 0;
+  std::uint8_t* copy = inline_.Allocate(work.length, charged);
+  if (copy == nullptr) return;
+  std::size_t at = 0;
+  for (const Segment& segment : work.local) {
+    if (segment.length == 0) continue;
+    std::memcpy(copy + at, reinterpret_cast<const void*>(segment.address), segment.length);
+    at += segment.length;
+  }
+  slot.inline_segment = Segment{reinterpret_cast<std::uint64_t>(copy), static_cast<std::uint32_t>(work.length), 0};
+  slot.inline_charged = charged;
 }
 
 void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
@@ -110,6 +129,12 @@ bool Connection::FlushTx() {
 void Connection::CompleteWritten() {
   const std::size_t count = written_count_;
   written_count_ = 0;
+  std::uint32_t inline_done = 0;
+  for (std::size_t i = 0; i < count; ++i) inline_done += written_inline_[i];
+  if (inline_done != 0) {
+    std::lock_guard lock(post_mutex_);
+    inline_.Release(inline_done);
+  }
   for (std::size_t i = 0; i < count && events_ != nullptr; ++i) {
     events_->OnWorkDone(written_ids_[i], WorkStatus::kSuccess, written_lengths_[i]);
   }
@@ -137,12 +162,18 @@ bool Connection::NextTxMessage() {
   }
   std::lock_guard lock(post_mutex_);
   if (posted_count_ == 0) return false;
-  const Work& work = posted_[posted_head_];
+  const PostedWork& slot = posted_[posted_head_];
+  const Work& work = slot.work;
   if (work.fence && reads_count_ > 0) return false;
   if (work.kind == WorkKind::kRdmaRead && reads_count_ >= std::min<std::size_t>(ord_, reads_.size())) return false;
   m = TxMessage{};
   m.work = work;
   m.length = work.length;
+  if (slot.inline_charged != 0) {
+    m.inline_segment = slot.inline_segment;
+    m.inline_charged = slot.inline_charged;
+    m.work.local = std::span<const Segment>(&m.inline_segment, 1);
+  }
   posted_head_ = (posted_head_ + 1) % posted_.size();
   --posted_count_;
   switch (work.kind) {
@@ -284,6 +315,7 @@ void Connection::FrameOne() {
   if (m.kind == TxKind::kSend || m.kind == TxKind::kWrite) {
     written_ids_[written_count_] = m.work.id;
     written_lengths_[written_count_] = static_cast<std::uint32_t>(m.length);
+    written_inline_[written_count_] = m.inline_charged;
     ++written_count_;
   }
   m.kind = TxKind::kNone;

@@ -25,6 +25,7 @@
 
 #include "base/status.h"
 #include "transport/endpoint.h"
+#include "transport/tcp/inline_ring.h"
 #include "transport/tcp/tx_batch.h"
 #include "transport/tcp/wire.h"
 
@@ -91,6 +92,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t stag = 0;                // tagged: sink STag; Send with Invalidate: its STag
     std::uint64_t tagged_offset = 0;
     wire::ReadRequestBody read;            // kReadRequest
+    Segment inline_segment;                // work.local when the payload was copied at post
+    std::uint32_t inline_charged = 0;      // its InlineRing charge, 0 when not inline
+  };
+  // A posted Work and, for a small Send or Write, where its payload was copied at post time.
+  struct PostedWork {
+    Work work;
+    Segment inline_segment;
+    std::uint32_t inline_charged = 0;
   };
   // A Read Request the peer sent us, waiting for its response to be framed.
   struct ReadResponse {
@@ -158,6 +167,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void FrameOne();
   void CompleteWritten();
   void WriteRaw(const std::uint8_t* bytes, std::size_t length);
+  void CopyInline(PostedWork& slot);  // consumer thread, post_mutex_ held
 
   // Reception (connection_rx.cc).
   void ReadLoop();
@@ -186,7 +196,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Consumer side: posted Work waiting for the progress context.
   std::mutex post_mutex_;
-  std::vector<Work> posted_;  // a ring of max_send_work slots
+  std::vector<PostedWork> posted_;  // a ring of max_send_work slots
+  InlineRing inline_;
   std::uint32_t posted_head_ = 0;
   std::uint32_t posted_count_ = 0;
   std::atomic<bool> kick_pending_{false};
@@ -222,6 +233,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint32_t next_sink_stag_ = 1;
   std::vector<std::uint64_t> written_ids_;  // Sends and Writes whose last byte is in tx_
   std::vector<std::uint32_t> written_lengths_;
+  std::vector<std::uint32_t> written_inline_;  // their InlineRing charges
   std::size_t written_count_ = 0;
   bool rtr_pending_ = false;
 

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -35,6 +36,20 @@ EndpointConfig Config() {
   config.max_message_size = 1u << 30;
   return config;
 }
+
+// An RDMA Write or Read of `local` at the peer's `address` under STag `key`.
+Work Rdma(WorkKind kind, std::uint64_t id, std::span<const Segment> local, std::uint32_t key, std::uint64_t address) {
+  Work work;
+  work.id = id;
+  work.kind = kind;
+  work.local = local;
+  for (const Segment& s : local) work.length += s.length;
+  work.remote_key = key;
+  work.remote_address = address;
+  return work;
+}
+
+std::uint64_t AddressOf(std::vector<std::uint8_t>& region) { return reinterpret_cast<std::uint64_t>(region.data()); }
 
 class TcpTransportTest : public ::testing::Test {
  protected:
@@ -160,24 +175,12 @@ TEST_F(TcpTransportTest, RdmaWriteAndReadReachTheExposedRegion) {
   server_events_.Expose(region, 0x77, true);
   std::vector<std::uint8_t> data = Bytes(150 * 1024, 3);
   std::vector<Segment> local = {SegmentOf(data)};
-  Work write;
-  write.id = 10;
-  write.kind = WorkKind::kRdmaWrite;
-  write.local = local;
-  write.length = data.size();
-  write.remote_key = 0x77;
-  write.remote_address = reinterpret_cast<std::uint64_t>(region.data()) + 1000;
+  Work write = Rdma(WorkKind::kRdmaWrite, 10, local, 0x77, AddressOf(region) + 1000);
   ASSERT_TRUE(client_->Post(write).ok());
 
   std::vector<std::uint8_t> back(data.size(), 0);
   std::vector<Segment> sink = {SegmentOf(back, 0, 50000), SegmentOf(back, 50000)};
-  Work read;
-  read.id = 11;
-  read.kind = WorkKind::kRdmaRead;
-  read.local = sink;
-  read.length = back.size();
-  read.remote_key = 0x77;
-  read.remote_address = write.remote_address;
+  Work read = Rdma(WorkKind::kRdmaRead, 11, sink, 0x77, write.remote_address);
   ASSERT_TRUE(client_->Post(read).ok());
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
   EXPECT_EQ(client_events_.work_done[0].id, 10u);
@@ -210,13 +213,7 @@ TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection)
   std::vector<std::uint8_t> back(region.size());
   std::vector<Segment> sink = {SegmentOf(back)};
   for (std::uint64_t id = 1; id <= 4; ++id) {
-    Work read;
-    read.id = id;
-    read.kind = WorkKind::kRdmaRead;
-    read.local = sink;
-    read.length = back.size();
-    read.remote_key = 0x77;
-    read.remote_address = reinterpret_cast<std::uint64_t>(region.data());
+    Work read = Rdma(WorkKind::kRdmaRead, id, sink, 0x77, AddressOf(region));
     ASSERT_TRUE(client_->Post(read).ok());
     ASSERT_TRUE(client_events_.WaitFor([&] {
       return client_events_.work_done.size() == id || client_events_.ended.has_value();
@@ -230,19 +227,51 @@ TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection)
   for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
 }
 
+// Regression: stock dtest (-B 64 -b 4096) reuses a 4 KiB Write source right after posting it
+// unsignalled, and under load the progress thread framed the Write after that, sending the new
+// bytes. Small Sends and Writes are now copied when posted. Here the Write cannot be framed
+// before the source changes: the peer holds its socket (no receive buffer for a Send), and a
+// 48 MiB Write ahead of it exceeds what the kernel buffers (4 MiB send, at most 32 MiB
+// receive) so it is still being sent when the small Write's source is overwritten.
+TEST_F(TcpTransportTest, SmallWriteSendsItsBytesAsPostedEvenIfTheSourceChangesBeforeItIsFramed) {
+  ConnectBoth();
+  constexpr std::size_t kBig = 48u << 20;
+  std::vector<std::uint8_t> region(kBig + 4096, 0);
+  server_events_.Expose(region, 0x77, true);
+  std::vector<std::uint8_t> note = Bytes(100, 1);
+  std::vector<Segment> note_gather = {SegmentOf(note)};
+  ASSERT_TRUE(PostSend(note_gather, 1).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.not_ready > 0; }));
+
+  std::vector<std::uint8_t> big(kBig, 0x11);
+  std::vector<Segment> big_gather = {SegmentOf(big)};
+  ASSERT_TRUE(client_->Post(Rdma(WorkKind::kRdmaWrite, 2, big_gather, 0x77, AddressOf(region))).ok());
+  std::vector<std::uint8_t> small(4096, 'A');
+  std::vector<Segment> small_gather = {SegmentOf(small, 0, 1000), SegmentOf(small, 1000)};
+  ASSERT_TRUE(client_->Post(Rdma(WorkKind::kRdmaWrite, 3, small_gather, 0x77, AddressOf(region) + kBig)).ok());
+  std::fill(small.begin(), small.end(), 'B');  // before completion: the consumer's mistake
+
+  // A last Send: its arrival means both Writes ahead of it are placed.
+  ASSERT_TRUE(PostSend(note_gather, 4).ok());
+  std::vector<std::uint8_t> sink(100), last_sink(100);
+  std::vector<Segment> scatter = {SegmentOf(sink)}, last_scatter = {SegmentOf(last_sink)};
+  server_events_.AddBuffer(scatter);
+  server_events_.AddBuffer(last_scatter);
+  server_->RecvBuffersAvailable();
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 4; }));
+  EXPECT_EQ(region[kBig - 1], 0x11);
+  EXPECT_EQ(std::count(region.begin() + kBig, region.end(), 'A'), 4096) << "the bytes as they were when posted";
+  EXPECT_FALSE(client_events_.ended.has_value());
+}
+
 TEST_F(TcpTransportTest, WriteWithABadKeyBreaksBothSidesAndTouchesNothing) {
   ConnectBoth();
   std::vector<std::uint8_t> region(4096, 0);
   server_events_.Expose(region, 0x77, true);
   std::vector<std::uint8_t> data(100, 0xCC);
   std::vector<Segment> local = {SegmentOf(data)};
-  Work write;
-  write.id = 1;
-  write.kind = WorkKind::kRdmaWrite;
-  write.local = local;
-  write.length = data.size();
-  write.remote_key = 0x78;
-  write.remote_address = reinterpret_cast<std::uint64_t>(region.data());
+  Work write = Rdma(WorkKind::kRdmaWrite, 1, local, 0x78, AddressOf(region));
   ASSERT_TRUE(client_->Post(write).ok());
   ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.ended.has_value(); }));
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
@@ -257,13 +286,7 @@ TEST_F(TcpTransportTest, ReadOutsideTheRegionFailsWithRemoteAccess) {
   server_events_.Expose(region, 0x77, false);
   std::vector<std::uint8_t> back(8192, 0);
   std::vector<Segment> sink = {SegmentOf(back)};
-  Work read;
-  read.id = 3;
-  read.kind = WorkKind::kRdmaRead;
-  read.local = sink;
-  read.length = back.size();
-  read.remote_key = 0x77;
-  read.remote_address = reinterpret_cast<std::uint64_t>(region.data());
+  Work read = Rdma(WorkKind::kRdmaRead, 3, sink, 0x77, AddressOf(region));
   ASSERT_TRUE(client_->Post(read).ok());
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
   ASSERT_EQ(client_events_.work_done.size(), 1u);
