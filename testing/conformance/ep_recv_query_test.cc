@@ -99,7 +99,7 @@ TEST_F(EpRecvQuery, SpanIsLatestAllocatedMsnMinusLatestCompletedMsn) {
     ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
   }
   Pair pair;
-  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.sender_ia_name = "softdat-tcp"}));
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.sender_ia_name = SuiteIaName()}));
   for (int i = 0; i < 2; ++i) {
     ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 's'));
     DAT_DTO_COMPLETION_EVENT_DATA dto{};

@@ -82,7 +82,7 @@ class EpSetWatermarkHeld : public EpSetWatermark {
     DAT_LMR_TRIPLET iov = big_.Triplet(0, size_);
     DAT_DTO_COOKIE cookie{};
     ASSERT_EQ(dat_srq_post_recv(srq_, 1, &iov, cookie), DAT_SUCCESS);
-    ASSERT_NO_FATAL_FAILURE(Connect(srq_, pair_, {.sender_ia_name = "softdat-tcp"}));
+    ASSERT_NO_FATAL_FAILURE(Connect(srq_, pair_, {.sender_ia_name = SuiteIaName()}));
     ASSERT_NO_FATAL_FAILURE(Send(pair_, size_, 'b'));
   }
   // Catches the receiver EP holding the buffer of the 32 MiB message while it still arrives

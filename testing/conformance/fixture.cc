@@ -4,8 +4,17 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace softdat::conformance {
+
+const char* SuiteIaName() {
+  const char* name = std::getenv("SOFTDAT_CONFORMANCE_IA");
+  return name != nullptr && *name != '\0' ? name : "softdat-tcp";
+}
+
+bool SuiteIsTcp() { return std::strncmp(SuiteIaName(), "softdat-tcp", 11) == 0; }
 
 std::string DatReturnName(DAT_RETURN value) {
   char text[64];

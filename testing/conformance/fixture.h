@@ -58,10 +58,16 @@ struct ReceiverOptions {
   DAT_PZ_HANDLE receiver_pz = DAT_HANDLE_NULL;  // null: the test's PZ (the SRQ's)
 };
 
+// The dat.conf name of the IA the suite runs over: $SOFTDAT_CONFORMANCE_IA (e.g. softdat-verbs-rxe0
+// inside the VM, see main.cc) or softdat-tcp.
+const char* SuiteIaName();
+// True when the suite runs over softdat-tcp (IA options such as rnr_timeout_ms are tcp's).
+bool SuiteIsTcp();
+
 class ConformanceTest : public ::testing::Test {
  protected:
   // The IA every test opens, unless it overrides ia_name().
-  virtual const char* ia_name() const { return "softdat-tcp"; }
+  virtual const char* ia_name() const { return SuiteIaName(); }
 
   void SetUp() override;
   void TearDown() override;

@@ -95,7 +95,7 @@ TEST_F(Handles, FreedEpIsInvalidHandleEp) {
 TEST_F(Handles, SrqOfAClosedIaIsInvalidHandleSrq) {
   DAT_IA_HANDLE other_ia;
   DAT_EVD_HANDLE other_async = DAT_HANDLE_NULL;
-  ASSERT_EQ(dat_ia_open(const_cast<char*>("softdat-tcp"), 8, &other_async, &other_ia), DAT_SUCCESS);
+  ASSERT_EQ(dat_ia_open(const_cast<char*>(SuiteIaName()), 8, &other_async, &other_ia), DAT_SUCCESS);
   DAT_PZ_HANDLE other_pz;
   ASSERT_EQ(dat_pz_create(other_ia, &other_pz), DAT_SUCCESS);
   DAT_SRQ_ATTR attr{4, 1, DAT_SRQ_LW_DEFAULT};

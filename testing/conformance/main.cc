@@ -1,5 +1,6 @@
-// main() of the conformance tests: installs a dat.conf with softdat-tcp and a variant whose
-// connections break when a message waits too long for a receive buffer (rnr_timeout_ms), then
+// main() of the conformance tests: installs a dat.conf with softdat-tcp, a variant whose
+// connections break when a message waits too long for a receive buffer (rnr_timeout_ms), and the
+// VM's verbs devices (the suite runs over $SOFTDAT_CONFORMANCE_IA, default softdat-tcp), then
 // re-executes itself so libdat2 reads it at load time (see testing/registry_main.cc).
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,6 +16,9 @@ int main(int argc, char** argv) {
     softdat::testing::InstallDatConf({
         {"softdat-tcp", "tcp 127.0.0.1"},
         {"softdat-tcp-rnr", "tcp 127.0.0.1 rnr_timeout_ms=100"},
+        // The VM's devices (testing/vm): chosen with SOFTDAT_CONFORMANCE_IA.
+        {"softdat-verbs-rxe0", "verbs rxe0 1"},
+        {"softdat-verbs-siw0", "verbs siw0 1"},
     });
     setenv(kMarker, "1", 1);
     execv("/proc/self/exe", argv);

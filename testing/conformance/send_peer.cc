@@ -40,7 +40,9 @@ int main(int argc, char** argv) {
 
   DAT_IA_HANDLE ia;
   DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
-  if (dat_ia_open(const_cast<char*>("softdat-tcp"), 8, &async, &ia) != DAT_SUCCESS) return 10;
+  const char* ia_name = std::getenv("SOFTDAT_CONFORMANCE_IA");
+  if (ia_name == nullptr || *ia_name == '\0') ia_name = "softdat-tcp";
+  if (dat_ia_open(const_cast<char*>(ia_name), 8, &async, &ia) != DAT_SUCCESS) return 10;
   DAT_PZ_HANDLE pz;
   DAT_EVD_HANDLE request_evd, recv_evd, connect_evd;
   if (dat_pz_create(ia, &pz) != DAT_SUCCESS ||

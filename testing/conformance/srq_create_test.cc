@@ -81,7 +81,7 @@ TEST_F(SrqCreate, BadIaOrPzIsInvalidHandle) {
   // A PZ of another IA.
   DAT_IA_HANDLE other_ia;
   DAT_EVD_HANDLE other_async = DAT_HANDLE_NULL;
-  ASSERT_EQ(dat_ia_open(const_cast<char*>("softdat-tcp"), 8, &other_async, &other_ia), DAT_SUCCESS);
+  ASSERT_EQ(dat_ia_open(const_cast<char*>(SuiteIaName()), 8, &other_async, &other_ia), DAT_SUCCESS);
   DAT_PZ_HANDLE other_pz;
   ASSERT_EQ(dat_pz_create(other_ia, &other_pz), DAT_SUCCESS);
   result = dat_srq_create(ia_, other_pz, &attr, &srq);

@@ -88,7 +88,7 @@ TEST_F(SrqResize, BuffersHeldByAnEpCountAsOutstanding) {
   ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, cookie), DAT_SUCCESS);
   ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 1));
   Pair pair;
-  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.sender_ia_name = "softdat-tcp"}));
+  ASSERT_NO_FATAL_FAILURE(Connect(srq, pair, {.sender_ia_name = SuiteIaName()}));
   ASSERT_NO_FATAL_FAILURE(Send(pair, size, 'b'));
   DAT_COUNT n = 0;
   for (long i = 0; i < 50'000'000 && n == 0; ++i) {

@@ -1,6 +1,9 @@
 // The Send -> SRQ receive scenario with the peer in another process (send_peer, started through
 // testing/subprocess.h and bounded in time): what a real consumer pair does, each process with its
 // own libdat2 and softdat instance.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -39,9 +42,14 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
   ASSERT_EQ(dat_psp_create_any(ia_, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
 
   const std::string peer = std::string(std::getenv("TEST_SRCDIR")) + "/softdat/testing/conformance/send_peer";
+  // The IA's own address: 127.0.0.1 for softdat-tcp, the device's for a verbs IA.
+  char address[INET_ADDRSTRLEN] = {};
+  ASSERT_NE(inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(ia_attr_.ia_address_ptr)->sin_addr, address,
+                      sizeof address),
+            nullptr);
   testing::SubprocessResult result;
   std::thread child([&] {
-    result = testing::RunSubprocess({peer, "127.0.0.1", std::to_string(port), std::to_string(kMessages)}, {}, 60s);
+    result = testing::RunSubprocess({peer, address, std::to_string(port), std::to_string(kMessages)}, {}, 60s);
   });
   struct Joiner {
     std::thread& thread;
