@@ -56,6 +56,13 @@ Status EpRecvQueue::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> seg
   return Status::Ok();
 }
 
+bool EpRecvQueue::Withdraw() {
+  std::lock_guard lock(mu_);
+  if (count_ == 0 || At(count_ - 1).state != State::kPosted) return false;
+  --count_;
+  return true;
+}
+
 Status EpRecvQueue::Begin(std::uint32_t first_msn) {
   std::lock_guard lock(mu_);
   for (std::uint32_t offset = 0; offset < count_; ++offset)

@@ -52,6 +52,10 @@ class EpRecvQueue {
   Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
               DAT_COMPLETION_FLAGS flags = DAT_COMPLETION_DEFAULT_FLAG);
 
+  // Device receive model: the transport refused the buffer just posted, so it is taken back as if
+  // never posted. False (nothing changes) when the newest buffer is no longer only posted.
+  bool Withdraw();
+
   // A new connection begins: its first Send will carry `first_msn`. Only when no buffer is
   // outstanding (kInvalidState otherwise); reopens a closed queue.
   Status Begin(std::uint32_t first_msn);

@@ -90,7 +90,8 @@ void SrqPool::CommitGrowthLocked(Growth& growth) {
   chunks_ = std::move(growth.chunk);
 }
 
-Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments) {
+Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
+                     std::uint32_t* slot_out) {
   if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kArg2);
   std::lock_guard lock(mu_);
   if (OutstandingLocked() >= limit_)
@@ -109,6 +110,32 @@ Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segment
   const auto mask = static_cast<std::uint32_t>(posted_.size()) - 1;
   posted_[(posted_head_ + posted_count_) & mask] = index;
   ++posted_count_;
+  if (slot_out != nullptr) *slot_out = index;
+  return Status::Ok();
+}
+
+bool SrqPool::RemovePostedLocked(std::uint32_t index) {
+  const auto mask = static_cast<std::uint32_t>(posted_.size()) - 1;
+  std::uint32_t at = 0;
+  while (at < posted_count_ && posted_[(posted_head_ + at) & mask] != index) ++at;
+  if (at == posted_count_) return false;
+  if (at == 0) {
+    posted_head_ = (posted_head_ + 1) & mask;
+  } else {
+    // Out of FIFO order: close the gap so the others keep their posting order.
+    for (std::uint32_t k = at; k + 1 < posted_count_; ++k)
+      posted_[(posted_head_ + k) & mask] = posted_[(posted_head_ + k + 1) & mask];
+  }
+  --posted_count_;
+  return true;
+}
+
+Status SrqPool::Withdraw(std::uint32_t slot) {
+  std::lock_guard lock(mu_);
+  if (slot >= slots_.size() || slots_[slot].state != SlotState::kPosted || !RemovePostedLocked(slot))
+    return Status(Code::kInvalidParameter, Detail::kArg1);
+  slots_[slot].state = SlotState::kFree;
+  free_[free_count_++] = slot;
   return Status::Ok();
 }
 
@@ -140,6 +167,12 @@ Status SrqPool::CheckResizeLocked(std::uint32_t new_max) const {
   if (new_max < OutstandingLocked() || new_max < low_watermark_)
     return Status(Code::kInvalidState, Detail::kSrqInUse);
   return Status::Ok();
+}
+
+Status SrqPool::CheckResize(std::uint32_t new_max) const {
+  if (new_max == 0 || new_max > kMaxRecvDtos) return Status(Code::kInvalidParameter, Detail::kArg2);
+  std::lock_guard lock(mu_);
+  return CheckResizeLocked(new_max);
 }
 
 Status SrqPool::Resize(std::uint32_t new_max) {
@@ -221,6 +254,21 @@ SrqPool::TakeResult SrqPool::Take(EndpointRecvAccount& ep, std::uint32_t msn, Re
   }
   out = view;
   if (notify != nullptr) notify->OnLowWatermark();
+  return TakeResult::kTaken;
+}
+
+SrqPool::TakeResult SrqPool::TakePosted(EndpointRecvAccount& ep, std::uint32_t msn,
+                                        std::uint32_t slot, RecvBuffer& out) {
+  std::lock_guard lock(mu_);
+  if (ep.pool_ != this || slot >= slots_.size() || slots_[slot].state != SlotState::kPosted)
+    return TakeResult::kRefused;
+  std::uint32_t held = 0;
+  if (ep.Find(msn, held) != EndpointRecvAccount::Lookup::kFree) return TakeResult::kRefused;
+  if (!RemovePostedLocked(slot)) return TakeResult::kRefused;
+  Slot& taken = slots_[slot];
+  taken.state = SlotState::kHeld;
+  ep.Allocate(msn, slot);
+  out = RecvBuffer{taken.cookie, taken.num_segments, taken.segments, taken.capacity, slot};
   return TakeResult::kTaken;
 }
 

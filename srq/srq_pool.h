@@ -70,12 +70,22 @@ class SrqPool {
   // dat_srq_post_recv, with segments already validated. More segments than max_recv_iov:
   // kInvalidParameter, kArg2. Queue full, counting every outstanding buffer:
   // kInsufficientResources, kResourceSrq. A refused post changes nothing. Valid in every state.
-  Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments);
+  // `slot`, if given, gets the pool's name for the buffer (what a device receive is posted as).
+  Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
+              std::uint32_t* slot = nullptr);
+
+  // Device receive model: the device refused to take buffer `slot` just posted here, so it goes
+  // back to free as if never posted. Not a posted buffer: kInvalidParameter, kArg1.
+  Status Withdraw(std::uint32_t slot);
 
   // dat_srq_set_lw: negative or above the actual queue size: kInvalidParameter, kArg2.
   // DAT_SRQ_LW_DEFAULT (0) disarms. Otherwise arms one event for the first time the number of
   // buffers on the SRQ is below `low_watermark`, delivered before returning if it already is.
   Status SetLowWatermark(DAT_COUNT low_watermark);
+
+  // The rules of Resize without resizing: kOk when Resize(new_max) would be allowed now. A
+  // device SRQ is grown only once this says yes, so that a refused resize changes nothing.
+  Status CheckResize(std::uint32_t new_max) const;
 
   // dat_srq_resize. 0 or above kMaxRecvDtos: kInvalidParameter, kArg2. Below the outstanding
   // count or below the low watermark: kInvalidState, kSrqInUse (no state subtype fits better;
@@ -100,6 +110,13 @@ class SrqPool {
   // The first segment of message `msn` arrived on `ep`: give it the oldest posted buffer. May fire
   // the low watermark.
   TakeResult Take(EndpointRecvAccount& ep, std::uint32_t msn, RecvBuffer& out);
+
+  // Device receive model: the device gave buffer `slot` to message `msn` of `ep` (the device,
+  // not the pool, chose it, usually but not necessarily the oldest). kRefused when `slot` is not
+  // on the SRQ or `msn` may not take a buffer. Never fires the low watermark: the device's limit
+  // event does.
+  TakeResult TakePosted(EndpointRecvAccount& ep, std::uint32_t msn, std::uint32_t slot,
+                        RecvBuffer& out);
 
   // Message `msn` on `ep` is fully placed (or failed with `status`). Its completion becomes
   // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing: `ep` not
@@ -169,6 +186,8 @@ class SrqPool {
   // Disarms and returns the listener when the watermark is armed and the SRQ is below it.
   LowWatermarkListener* LowWatermarkCrossedLocked();
   RecvCompletion CompletionLocked(const EndpointRecvAccount::Ready& ready);
+  // Takes posted slot `index` out of the FIFO wherever it is (the oldest in practice).
+  bool RemovePostedLocked(std::uint32_t index);
 
   const std::uint32_t max_iov_;
   mutable std::mutex mu_;
