@@ -62,7 +62,8 @@ void FillZeroLimits(const transport::Capabilities& caps, DAT_EP_ATTR& attr) {
 Ep::Ep(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_evd, Srq* srq,
        const DAT_EP_ATTR& attr)
     : ia_(ia), pz_(pz), recv_evd_(recv_evd), request_evd_(request_evd), connect_evd_(connect_evd),
-      srq_(srq), attr_(attr) {}
+      srq_(srq), attr_(attr),
+      device_receives_(ia->capabilities().receive_model == transport::ReceiveModel::kDevice) {}
 
 Ep::~Ep() = default;
 
@@ -118,6 +119,7 @@ Status Ep::AllocateResources() {
 Status Ep::NewTransportEndpoint() {
   transport::EndpointConfig config;
   config.pd = pz_->domain();
+  config.srq = device_receives_ && srq_ != nullptr ? srq_->device_srq() : nullptr;
   config.max_send_work = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_request_dtos));
   config.max_recv_work = static_cast<std::uint32_t>(attr_.max_recv_dtos);
   config.max_send_segments = requests_->max_iov();

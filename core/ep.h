@@ -4,6 +4,13 @@
 // queue (srq::EpRecvQueue) or, for an EP created with an SRQ, from the SRQ (srq::SrqPool with
 // this EP's srq::EndpointRecvAccount), through the same Take / Place / PopCompletion steps.
 //
+// On a device transport (Capabilities::receive_model kDevice) receives are also posted down, and
+// the device, not srq/, picks the buffer a message lands in: the EP's own buffers are posted to
+// its transport endpoint as recv_id = their posting number (1, 2, ... for the EP's life), SRQ
+// buffers to the SRQ's DeviceSrq as recv_id = their pool slot. A completion names its recv_id;
+// core takes exactly that buffer (EpRecvQueue position, or SrqPool::TakePosted) and places it,
+// so srq/ still orders, counts and flushes what the device completed.
+//
 // Threads. Consumer calls may come from any thread (DAT marks most of them MT-unsafe per EP;
 // softdat makes them safe anyway). The transport calls the EndpointEvents from its progress
 // context. Three locks, always taken in this order and never held while calling into the
@@ -111,6 +118,8 @@ class Ep : public HandleHeader {
   transport::RecvAcquire AcquireRecv(std::uint32_t msn, transport::RecvTarget& target);
   void OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const transport::RecvInfo& info);
   void OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info);
+  // What a received message's completion carries; a Send with Invalidate revokes the window.
+  srq::RecvNotes NotesOf(transport::WorkStatus status, const transport::RecvInfo& info);
   void OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length);
   transport::RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                             transport::RemoteAccess access);
@@ -163,6 +172,9 @@ class Ep : public HandleHeader {
   Status PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
                            DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                            bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed);
+  // Device receive model: posts a receive of this EP's own queue down (under mutex_).
+  Status PostDeviceRecvLocked(DAT_DTO_COOKIE cookie, std::span<const Segment> segments,
+                              DAT_COMPLETION_FLAGS flags);
   // Receive side, whichever queue this EP has.
   void CloseReceives();
   std::uint32_t ReceivesHeld() const;
@@ -180,6 +192,7 @@ class Ep : public HandleHeader {
   Evd* connect_evd_;
   Srq* const srq_;
   DAT_EP_ATTR attr_;
+  const bool device_receives_;  // the transport's receive model is kDevice
 
   TransportEvents events_{*this};
   std::unique_ptr<transport::Endpoint> endpoint_;
@@ -196,6 +209,12 @@ class Ep : public HandleHeader {
   sockaddr_in remote_address_{};
   DAT_CONN_QUAL remote_port_ = 0;
   sockaddr_in local_address_{};
+
+  // Device receive model (mutex_ guards them; completions of one endpoint never run at once).
+  std::uint64_t device_recv_posted_ = 0;    // recv_id of the latest buffer posted to this EP
+  std::uint64_t device_recv_base_ = 0;      // recv_id before this connection's MSN 1
+  std::uint64_t device_recv_expected_ = 1;  // recv_id the next completion should name
+  std::uint32_t device_srq_msn_ = 0;        // SRQ EP: messages of this connection completed
 
   // Watermarks (dat_ep_set_watermark); DAT_WATERMARK_INFINITE disarms.
   DAT_COUNT soft_high_watermark_ = DAT_WATERMARK_INFINITE;

@@ -59,7 +59,16 @@ std::uint64_t TransportTimeout(DAT_TIMEOUT timeout) {
 }  // namespace
 
 Status Ep::BeginConnectionLocked() {
-  if (recv_queue_ != nullptr) return recv_queue_->Begin(1);  // iWARP MSNs start at 1
+  if (recv_queue_ != nullptr) {
+    // Every buffer still queued was posted to the current transport endpoint and none is taken:
+    // the oldest is this connection's first message, whose recv_id follows device_recv_base_.
+    if (device_receives_) {
+      device_recv_base_ = device_recv_posted_ - recv_queue_->count();
+      device_recv_expected_ = device_recv_base_ + 1;
+    }
+    return recv_queue_->Begin(1);  // iWARP MSNs start at 1
+  }
+  device_srq_msn_ = 0;
   if (srq_account_ != nullptr) {
     // The previous connection's account is closed and empty (its flush is delivered).
     if (Status status = srq_->pool().Detach(*srq_account_); !status.ok()) return status;

@@ -43,12 +43,41 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
                                     LocalUse::kReceive, Detail::kArg3, segments, checked);
       !status.ok())
     return status;
+  if (device_receives_) {
+    DAT_EP_STATE current;
+    {
+      std::lock_guard lock(mutex_);
+      current = state();
+      if (Status status = PostDeviceRecvLocked(cookie, {segments, checked.count}, flags); !status.ok())
+        return status;
+    }
+    if (current == DAT_EP_STATE_DISCONNECTED) Deliver();
+    return Status::Ok();
+  }
   if (Status status = recv_queue_->Post(cookie, {segments, checked.count}, flags); !status.ok()) return status;
   const DAT_EP_STATE current = state();
   if (current == DAT_EP_STATE_DISCONNECTED) {
     Deliver();  // "the posted Recv is immediately flushed to recv_evd_handle"
   } else if (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING) {
     endpoint_->RecvBuffersAvailable();
+  }
+  return Status::Ok();
+}
+
+Status Ep::PostDeviceRecvLocked(DAT_DTO_COOKIE cookie, std::span<const Segment> segments,
+                                DAT_COMPLETION_FLAGS flags) {
+  // Queued first, so a completion racing the post finds its buffer; under mutex_, so OnEnded
+  // (which sets DISCONNECTED under it) either comes after and flushes it, or came before and the
+  // buffer stays off the ended endpoint and is flushed by core alone.
+  if (Status status = recv_queue_->Post(cookie, segments, flags); !status.ok()) return status;
+  const std::uint64_t recv_id = ++device_recv_posted_;
+  if (state() == DAT_EP_STATE_DISCONNECTED) return Status::Ok();
+  if (Status status = endpoint_->PostRecv(recv_id, segments); !status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_ep_post_recv: the %s device refused the receive (%s)", ia_->name().c_str(),
+                CodeName(status.code()));
+    (void)recv_queue_->Withdraw();
+    --device_recv_posted_;
+    return status;
   }
   return Status::Ok();
 }
@@ -196,6 +225,11 @@ void Ep::FinishBind(std::uint64_t request, bool bound) {
 }
 
 transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget& target) {
+  if (device_receives_) {
+    SOFTDAT_LOG(kError, "EP %p: a device transport asked for a receive buffer (message %u)",
+                static_cast<void*>(this), msn);
+    return transport::RecvAcquire::kRefused;
+  }
   srq::RecvBuffer buffer{};
   if (srq_ == nullptr) {
     switch (recv_queue_->Take(msn, buffer)) {
@@ -218,7 +252,7 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
   return transport::RecvAcquire::kTaken;
 }
 
-void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const transport::RecvInfo& info) {
+srq::RecvNotes Ep::NotesOf(transport::WorkStatus status, const transport::RecvInfo& info) {
   srq::RecvNotes notes{info.solicited, info.invalidated, info.invalidate_key};
   if (info.invalidated && status == transport::WorkStatus::kSuccess) {
     // Send with Invalidate: the named window of this EP's PZ stops granting access now.
@@ -228,6 +262,11 @@ void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const trans
       notes.invalidated = false;
     }
   }
+  return notes;
+}
+
+void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const transport::RecvInfo& info) {
+  const srq::RecvNotes notes = NotesOf(status, info);
   const DAT_DTO_COMPLETION_STATUS dto_status = ToDtoStatus(status);
   const Status placed = srq_ == nullptr ? recv_queue_->Place(msn, info.length, dto_status, notes)
                         : srq_account_ != nullptr
@@ -241,9 +280,55 @@ void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const trans
   Deliver();
 }
 
-void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus, const transport::RecvInfo&) {
-  SOFTDAT_LOG(kError, "EP %p: device receive completion %llu on a software receive path",
-              static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
+void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info) {
+  if (!device_receives_) {
+    SOFTDAT_LOG(kError, "EP %p: device receive completion %llu on a software receive path",
+                static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
+    return;
+  }
+  // Which message of this connection it is: for the EP's own queue the buffer's position (RC
+  // completes receives in posting order, so recv_id - base is the MSN); on an SRQ, the count of
+  // completions so far (the device completes in the peer's send order).
+  std::uint32_t msn = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (srq_ == nullptr) {
+      if (recv_id != device_recv_expected_) {
+        SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, expected %llu: out of posting order",
+                    static_cast<void*>(this), static_cast<unsigned long long>(recv_id),
+                    static_cast<unsigned long long>(device_recv_expected_));
+      }
+      device_recv_expected_ = recv_id + 1;
+      msn = static_cast<std::uint32_t>(recv_id - device_recv_base_);
+    } else {
+      msn = ++device_srq_msn_;
+    }
+  }
+  srq::RecvBuffer buffer{};
+  bool taken = false;
+  if (srq_ == nullptr) {
+    taken = recv_queue_->Take(msn, buffer) == srq::EpRecvQueue::TakeResult::kTaken;
+  } else if (srq_account_ != nullptr && recv_id <= UINT32_MAX) {
+    taken = srq_->pool().TakePosted(*srq_account_, msn, static_cast<std::uint32_t>(recv_id), buffer) ==
+            srq::SrqPool::TakeResult::kTaken;
+  }
+  if (!taken) {
+    SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, which names no buffer it holds",
+                static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
+    return;
+  }
+  const srq::RecvNotes notes = NotesOf(status, info);
+  // A device reports kLocalLength with what it could place at most; never more than the buffer.
+  const std::uint64_t length = std::min<std::uint64_t>(info.length, buffer.capacity);
+  const DAT_DTO_COMPLETION_STATUS dto_status = ToDtoStatus(status);
+  const Status placed = srq_ == nullptr ? recv_queue_->Place(msn, length, dto_status, notes)
+                                        : srq_->pool().Place(*srq_account_, msn, length, dto_status, notes);
+  if (!placed.ok()) {
+    SOFTDAT_LOG(kWarn, "EP %p: device receive %llu could not be placed (%s)", static_cast<void*>(this),
+                static_cast<unsigned long long>(recv_id), CodeName(placed.code()));
+    return;
+  }
+  Deliver();
 }
 
 void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
@@ -274,6 +359,13 @@ Status Ep::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) con
     return Status::Ok();
   }
   std::lock_guard lock(mutex_);
+  if (device_receives_ && connection_live_) {
+    // The device takes SRQ buffers without telling anyone until it completes them: what this EP
+    // holds now is unknown until the connection ends (then the device holds nothing).
+    if (nbufs_allocated != nullptr) *nbufs_allocated = DAT_VALUE_UNKNOWN;
+    if (bufs_alloc_span != nullptr) *bufs_alloc_span = DAT_VALUE_UNKNOWN;
+    return Status::Ok();
+  }
   if (srq_account_ == nullptr) {
     if (nbufs_allocated != nullptr) *nbufs_allocated = 0;
     if (bufs_alloc_span != nullptr) *bufs_alloc_span = 0;

@@ -23,7 +23,7 @@ Ia::Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> 
       params_(std::move(params)),
       transport_(std::move(transport)),
       address_(transport_->address()),
-      memory_(kMaxMemoryKeys) {}
+      memory_(kMaxMemoryKeys, transport_->capabilities().device_memory_keys) {}
 
 Ia::~Ia() = default;
 

@@ -6,6 +6,33 @@
 #include "core/pz.h"
 
 namespace softdat::core {
+namespace {
+
+// Registers [address, address + length) with the device: the access its NIC needs for what the
+// DAT privileges allow (local read is always granted, as everywhere in softdat).
+Status Register(Ia* ia, Pz* pz, void* address, std::uint64_t length, std::uint32_t privileges,
+                std::unique_ptr<transport::MemoryRegion>& out) {
+  transport::MemoryAccess access;
+  access.local_write = (privileges & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) != 0;
+  access.remote_read = (privileges & DAT_MEM_PRIV_REMOTE_READ_FLAG) != 0;
+  access.remote_write = (privileges & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) != 0;
+  std::unique_ptr<transport::MemoryRegion> region;
+  if (Status status = ia->transport().RegisterMemory(*pz->domain(), address, length, access, region);
+      !status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_lmr_create: the %s device refused to register %llu bytes at %p (%s)",
+                ia->name().c_str(), static_cast<unsigned long long>(length), address, CodeName(status.code()));
+    return status;
+  }
+  if (region == nullptr) {
+    SOFTDAT_LOG(kError, "dat_lmr_create: the %s transport says it issues memory keys but registered nothing",
+                ia->name().c_str());
+    return Status(Code::kInternal);
+  }
+  out = std::move(region);
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region, DAT_VLEN length,
                    Pz* pz, std::uint32_t privileges, DAT_VA_TYPE va_type, Lmr** out,
@@ -28,9 +55,24 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
   if (pz->ia() != ia) return Status(Code::kInvalidHandle, Detail::kPz);
 
   std::uint32_t key = 0;
-  if (Status status = ia->memory().Reserve(key); !status.ok()) return status;
+  std::uint32_t remote_key = 0;
+  std::unique_ptr<transport::MemoryRegion> registration;
+  if (ia->capabilities().device_memory_keys) {
+    if (Status status = Register(ia, pz, region.for_va, length, privileges, registration); !status.ok())
+      return status;
+    key = registration->local_key();
+    remote_key = registration->remote_key();
+    if (Status status = ia->memory().ReserveDeviceKey(key); !status.ok()) {
+      SOFTDAT_LOG(kError, "dat_lmr_create: the device's local key %#x is unusable here (%s)", key,
+                  CodeName(status.code()));
+      return status.code() == Code::kInsufficientResources ? status : Status(Code::kInternal);
+    }
+  } else {
+    if (Status status = ia->memory().Reserve(key); !status.ok()) return status;
+    remote_key = key;
+  }
   Lmr* lmr = NewHandle<Lmr>(ia->provider, ia, pz, address, length, static_cast<DAT_MEM_PRIV_FLAGS>(privileges),
-                            va_type, key);
+                            va_type, key, remote_key, std::move(registration));
   pz->AddUser();
   WindowView window;
   window.key = key;
@@ -43,7 +85,7 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
   ia->Track(lmr);
   *out = lmr;
   if (lmr_context != nullptr) *lmr_context = key;
-  if (rmr_context != nullptr) *rmr_context = key;
+  if (rmr_context != nullptr) *rmr_context = remote_key;
   if (registered_length != nullptr) *registered_length = length;
   if (registered_address != nullptr) *registered_address = address;
   return Status::Ok();
@@ -51,6 +93,8 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
 
 Status Lmr::Free(Lmr* lmr) {
   Ia* ia = lmr->ia_;
+  // No post may name the key any more before the device forgets the memory (the region is
+  // deregistered by DeleteHandle, with the LMR).
   ia->memory().Release(lmr->context_);
   lmr->pz_->RemoveUser();
   ia->Untrack(lmr);
@@ -68,7 +112,7 @@ Status Lmr::Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) const {
   if (mask & DAT_LMR_FIELD_MEM_PRIV) param->mem_priv = privileges_;
   if (mask & DAT_LMR_FIELD_VA_TYPE) param->va_type = va_type_;
   if (mask & DAT_LMR_FIELD_LMR_CONTEXT) param->lmr_context = context_;
-  if (mask & DAT_LMR_FIELD_RMR_CONTEXT) param->rmr_context = context_;
+  if (mask & DAT_LMR_FIELD_RMR_CONTEXT) param->rmr_context = remote_context_;
   if (mask & DAT_LMR_FIELD_REGISTERED_SIZE) param->registered_size = length_;
   if (mask & DAT_LMR_FIELD_REGISTERED_ADDRESS) param->registered_address = address_;
   return Status::Ok();

@@ -1,12 +1,16 @@
 // The LMR (local memory region) handle object: a registered range of the consumer's virtual
 // memory, its protection zone, privileges and the context (key) that names it in LMR triplets and,
-// as rmr_context, to the remote side. All fields are fixed at creation.
+// as rmr_context, to the remote side. All fields are fixed at creation. On a device transport the
+// NIC registers the memory and issues both keys (lmr_context = its local key, rmr_context = its
+// remote key); the registration lives as long as the LMR.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "base/status.h"
 #include "core/handle.h"
+#include "transport/device_resources.h"
 
 namespace softdat::core {
 
@@ -29,9 +33,11 @@ class Lmr : public HandleHeader {
   Status Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) const;
 
   Lmr(Ia* ia, Pz* pz, std::uint64_t address, std::uint64_t length, DAT_MEM_PRIV_FLAGS privileges,
-      DAT_VA_TYPE va_type, std::uint32_t context)
+      DAT_VA_TYPE va_type, std::uint32_t context, std::uint32_t remote_context,
+      std::unique_ptr<transport::MemoryRegion> region)
       : ia_(ia), pz_(pz), address_(address), length_(length), privileges_(privileges),
-        va_type_(va_type), context_(context) {}
+        va_type_(va_type), context_(context), remote_context_(remote_context),
+        region_(std::move(region)) {}
 
   Ia* ia() const { return ia_; }
   Pz* pz() const { return pz_; }
@@ -40,7 +46,7 @@ class Lmr : public HandleHeader {
   DAT_MEM_PRIV_FLAGS privileges() const { return privileges_; }
   DAT_VA_TYPE va_type() const { return va_type_; }
   std::uint32_t context() const { return context_; }
-
+  std::uint32_t remote_context() const { return remote_context_; }
 
  private:
   Ia* ia_;
@@ -49,7 +55,9 @@ class Lmr : public HandleHeader {
   std::uint64_t length_;
   DAT_MEM_PRIV_FLAGS privileges_;
   DAT_VA_TYPE va_type_;
-  std::uint32_t context_;
+  std::uint32_t context_;         // lmr_context: the key of local triplets (a device's lkey)
+  std::uint32_t remote_context_;  // rmr_context: what the peer names it by (a device's rkey)
+  std::unique_ptr<transport::MemoryRegion> region_;  // device transports only
 };
 
 }  // namespace softdat::core

@@ -3,12 +3,36 @@
 
 namespace softdat::core {
 
-MemoryTable::MemoryTable(std::uint32_t capacity)
+MemoryTable::MemoryTable(std::uint32_t capacity, bool device_keys)
     : capacity_(capacity),
+      device_keys_(device_keys),
       windows_(new MemoryWindow[capacity]),
       generations_(new std::uint8_t[capacity]()) {
   free_.reserve(capacity);
   for (std::uint32_t i = capacity; i > 0; --i) free_.push_back(i - 1);
+  if (device_keys_) device_slots_.reserve(capacity);
+}
+
+bool MemoryTable::SlotOf(std::uint32_t key, std::uint32_t& slot) const {
+  if (!device_keys_) {
+    slot = key >> 8;
+    return slot < capacity_;
+  }
+  std::shared_lock lock(device_mutex_);
+  const auto found = device_slots_.find(key);
+  if (found == device_slots_.end()) return false;
+  slot = found->second;
+  return true;
+}
+
+Status MemoryTable::ReserveDeviceKey(std::uint32_t device_key) {
+  if (!device_keys_) return Status(Code::kInvalidParameter);
+  std::lock_guard lock(mutex_);
+  if (free_.empty()) return Status(Code::kInsufficientResources, Detail::kMemoryRegion);
+  std::lock_guard keys(device_mutex_);
+  if (!device_slots_.emplace(device_key, free_.back()).second) return Status(Code::kInvalidParameter);
+  free_.pop_back();
+  return Status::Ok();
 }
 
 Status MemoryTable::Reserve(std::uint32_t& key) {
@@ -25,23 +49,30 @@ Status MemoryTable::Reserve(std::uint32_t& key) {
 }
 
 void MemoryTable::Publish(const WindowView& view) {
+  std::uint32_t slot = 0;
+  if (!SlotOf(view.key, slot)) return;
   std::lock_guard lock(write_mutex_);
-  windows_[view.key >> 8].Write(view);
+  windows_[slot].Write(view);
 }
 
 void MemoryTable::Release(std::uint32_t key) {
-  const std::uint32_t slot = key >> 8;
+  std::uint32_t slot = 0;
+  if (!SlotOf(key, slot)) return;
   {
     std::lock_guard lock(write_mutex_);
     windows_[slot].Write(WindowView{});
   }
   std::lock_guard lock(mutex_);
+  if (device_keys_) {
+    std::lock_guard keys(device_mutex_);
+    device_slots_.erase(key);
+  }
   free_.push_back(slot);
 }
 
 WindowView MemoryTable::Find(std::uint32_t key) const {
-  const std::uint32_t slot = key >> 8;
-  if (slot >= capacity_) return WindowView{};
+  std::uint32_t slot = 0;
+  if (!SlotOf(key, slot)) return WindowView{};
   WindowView view = windows_[slot].Read();
   if (view.key != key || key == 0) return WindowView{};
   return view;

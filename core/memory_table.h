@@ -4,11 +4,18 @@
 // and RMRs share the key space, as they share the STag space on a NIC. The table owns one
 // MemoryWindow per slot for its whole life, so a reader racing a release reads a window that
 // simply no longer matches its key, never freed memory.
+//
+// On a device transport (Capabilities::device_memory_keys) the NIC issues the keys: an LMR's
+// lmr_context is the device's local key, so the table cannot derive the slot from the key and
+// looks it up in a map instead (posts only: the NIC resolves remote keys itself). The window
+// still lives in a slot, so posts check LMR bounds, PZ and privileges the same way.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -18,9 +25,16 @@ namespace softdat::core {
 
 class MemoryTable {
  public:
-  explicit MemoryTable(std::uint32_t capacity);
+  // `device_keys`: keys come from the device (ReserveDeviceKey), not from Reserve.
+  explicit MemoryTable(std::uint32_t capacity, bool device_keys = false);
 
   std::uint32_t capacity() const { return capacity_; }
+  bool device_keys() const { return device_keys_; }
+
+  // Device keys: reserves a slot for `device_key`, which then names it in Publish, Release and
+  // Find. kInsufficientResources, kMemoryRegion when full; kInvalidParameter when the key is
+  // already in the table (a device never gives one key twice) or the table issues its own keys.
+  Status ReserveDeviceKey(std::uint32_t device_key);
 
   // Reserves a slot and returns its fresh key (kInsufficientResources, kMemoryRegion when full).
   // The key grants nothing until Publish.
@@ -33,8 +47,8 @@ class MemoryTable {
   // owner (who still Releases it). For a peer's Send with Invalidate. True when revoked.
   template <class Check>
   bool Invalidate(std::uint32_t key, Check check) {
-    const std::uint32_t slot = key >> 8;
-    if (slot >= capacity_) return false;
+    std::uint32_t slot = 0;
+    if (!SlotOf(key, slot)) return false;
     std::lock_guard lock(write_mutex_);
     const WindowView view = windows_[slot].Read();
     if (view.key != key || key == 0 || !check(view)) return false;
@@ -47,12 +61,18 @@ class MemoryTable {
   WindowView Find(std::uint32_t key) const;
 
  private:
+  // Where `key` would live: its high bits for the table's own keys, the map for device keys.
+  bool SlotOf(std::uint32_t key, std::uint32_t& slot) const;
+
   const std::uint32_t capacity_;
+  const bool device_keys_;
   std::unique_ptr<MemoryWindow[]> windows_;
   std::unique_ptr<std::uint8_t[]> generations_;
   std::mutex mutex_;        // guards free_ and generations_ (control path only)
   std::mutex write_mutex_;  // one writer per window at a time (Publish, Release, Invalidate)
   std::vector<std::uint32_t> free_;
+  mutable std::shared_mutex device_mutex_;  // guards device_slots_ (posts read it shared)
+  std::unordered_map<std::uint32_t, std::uint32_t> device_slots_;  // device key -> slot
 };
 
 }  // namespace softdat::core

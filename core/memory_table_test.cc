@@ -80,5 +80,26 @@ TEST(MemoryTable, ReadersRacingRepublishSeeWholeWindows) {
   EXPECT_EQ(torn.load(), 0);
 }
 
+TEST(MemoryTable, DeviceKeyFindsItsWindowUntilReleased) {
+  MemoryTable table(2, /*device_keys=*/true);
+  constexpr std::uint32_t kDeviceKey = 0x12345605;  // its slot bits lie far beyond the table
+  ASSERT_TRUE(table.ReserveDeviceKey(kDeviceKey).ok());
+  table.Publish(View(kDeviceKey, 0x2000, 32));
+  EXPECT_EQ(table.Find(kDeviceKey).address, 0x2000u);
+  EXPECT_EQ(table.Find(kDeviceKey + 1).key, 0u);
+  table.Release(kDeviceKey);
+  EXPECT_EQ(table.Find(kDeviceKey).key, 0u);
+  // The slot is free again: the table holds two more.
+  EXPECT_TRUE(table.ReserveDeviceKey(1).ok());
+  EXPECT_TRUE(table.ReserveDeviceKey(2).ok());
+  EXPECT_EQ(table.ReserveDeviceKey(3), Status(Code::kInsufficientResources, Detail::kMemoryRegion));
+}
+
+TEST(MemoryTable, DeviceKeyGivenTwiceIsRefused) {
+  MemoryTable table(4, /*device_keys=*/true);
+  ASSERT_TRUE(table.ReserveDeviceKey(0x77).ok());
+  EXPECT_EQ(table.ReserveDeviceKey(0x77).code(), Code::kInvalidParameter);
+}
+
 }  // namespace
 }  // namespace softdat::core

@@ -13,6 +13,13 @@ namespace softdat::core {
 Status Rmr::Create(Pz* pz, Rmr** out) {
   if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
   Ia* ia = pz->ia();
+  if (ia->capabilities().device_memory_keys) {
+    // A window's key would have to come from the device (ibv_alloc_mw / bind_mw), which the
+    // transport interface does not offer, and rxe/siw have no type-2 windows to bind anyway.
+    SOFTDAT_LOG(kWarn, "dat_rmr_create(%s): memory windows are not supported on a device transport; "
+                "expose memory with an LMR's rmr_context instead", ia->name().c_str());
+    return Status(Code::kModelNotSupported);
+  }
   Rmr* rmr = NewHandle<Rmr>(ia->provider, ia, pz);
   pz->AddUser();
   ia->Track(rmr);

@@ -20,6 +20,7 @@ class Rmr : public HandleHeader {
  public:
   static constexpr HandleKind kKind = HandleKind::kRmr;
 
+  // kModelNotSupported on a device transport (device_memory_keys): no memory windows there.
   static Status Create(Pz* pz, Rmr** out);
   static Status Free(Rmr* rmr);
   static void Destroy(Rmr* rmr);

@@ -3,6 +3,7 @@
 #include "core/srq.h"
 
 #include <algorithm>
+#include <bit>
 #include <span>
 
 #include "base/log.h"
@@ -48,11 +49,36 @@ Status Srq::Create(Ia* ia, Pz* pz, const DAT_SRQ_ATTR* attr, Srq** out) {
       !status.ok())
     return status;
   Srq* srq = NewHandle<Srq>(ia->provider, ia, pz, std::move(pool));
-  srq->pool_->SetListener(&srq->listener_);
+  if (ia->capabilities().receive_model == transport::ReceiveModel::kDevice) {
+    // The device's limit event stands in for the pool's watermark, so the pool keeps no listener.
+    if (Status status = srq->CreateDeviceSrq(); !status.ok()) {
+      DeleteHandle(srq);
+      return status;
+    }
+  } else {
+    srq->pool_->SetListener(&srq->listener_);
+  }
   pz->AddUser();
   ia->Track(srq);
   *out = srq;
-  if (attr->low_watermark != DAT_SRQ_LW_DEFAULT) (void)srq->pool_->SetLowWatermark(attr->low_watermark);
+  if (attr->low_watermark != DAT_SRQ_LW_DEFAULT) (void)srq->SetLowWatermark(attr->low_watermark);
+  return Status::Ok();
+}
+
+Status Srq::CreateDeviceSrq() {
+  const srq::SrqPool::Snapshot shape = pool_->Query();
+  if (Status status = ia_->transport().CreateDeviceSrq(*pz_->domain(), shape.max_recv_dtos, shape.max_recv_iov,
+                                                       &device_events_, device_srq_);
+      !status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_srq_create: the %s device cannot make an SRQ of %u buffers of %u segments (%s)",
+                ia_->name().c_str(), shape.max_recv_dtos, shape.max_recv_iov, CodeName(status.code()));
+    return status;
+  }
+  if (device_srq_ == nullptr) {
+    SOFTDAT_LOG(kError, "dat_srq_create: the %s transport made no device SRQ", ia_->name().c_str());
+    return Status(Code::kInternal);
+  }
+  device_capacity_ = shape.max_recv_dtos;
   return Status::Ok();
 }
 
@@ -68,6 +94,7 @@ Status Srq::Free(Srq* srq) {
 
 void Srq::Destroy(Srq* srq) {
   srq->pool_->SetListener(nullptr);
+  srq->device_srq_.reset();  // no limit event after this
   srq->pz_->RemoveUser();
   DeleteHandle(srq);
 }
@@ -84,10 +111,24 @@ Status Srq::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, D
                                     segments, checked);
       !status.ok())
     return status;
+  if (device_srq_ != nullptr) return PostDeviceRecv(cookie, std::span<const Segment>(segments, checked.count));
   if (Status status = pool_->Post(cookie, std::span<const Segment>(segments, checked.count));
       !status.ok())
     return status;
   if (any_waiting_.load(std::memory_order_acquire)) WakeWaiters();
+  return Status::Ok();
+}
+
+Status Srq::PostDeviceRecv(DAT_DTO_COOKIE cookie, std::span<const Segment> segments) {
+  // The pool first: it enforces the queue limit, and a completion racing the post finds the slot.
+  std::uint32_t slot = 0;
+  if (Status status = pool_->Post(cookie, segments, &slot); !status.ok()) return status;
+  if (Status status = device_srq_->PostRecv(slot, segments); !status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_srq_post_recv: the %s device refused the receive (%s)", ia_->name().c_str(),
+                CodeName(status.code()));
+    (void)pool_->Withdraw(slot);
+    return status;
+  }
   return Status::Ok();
 }
 
@@ -110,10 +151,79 @@ Status Srq::Query(DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM* param) const {
 Status Srq::Resize(DAT_COUNT max_recv_dtos) {
   if (max_recv_dtos < 1 || static_cast<std::uint32_t>(max_recv_dtos) > ia_->srq_limits().max_recv_dtos)
     return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (device_srq_ != nullptr) return ResizeDevice(static_cast<std::uint32_t>(max_recv_dtos));
   return pool_->Resize(static_cast<std::uint32_t>(max_recv_dtos));
 }
 
-Status Srq::SetLowWatermark(DAT_COUNT low_watermark) { return pool_->SetLowWatermark(low_watermark); }
+Status Srq::ResizeDevice(std::uint32_t max_recv_dtos) {
+  // srq/'s rules first (outstanding buffers, low watermark): a refused resize touches no device.
+  if (Status status = pool_->CheckResize(max_recv_dtos); !status.ok()) return status;
+  const std::uint32_t size = std::bit_ceil(max_recv_dtos);
+  {
+    // Serializes resizes, so device_capacity_ only grows. Shrinking leaves the device queue as
+    // it is: the pool's limit is what keeps posts within the new size.
+    std::lock_guard lock(device_mutex_);
+    if (size > device_capacity_) {
+      const Status status = ia_->capabilities().srq_resize ? device_srq_->Resize(size)
+                                                           : Status(Code::kModelNotSupported);
+      if (!status.ok()) {
+        SOFTDAT_LOG(kWarn, "dat_srq_resize: the %s device cannot grow its SRQ from %u to %u buffers (%s)%s",
+                    ia_->name().c_str(), device_capacity_, size, CodeName(status.code()),
+                    status.code() == Code::kModelNotSupported ? ": it cannot resize SRQs (siw cannot)" : "");
+        return status;
+      }
+      device_capacity_ = size;
+    }
+  }
+  return pool_->Resize(max_recv_dtos);
+}
+
+Status Srq::SetLowWatermark(DAT_COUNT low_watermark) {
+  if (device_srq_ != nullptr) return SetDeviceLowWatermark(low_watermark);
+  return pool_->SetLowWatermark(low_watermark);
+}
+
+Status Srq::SetDeviceLowWatermark(DAT_COUNT low_watermark) {
+  if (!ia_->capabilities().srq_limit) {
+    SOFTDAT_LOG(kWarn, "dat_srq_set_lw: the %s device has no SRQ limit event", ia_->name().c_str());
+    return Status(Code::kModelNotSupported);
+  }
+  // The pool checks the value and keeps it (dat_srq_query, resize rules); having no listener, it
+  // raises nothing itself.
+  if (Status status = pool_->SetLowWatermark(low_watermark); !status.ok()) return status;
+  const auto limit = static_cast<std::uint32_t>(low_watermark);
+  bool below = false;
+  {
+    std::lock_guard lock(device_mutex_);
+    // The pool counts buffers the device took but has not completed as still on the SRQ, so if
+    // even its count is below the watermark the device's is too: fire now, as the software path
+    // does, and leave the device disarmed.
+    below = limit != 0 && pool_->Query().available_dto_count < limit;
+    limit_armed_ = limit != 0 && !below;
+  }
+  if (Status status = device_srq_->ArmLimit(below ? 0 : limit); !status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_srq_set_lw: the %s device refused the SRQ limit %u (%s)", ia_->name().c_str(), limit,
+                CodeName(status.code()));
+    std::lock_guard lock(device_mutex_);
+    limit_armed_ = false;
+    return status;
+  }
+  if (below) OnLowWatermark();
+  return Status::Ok();
+}
+
+void Srq::OnDeviceLimit() {
+  {
+    std::lock_guard lock(device_mutex_);
+    if (!limit_armed_) {
+      SOFTDAT_LOG(kInfo, "SRQ %p: device limit event without an armed low watermark, ignored",
+                  static_cast<void*>(this));
+      return;
+    }
+    limit_armed_ = false;
+  }
+  OnLowWatermark();
+}
 
 void Srq::OnLowWatermark() {
   Evd* async = ia_->async_evd();

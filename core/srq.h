@@ -1,18 +1,25 @@
 // The SRQ handle object: binds an srq::SrqPool (every SRQ rule of the spec) to a DAT handle, its
 // IA and PZ, the endpoints that take buffers from it, and the IA's async EVD for the low-watermark
 // event. Receive completions of its buffers name the EP that took them (core/ep.h), never the SRQ.
+//
+// On a device transport (receive model kDevice) the SRQ also owns a transport::DeviceSrq: every
+// buffer posted to the pool is posted down as recv_id = its pool slot, the device's limit event
+// stands in for the pool's low watermark, and a resize that grows past what the device queue
+// holds asks the device first.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
 #include "core/handle.h"
 #include "srq/low_watermark_listener.h"
 #include "srq/srq_pool.h"
+#include "transport/device_resources.h"
 
 namespace softdat::core {
 
@@ -40,6 +47,8 @@ class Srq : public HandleHeader {
   Ia* ia() const { return ia_; }
   Pz* pz() const { return pz_; }
   srq::SrqPool& pool() { return *pool_; }
+  // The device's SRQ, which EPs created with this SRQ share (null on software transports).
+  transport::DeviceSrq* device_srq() const { return device_srq_.get(); }
   // Unique across the process: lets a stale completion tell a freed SRQ from a new one that
   // reuses its handle storage.
   std::uint64_t serial() const { return serial_; }
@@ -61,7 +70,12 @@ class Srq : public HandleHeader {
 
  private:
   void OnLowWatermark();
+  void OnDeviceLimit();
   void WakeWaiters();
+  Status CreateDeviceSrq();
+  Status PostDeviceRecv(DAT_DTO_COOKIE cookie, std::span<const Segment> segments);
+  Status ResizeDevice(std::uint32_t max_recv_dtos);
+  Status SetDeviceLowWatermark(DAT_COUNT low_watermark);
 
   // No vtable in a handle object: the pool's listener interface is this member.
   class Listener final : public srq::LowWatermarkListener {
@@ -74,10 +88,26 @@ class Srq : public HandleHeader {
   };
   Listener listener_{*this};
 
+  class DeviceEvents final : public transport::DeviceSrqEvents {
+   public:
+    explicit DeviceEvents(Srq& srq) : srq_(srq) {}
+    void OnLimitReached() override { srq_.OnDeviceLimit(); }
+
+   private:
+    Srq& srq_;
+  };
+  DeviceEvents device_events_{*this};
+
   Ia* ia_;
   Pz* pz_;
   std::unique_ptr<srq::SrqPool> pool_;
   const std::uint64_t serial_;
+
+  // Device receive model. Declared after the pool, so destroyed before it: it holds the pool's buffers.
+  std::unique_ptr<transport::DeviceSrq> device_srq_;
+  std::mutex device_mutex_;
+  bool limit_armed_ = false;           // one event per dat_srq_set_lw, whatever the device says
+  std::uint32_t device_capacity_ = 0;  // buffers the device queue was made or grown to hold
 
   // Attached endpoints and which of them wait for buffers. Control path and RNR path only; the
   // vectors are reserved to kMaxEndpoints at creation, so waking never allocates.

@@ -1,0 +1,710 @@
+// The fake device: one process-wide fabric (a lock, the pending device work, listeners by port,
+// live endpoints by id, registered regions) and the transport objects that front it. Device work
+// runs only in Progress(), with the fabric lock released whenever a core event is called.
+#include "testing/fake_device/fake_device_transport.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+
+namespace softdat::testing::fake_device {
+namespace {
+
+using transport::ConnectionEnd;
+using transport::WorkStatus;
+
+struct PostedRecv {
+  std::uint64_t recv_id = 0;
+  std::vector<Segment> segments;
+};
+
+struct Message {
+  std::uint64_t arrival = 0;  // fabric-wide arrival order
+  std::vector<std::uint8_t> bytes;
+  bool solicited = false;
+  std::uint64_t sender = 0;   // endpoint id
+  std::uint64_t work_id = 0;  // the sender's Work, completed once the message is placed
+};
+
+struct Region {
+  const FakeDeviceTransport* owner = nullptr;
+  std::uint32_t lkey = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t address = 0;
+  std::uint64_t length = 0;
+  transport::MemoryAccess access;
+};
+
+class FakeSrq;
+class FakeEndpoint;
+class FakeListener;
+
+// The live device SRQs (under the fabric lock).
+std::vector<FakeSrq*>& AllSrqs();
+
+// Everything shared, under one lock. Core events are never called with `mu` held.
+struct Fabric {
+  std::mutex mu;
+  std::recursive_mutex run;  // held while device work runs; destructors wait for it
+  std::deque<std::function<void()>> work;
+  std::map<std::uint16_t, FakeListener*> listeners;
+  std::map<std::uint64_t, FakeEndpoint*> endpoints;
+  std::map<std::uint32_t, Region> regions;  // by lkey
+  std::uint64_t next_id = 1;
+  std::uint64_t next_arrival = 1;
+  std::uint32_t next_key = 1;
+  std::uint16_t next_port = 40000;
+};
+
+Fabric& GetFabric() {
+  static Fabric* fabric = new Fabric;
+  return *fabric;
+}
+
+// Checks `segments` against the regions of `owner`: each must carry a registered lkey of it whose
+// region holds the range (and allows local write when the device writes into it).
+bool LocalKeysOk(const FakeDeviceTransport* owner, const std::vector<Segment>& segments, bool device_writes) {
+  Fabric& fabric = GetFabric();
+  for (const Segment& segment : segments) {
+    const auto found = fabric.regions.find(segment.key);
+    if (found == fabric.regions.end() || found->second.owner != owner) return false;
+    const Region& region = found->second;
+    if (segment.address < region.address || segment.address + segment.length > region.address + region.length)
+      return false;
+    if (device_writes && !region.access.local_write) return false;
+  }
+  return true;
+}
+
+const Region* RemoteRegion(const FakeDeviceTransport* owner, std::uint32_t rkey, std::uint64_t address,
+                           std::uint64_t length) {
+  for (const auto& [lkey, region] : GetFabric().regions) {
+    if (region.owner == owner && region.rkey == rkey && address >= region.address &&
+        address + length <= region.address + region.length)
+      return &region;
+  }
+  return nullptr;
+}
+
+std::vector<std::uint8_t> Gather(const std::vector<Segment>& segments) {
+  std::vector<std::uint8_t> bytes;
+  for (const Segment& segment : segments) {
+    const auto* from = reinterpret_cast<const std::uint8_t*>(segment.address);
+    bytes.insert(bytes.end(), from, from + segment.length);
+  }
+  return bytes;
+}
+
+// Scatters `bytes` into `segments`; false if they do not fit.
+bool Scatter(const std::vector<std::uint8_t>& bytes, const std::vector<Segment>& segments) {
+  std::uint64_t capacity = 0;
+  for (const Segment& segment : segments) capacity += segment.length;
+  if (bytes.size() > capacity) return false;
+  std::size_t at = 0;
+  for (const Segment& segment : segments) {
+    const std::size_t n = std::min<std::size_t>(segment.length, bytes.size() - at);
+    if (n > 0) std::memcpy(reinterpret_cast<void*>(segment.address), bytes.data() + at, n);
+    at += n;
+  }
+  return true;
+}
+
+class FakePd final : public transport::ProtectionDomain {};
+
+class FakeRegion final : public transport::MemoryRegion {
+ public:
+  FakeRegion(std::uint32_t lkey, std::uint32_t rkey) : lkey_(lkey), rkey_(rkey) {}
+  ~FakeRegion() override {
+    Fabric& fabric = GetFabric();
+    std::lock_guard lock(fabric.mu);
+    fabric.regions.erase(lkey_);
+  }
+  std::uint32_t local_key() const override { return lkey_; }
+  std::uint32_t remote_key() const override { return rkey_; }
+
+ private:
+  std::uint32_t lkey_;
+  std::uint32_t rkey_;
+};
+
+class FakeSrq final : public transport::DeviceSrq {
+ public:
+  FakeSrq(FakeDeviceTransport* owner, std::uint32_t max_work, std::uint32_t max_segments,
+          transport::DeviceSrqEvents* events)
+      : owner_(owner), max_work_(max_work), max_segments_(max_segments), events_(events) {}
+  ~FakeSrq() override;
+
+  Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
+  Status ArmLimit(std::uint32_t limit) override {
+    std::lock_guard lock(GetFabric().mu);
+    limit_ = limit;
+    if (limit_ != 0 && buffers_.size() < limit_) FireLimitLocked();
+    return Status::Ok();
+  }
+  Status Resize(std::uint32_t max_work) override {
+    std::lock_guard lock(GetFabric().mu);
+    if (owner_->behaviour().refuse_srq_resize) return Status(Code::kModelNotSupported);
+    max_work_ = std::max(max_work_, max_work);
+    return Status::Ok();
+  }
+
+  // Under the fabric lock.
+  bool HasBuffer() const { return !buffers_.empty(); }
+  PostedRecv PopLocked() {
+    PostedRecv buffer = std::move(buffers_.front());
+    buffers_.pop_front();
+    if (limit_ != 0 && buffers_.size() < limit_) FireLimitLocked();
+    return buffer;
+  }
+  std::size_t depth() const { return buffers_.size(); }
+  const FakeDeviceTransport* owner() const { return owner_; }
+
+ private:
+  // The device disarms itself and reports once (the event runs later, from Progress).
+  void FireLimitLocked() {
+    limit_ = 0;
+    GetFabric().work.push_back([this] {
+      transport::DeviceSrqEvents* events = nullptr;
+      {
+        std::lock_guard lock(GetFabric().mu);
+        if (std::find(AllSrqs().begin(), AllSrqs().end(), this) == AllSrqs().end()) return;
+        events = events_;
+      }
+      events->OnLimitReached();
+    });
+  }
+
+  FakeDeviceTransport* owner_;
+  std::uint32_t max_work_;
+  std::uint32_t max_segments_;
+  transport::DeviceSrqEvents* events_;
+  std::deque<PostedRecv> buffers_;
+  std::uint32_t limit_ = 0;
+};
+
+std::vector<FakeSrq*>& AllSrqs() {
+  static auto* srqs = new std::vector<FakeSrq*>;
+  return *srqs;
+}
+
+FakeSrq::~FakeSrq() {
+  Fabric& fabric = GetFabric();
+  std::lock_guard run(fabric.run);
+  std::lock_guard lock(fabric.mu);
+  std::erase(AllSrqs(), this);
+}
+
+class FakeEndpoint final : public transport::Endpoint {
+ public:
+  FakeEndpoint(FakeDeviceTransport* owner, const transport::EndpointConfig& config,
+               transport::EndpointEvents* events)
+      : owner_(owner), srq_(static_cast<FakeSrq*>(config.srq)), max_recv_(config.max_recv_work),
+        events_(events) {
+    Fabric& fabric = GetFabric();
+    std::lock_guard lock(fabric.mu);
+    id_ = fabric.next_id++;
+    fabric.endpoints[id_] = this;
+  }
+  ~FakeEndpoint() override;
+
+  Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                 std::uint64_t timeout_us) override;
+  Status Post(const transport::Work& work) override;
+  Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
+  void RecvBuffersAvailable() override {}
+  void Disconnect(bool graceful) override;
+  sockaddr_in local_address() const override { return local_; }
+  sockaddr_in remote_address() const override { return remote_; }
+
+  std::uint64_t id() const { return id_; }
+
+  // Fabric-lock helpers, used by the work steps.
+  static FakeEndpoint* FindLocked(std::uint64_t id) {
+    const auto found = GetFabric().endpoints.find(id);
+    return found == GetFabric().endpoints.end() ? nullptr : found->second;
+  }
+  void Pair(FakeEndpoint& peer) {
+    peer_ = peer.id_;
+    connected_ = true;
+    local_ = owner_->address();
+    local_.sin_port = htons(static_cast<std::uint16_t>(20000 + id_));
+    remote_ = peer.owner_->address();
+    remote_.sin_port = htons(static_cast<std::uint16_t>(20000 + peer.id_));
+  }
+  // Ends this side (once): queues its flushes (if the behaviour says so) and OnEnded.
+  void EndLocked(ConnectionEnd why, std::vector<std::uint8_t> private_data = {});
+  bool attempt() const { return attempt_ && !ended_; }
+
+  // Matches waiting messages with receive buffers, oldest arrival first across all endpoints.
+  static void DeliverLocked();
+
+  void set_attempt() { attempt_ = true; }
+
+ private:
+  friend class FakePending;
+
+  FakeDeviceTransport* owner_;
+  FakeSrq* srq_;
+  std::uint32_t max_recv_;
+  transport::EndpointEvents* events_;
+  std::uint64_t id_ = 0;
+  std::uint64_t peer_ = 0;
+  bool attempt_ = false;  // Connect or Accept happened
+  bool connected_ = false;
+  bool ended_ = false;
+  std::deque<PostedRecv> rq_;
+  std::deque<Message> inbound_;
+  sockaddr_in local_{};
+  sockaddr_in remote_{};
+};
+
+class FakeListener final : public transport::Listener {
+ public:
+  FakeListener(std::uint16_t port, transport::ListenEvents* events) : port_(port), events_(events) {}
+  ~FakeListener() override {
+    Fabric& fabric = GetFabric();
+    std::lock_guard run(fabric.run);
+    std::lock_guard lock(fabric.mu);
+    fabric.listeners.erase(port_);
+  }
+  std::uint16_t port() const override { return port_; }
+  transport::ListenEvents* events() const { return events_; }
+
+ private:
+  std::uint16_t port_;
+  transport::ListenEvents* events_;
+};
+
+class FakePending final : public transport::PendingConnection {
+ public:
+  FakePending(std::uint64_t active, std::vector<std::uint8_t> private_data, sockaddr_in remote, sockaddr_in local)
+      : active_(active), private_data_(std::move(private_data)), remote_(remote), local_(local) {}
+  ~FakePending() override {
+    if (answered_) return;
+    Fabric& fabric = GetFabric();
+    std::lock_guard lock(fabric.mu);
+    if (FakeEndpoint* active = FakeEndpoint::FindLocked(active_)) active->EndLocked(ConnectionEnd::kNonPeerRejected);
+  }
+  std::span<const std::uint8_t> private_data() const override { return private_data_; }
+  sockaddr_in remote_address() const override { return remote_; }
+  sockaddr_in local_address() const override { return local_; }
+
+  Status Accept(transport::Endpoint& endpoint, std::span<const std::uint8_t> private_data) override {
+    auto& passive = static_cast<FakeEndpoint&>(endpoint);
+    Fabric& fabric = GetFabric();
+    std::lock_guard lock(fabric.mu);
+    if (answered_ || passive.attempt_) return Status(Code::kInvalidState);
+    answered_ = true;
+    passive.attempt_ = true;
+    FakeEndpoint* active = FakeEndpoint::FindLocked(active_);
+    if (active == nullptr || active->ended_) {
+      passive.EndLocked(ConnectionEnd::kAcceptFailed);
+      return Status::Ok();
+    }
+    active->Pair(passive);
+    passive.Pair(*active);
+    const std::uint64_t active_id = active->id_;
+    const std::uint64_t passive_id = passive.id_;
+    std::vector<std::uint8_t> reply(private_data.begin(), private_data.end());
+    fabric.work.push_back([passive_id] { Established(passive_id, {}); });
+    fabric.work.push_back([active_id, reply] { Established(active_id, reply); });
+    return Status::Ok();
+  }
+  void Reject(std::span<const std::uint8_t> private_data) override {
+    Fabric& fabric = GetFabric();
+    std::lock_guard lock(fabric.mu);
+    if (answered_) return;
+    answered_ = true;
+    if (FakeEndpoint* active = FakeEndpoint::FindLocked(active_))
+      active->EndLocked(ConnectionEnd::kPeerRejected, {private_data.begin(), private_data.end()});
+  }
+
+ private:
+  static void Established(std::uint64_t id, std::vector<std::uint8_t> private_data) {
+    transport::EndpointEvents* events = nullptr;
+    {
+      std::lock_guard lock(GetFabric().mu);
+      FakeEndpoint* endpoint = FakeEndpoint::FindLocked(id);
+      if (endpoint == nullptr || endpoint->ended_) return;
+      events = endpoint->events_;
+    }
+    events->OnEstablished(private_data);
+  }
+
+  std::uint64_t active_;
+  std::vector<std::uint8_t> private_data_;
+  sockaddr_in remote_;
+  sockaddr_in local_;
+  bool answered_ = false;
+};
+
+FakeEndpoint::~FakeEndpoint() {
+  Fabric& fabric = GetFabric();
+  std::lock_guard run(fabric.run);
+  std::lock_guard lock(fabric.mu);
+  if (connected_ && !ended_) {
+    if (FakeEndpoint* peer = FindLocked(peer_)) peer->EndLocked(ConnectionEnd::kBroken);
+  }
+  fabric.endpoints.erase(id_);
+}
+
+void FakeEndpoint::EndLocked(ConnectionEnd why, std::vector<std::uint8_t> private_data) {
+  if (ended_) return;
+  ended_ = true;
+  connected_ = false;
+  Fabric& fabric = GetFabric();
+  const std::uint64_t id = id_;
+  if (owner_->behaviour().flush_receives_before_end) {
+    for (const PostedRecv& buffer : rq_) {
+      const std::uint64_t recv_id = buffer.recv_id;
+      fabric.work.push_back([id, recv_id] {
+        transport::EndpointEvents* events = nullptr;
+        {
+          std::lock_guard lock(GetFabric().mu);
+          FakeEndpoint* endpoint = FindLocked(id);
+          if (endpoint == nullptr) return;
+          events = endpoint->events_;
+        }
+        events->OnDeviceRecvDone(recv_id, WorkStatus::kFlushed, transport::RecvInfo{});
+      });
+    }
+  }
+  rq_.clear();
+  // Messages that never found a buffer are lost with the connection; their senders are flushed
+  // by their own end.
+  inbound_.clear();
+  fabric.work.push_back([id, why, private_data] {
+    transport::EndpointEvents* events = nullptr;
+    {
+      std::lock_guard lock(GetFabric().mu);
+      FakeEndpoint* endpoint = FindLocked(id);
+      if (endpoint == nullptr) return;
+      events = endpoint->events_;
+    }
+    events->OnEnded(why, private_data);
+  });
+}
+
+Status FakeEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port,
+                             std::span<const std::uint8_t> private_data, std::uint64_t) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (attempt_) return Status(Code::kInvalidState);
+  attempt_ = true;
+  const auto listener = fabric.listeners.find(port);
+  if (listener == fabric.listeners.end()) {
+    EndLocked(ConnectionEnd::kUnreachable);
+    return Status::Ok();
+  }
+  sockaddr_in local = owner_->address();
+  local.sin_port = htons(static_cast<std::uint16_t>(20000 + id_));
+  sockaddr_in to = remote;
+  to.sin_port = htons(port);
+  auto pending = std::make_shared<std::unique_ptr<transport::PendingConnection>>(std::make_unique<FakePending>(
+      id_, std::vector<std::uint8_t>(private_data.begin(), private_data.end()), local, to));
+  fabric.work.push_back([port, pending] {
+    transport::ListenEvents* events = nullptr;
+    {
+      std::lock_guard lock(GetFabric().mu);
+      const auto found = GetFabric().listeners.find(port);
+      if (found == GetFabric().listeners.end()) return;  // the pending connection refuses
+      events = found->second->events();
+    }
+    events->OnConnectRequest(std::move(*pending));
+  });
+  return Status::Ok();
+}
+
+Status FakeEndpoint::PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (srq_ != nullptr || ended_) return Status(Code::kInvalidState);
+  if (rq_.size() >= std::max<std::uint32_t>(max_recv_, 1)) return Status(Code::kInsufficientResources);
+  rq_.push_back(PostedRecv{recv_id, {segments.begin(), segments.end()}});
+  fabric.work.push_back([] {
+    std::lock_guard lock(GetFabric().mu);
+    DeliverLocked();
+  });
+  return Status::Ok();
+}
+
+Status FakeSrq::PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (segments.size() > std::max<std::uint32_t>(max_segments_, 1) || buffers_.size() >= max_work_)
+    return Status(Code::kInsufficientResources);
+  buffers_.push_back(PostedRecv{recv_id, {segments.begin(), segments.end()}});
+  fabric.work.push_back([] {
+    std::lock_guard lock(GetFabric().mu);
+    FakeEndpoint::DeliverLocked();
+  });
+  return Status::Ok();
+}
+
+void FakeEndpoint::Disconnect(bool) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (ended_ || !attempt_) return;
+  // Behind the work already queued, as a NIC finishes what was posted before the disconnect.
+  const std::uint64_t id = id_;
+  fabric.work.push_back([id] {
+    std::lock_guard lock(GetFabric().mu);
+    FakeEndpoint* self = FindLocked(id);
+    if (self == nullptr || self->ended_) return;
+    const std::uint64_t peer = self->connected_ ? self->peer_ : 0;
+    self->EndLocked(ConnectionEnd::kDisconnected);
+    if (peer != 0) {
+      if (FakeEndpoint* other = FindLocked(peer)) other->EndLocked(ConnectionEnd::kDisconnected);
+    }
+  });
+}
+
+Status FakeEndpoint::Post(const transport::Work& work) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (!connected_ || ended_) return Status(Code::kInvalidState);
+  const std::uint64_t id = id_;
+  transport::Work copy = work;
+  std::vector<Segment> local(work.local.begin(), work.local.end());
+  fabric.work.push_back([id, copy, local] {
+    Fabric& fabric = GetFabric();
+    transport::EndpointEvents* events = nullptr;
+    WorkStatus status = WorkStatus::kSuccess;
+    std::uint32_t length = static_cast<std::uint32_t>(copy.length);
+    {
+      std::lock_guard lock(fabric.mu);
+      FakeEndpoint* self = FindLocked(id);
+      if (self == nullptr || self->ended_) return;
+      FakeEndpoint* peer = FindLocked(self->peer_);
+      if (peer == nullptr) return;
+      events = self->events_;
+      const bool read = copy.kind == transport::WorkKind::kRdmaRead;
+      if (!LocalKeysOk(self->owner_, local, read)) {
+        status = WorkStatus::kLocalProtection;
+      } else if (copy.kind == transport::WorkKind::kSend) {
+        peer->inbound_.push_back(Message{fabric.next_arrival++, Gather(local), copy.solicited, id, copy.id});
+        DeliverLocked();
+        return;  // completes when placed
+      } else {
+        const Region* region = RemoteRegion(peer->owner_, copy.remote_key, copy.remote_address, copy.length);
+        const bool allowed = region != nullptr && (read ? region->access.remote_read : region->access.remote_write);
+        if (!allowed) {
+          status = WorkStatus::kRemoteAccess;
+        } else if (read) {
+          std::vector<std::uint8_t> bytes(copy.length);
+          std::memcpy(bytes.data(), reinterpret_cast<const void*>(copy.remote_address), copy.length);
+          Scatter(bytes, local);
+        } else {
+          const std::vector<std::uint8_t> bytes = Gather(local);
+          std::memcpy(reinterpret_cast<void*>(copy.remote_address), bytes.data(), bytes.size());
+        }
+      }
+      if (status != WorkStatus::kSuccess) length = 0;
+    }
+    events->OnWorkDone(copy.id, status, length);
+  });
+  return Status::Ok();
+}
+
+void FakeEndpoint::DeliverLocked() {
+  Fabric& fabric = GetFabric();
+  for (;;) {
+    FakeEndpoint* best = nullptr;
+    for (auto& [id, endpoint] : fabric.endpoints) {
+      if (endpoint->inbound_.empty() || endpoint->ended_) continue;
+      const bool has_buffer = endpoint->srq_ != nullptr ? endpoint->srq_->HasBuffer() : !endpoint->rq_.empty();
+      if (!has_buffer) continue;
+      if (best == nullptr || endpoint->inbound_.front().arrival < best->inbound_.front().arrival) best = endpoint;
+    }
+    if (best == nullptr) return;
+    Message message = std::move(best->inbound_.front());
+    best->inbound_.pop_front();
+    PostedRecv buffer;
+    if (best->srq_ != nullptr) {
+      buffer = best->srq_->PopLocked();
+    } else {
+      buffer = std::move(best->rq_.front());
+      best->rq_.pop_front();
+    }
+    WorkStatus status = WorkStatus::kSuccess;
+    if (!LocalKeysOk(best->owner_, buffer.segments, true)) {
+      status = WorkStatus::kLocalProtection;
+    } else if (!Scatter(message.bytes, buffer.segments)) {
+      status = WorkStatus::kLocalLength;
+    }
+    transport::RecvInfo info;
+    info.length = status == WorkStatus::kSuccess ? static_cast<std::uint32_t>(message.bytes.size()) : 0;
+    info.solicited = message.solicited;
+    const std::uint64_t receiver = best->id_;
+    const std::uint64_t recv_id = buffer.recv_id;
+    fabric.work.push_back([receiver, recv_id, status, info] {
+      transport::EndpointEvents* events = nullptr;
+      {
+        std::lock_guard lock(GetFabric().mu);
+        FakeEndpoint* endpoint = FindLocked(receiver);
+        if (endpoint == nullptr) return;
+        events = endpoint->events_;
+      }
+      events->OnDeviceRecvDone(recv_id, status, info);
+    });
+    const std::uint64_t sender = message.sender;
+    const std::uint64_t work_id = message.work_id;
+    const auto length = static_cast<std::uint32_t>(message.bytes.size());
+    const WorkStatus sent = status == WorkStatus::kSuccess ? WorkStatus::kSuccess : WorkStatus::kRemoteResponder;
+    fabric.work.push_back([sender, work_id, sent, length] {
+      transport::EndpointEvents* events = nullptr;
+      {
+        std::lock_guard lock(GetFabric().mu);
+        FakeEndpoint* endpoint = FindLocked(sender);
+        if (endpoint == nullptr) return;
+        events = endpoint->events_;
+      }
+      events->OnWorkDone(work_id, sent, length);
+    });
+  }
+}
+
+}  // namespace
+
+FakeDeviceTransport& FakeDeviceTransport::Of(transport::Transport& transport) {
+  return dynamic_cast<FakeDeviceTransport&>(transport);
+}
+
+FakeDeviceTransport::FakeDeviceTransport(const sockaddr_in& address) : address_(address) {
+  capabilities_.receive_model = transport::ReceiveModel::kDevice;
+  capabilities_.device_memory_keys = true;
+  capabilities_.rdma_read = true;
+  capabilities_.busy_poll = true;
+  capabilities_.srq = true;
+  capabilities_.srq_resize = true;
+  capabilities_.srq_limit = true;
+  capabilities_.max_endpoints = 1024;
+  capabilities_.max_send_work = 256;
+  capabilities_.max_recv_work = 256;
+  capabilities_.max_segments = 4;
+  capabilities_.max_message_size = 1u << 20;
+  capabilities_.max_rdma_size = 1u << 20;
+  capabilities_.max_private_data = 64;
+  capabilities_.max_rdma_read_in = 4;
+  capabilities_.max_rdma_read_out = 4;
+  capabilities_.max_srq_work = 1024;
+  capabilities_.max_srq_segments = 4;
+}
+
+FakeDeviceTransport::~FakeDeviceTransport() = default;
+
+std::size_t FakeDeviceTransport::registered_regions() const {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  return static_cast<std::size_t>(std::count_if(fabric.regions.begin(), fabric.regions.end(),
+                                                [this](const auto& entry) { return entry.second.owner == this; }));
+}
+
+std::size_t FakeDeviceTransport::device_srq_depth() const {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  std::size_t depth = 0;
+  for (const FakeSrq* srq : AllSrqs())
+    if (srq->owner() == this) depth += srq->depth();
+  return depth;
+}
+
+Status FakeDeviceTransport::CreateProtectionDomain(std::unique_ptr<transport::ProtectionDomain>& out) {
+  out = std::make_unique<FakePd>();
+  return Status::Ok();
+}
+
+Status FakeDeviceTransport::RegisterMemory(transport::ProtectionDomain&, void* address, std::uint64_t length,
+                                           transport::MemoryAccess access,
+                                           std::unique_ptr<transport::MemoryRegion>& out) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  const std::uint32_t n = fabric.next_key++;
+  // Distinct, and unlike the slot << 8 | generation keys core issues itself.
+  const std::uint32_t lkey = 0x10000000u | n << 4 | 0x5;
+  const std::uint32_t rkey = 0x20000000u | n << 4 | 0xA;
+  fabric.regions[lkey] = Region{this, lkey, rkey, reinterpret_cast<std::uint64_t>(address), length, access};
+  out = std::make_unique<FakeRegion>(lkey, rkey);
+  return Status::Ok();
+}
+
+Status FakeDeviceTransport::CreateDeviceSrq(transport::ProtectionDomain&, std::uint32_t max_work,
+                                            std::uint32_t max_segments, transport::DeviceSrqEvents* events,
+                                            std::unique_ptr<transport::DeviceSrq>& out) {
+  auto srq = std::make_unique<FakeSrq>(this, max_work, max_segments, events);
+  {
+    std::lock_guard lock(GetFabric().mu);
+    AllSrqs().push_back(srq.get());
+  }
+  out = std::move(srq);
+  return Status::Ok();
+}
+
+Status FakeDeviceTransport::CreateEndpoint(const transport::EndpointConfig& config,
+                                           transport::EndpointEvents* events,
+                                           std::unique_ptr<transport::Endpoint>& out) {
+  out = std::make_unique<FakeEndpoint>(this, config, events);
+  return Status::Ok();
+}
+
+Status FakeDeviceTransport::Listen(std::uint16_t port, transport::ListenEvents* events,
+                                   std::unique_ptr<transport::Listener>& out) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (port == 0) {
+    while (fabric.listeners.count(fabric.next_port) > 0) ++fabric.next_port;
+    port = fabric.next_port++;
+  }
+  if (fabric.listeners.count(port) > 0) return Status(Code::kConnQualInUse);
+  auto listener = std::make_unique<FakeListener>(port, events);
+  fabric.listeners[port] = listener.get();
+  out = std::move(listener);
+  return Status::Ok();
+}
+
+bool FakeDeviceTransport::Progress() noexcept {
+  Fabric& fabric = GetFabric();
+  std::unique_lock run(fabric.run, std::try_to_lock);
+  if (!run.owns_lock()) return false;
+  bool any = false;
+  // Bounded, so a wait that polls is never stuck inside one call.
+  for (int steps = 0; steps < 10000; ++steps) {
+    std::function<void()> step;
+    {
+      std::lock_guard lock(fabric.mu);
+      if (fabric.work.empty()) break;
+      step = std::move(fabric.work.front());
+      fabric.work.pop_front();
+    }
+    step();
+    any = true;
+  }
+  return any;
+}
+
+namespace {
+
+const bool registered = [] {
+  transport::RegisterTransport(
+      TransportKind::kFake, [](const IaParams& params, std::string& why, std::unique_ptr<transport::Transport>& out) {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        if (inet_pton(AF_INET, params.address.c_str(), &address.sin_addr) != 1) {
+          why = "the fake device wants an IPv4 literal";
+          return Status(Code::kInvalidParameter);
+        }
+        out = std::make_unique<FakeDeviceTransport>(address);
+        return Status::Ok();
+      });
+  return true;
+}();
+
+}  // namespace
+}  // namespace softdat::testing::fake_device

@@ -1,0 +1,71 @@
+// An in-process fake of a *device* transport (receive model kDevice, device memory keys), for
+// testing core/'s device path without hardware. It behaves like an RC NIC just enough for that:
+// memory registration gives distinct lkeys and rkeys, endpoints of any fake IA in the process
+// pair up by port, each endpoint has a FIFO receive queue, a DeviceSrq is a FIFO the "device"
+// consumes in message-arrival order across the endpoints on it, RDMA Write and Read check the
+// rkey, segments must carry a registered lkey, and the SRQ has a one-shot limit event.
+//
+// Busy-poll: nothing moves until someone calls Progress() (the EVD waits of an IA on it do). All
+// fake IAs share one "fabric" with one queue of pending device work, so any of them progresses
+// all. Test-only: it allocates freely and takes one global lock.
+//
+// Registered under TransportKind::kFake by a static registrar in this library: open an IA with
+// params "fake" or "fake <IPv4>" and reach the fake through Of(ia->transport()).
+#pragma once
+
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "transport/transport.h"
+
+namespace softdat::testing::fake_device {
+
+// Knobs a test turns to reach the rules under test.
+struct Behaviour {
+  bool refuse_srq_resize = false;  // DeviceSrq::Resize answers kModelNotSupported (as siw does)
+  // On a connection's end, report each receive still on an endpoint's own queue as a kFlushed
+  // completion before OnEnded (as verbs does with IBV_WC_WR_FLUSH_ERR); otherwise report only
+  // OnEnded and leave the flush to core.
+  bool flush_receives_before_end = true;
+};
+
+class FakeDeviceTransport : public transport::Transport {
+ public:
+  // The fake under `transport` (which must be one).
+  static FakeDeviceTransport& Of(transport::Transport& transport);
+
+  explicit FakeDeviceTransport(const sockaddr_in& address);
+  ~FakeDeviceTransport() override;
+
+  Behaviour& behaviour() { return behaviour_; }
+
+  // How many regions are registered now (a test sees an LMR's registration go with it).
+  std::size_t registered_regions() const;
+  // Receives posted to the device SRQs of this transport and not yet consumed by the device.
+  std::size_t device_srq_depth() const;
+
+  const transport::Capabilities& capabilities() const override { return capabilities_; }
+  sockaddr_in address() const override { return address_; }
+  Status CreateProtectionDomain(std::unique_ptr<transport::ProtectionDomain>& out) override;
+  Status RegisterMemory(transport::ProtectionDomain& pd, void* address, std::uint64_t length,
+                        transport::MemoryAccess access,
+                        std::unique_ptr<transport::MemoryRegion>& out) override;
+  Status CreateDeviceSrq(transport::ProtectionDomain& pd, std::uint32_t max_work, std::uint32_t max_segments,
+                         transport::DeviceSrqEvents* events,
+                         std::unique_ptr<transport::DeviceSrq>& out) override;
+  Status CreateEndpoint(const transport::EndpointConfig& config, transport::EndpointEvents* events,
+                        std::unique_ptr<transport::Endpoint>& out) override;
+  Status Listen(std::uint16_t port, transport::ListenEvents* events,
+                std::unique_ptr<transport::Listener>& out) override;
+  // Runs pending device work of every fake IA; true when anything ran.
+  bool Progress() noexcept override;
+
+ private:
+  transport::Capabilities capabilities_;
+  sockaddr_in address_;
+  Behaviour behaviour_;
+};
+
+}  // namespace softdat::testing::fake_device
