@@ -1,0 +1,114 @@
+#!/bin/bash
+# Guest side of testing/vm/verbs_suite.sh: over softdat-verbs on rxe0 (RoCE) and siw0 (iWARP), runs
+# the conformance suite and the stock consumers (dtest, dtestsrq, dapltest -T T) exactly as a user
+# would, through a generated dat.conf and the stock libdat2 registry. Prints one line per case and a
+# summary; exits non-zero if any case failed.
+# Usage (inside the VM only): guest_verbs_suite.sh <bazel-bin> [device...]
+set -uo pipefail
+
+if [ "${SOFTDAT_VM:-}" != 1 ]; then
+  echo "guest_verbs_suite.sh: not inside the softdat VM; use testing/vm/verbs_suite.sh" >&2
+  exit 2
+fi
+bin=$1; shift
+if [ $# -gt 0 ]; then devices=("$@"); else devices=(rxe0 siw0); fi
+lib=$bin/dat/libsoftdat.so.2
+work=$SOFTDAT_VM_WORK/suite
+mkdir -p "$work"
+results=()
+failed=0
+case_start=$SECONDS
+
+record() {  # record DEVICE CASE RC LOGFILE
+  local verdict=PASS
+  [ "$3" = 0 ] || { verdict=FAIL; failed=$((failed + 1)); }
+  [ "$3" = 77 ] && { verdict=SKIP; failed=$((failed - 1)); }
+  results+=("$(printf '%-5s %-6s %4ss %s' "$verdict" "$1" $((SECONDS - case_start)) "$2")")
+  echo "== $verdict $1 $2 ($((SECONDS - case_start)) s, log: $4)"
+  case_start=$SECONDS
+  if [ "$verdict" = FAIL ]; then tail -n 40 "$4" | sed 's/^/   | /'; fi
+}
+
+# wait_port PORT PID: until something listens on TCP PORT (dtest's server), 60 s at most, or PID ends.
+wait_port() {
+  for _ in $(seq 600); do
+    ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# pair NAME DEVICE PORT SERVER_ARGV... -- CLIENT_ARGV... [-- QUIT_ARGV...]: the server in the
+# background; the client once the server is ready (PORT: a plain TCP port the server listens on
+# first, as dtest's 15828; 0: an rdma_cm listener that ss cannot see, so a fixed pause); then the
+# optional quit command (dapltest's server runs until told). Every process is bounded in time;
+# all must exit 0 and, for dtest, both sides print PASSED.
+pair() {
+  local name=$1 dev=$2 port=$3; shift 3
+  local server=() client=() quit=()
+  while [ "$1" != -- ]; do server+=("$1"); shift; done; shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do client+=("$1"); shift; done
+  [ $# -gt 0 ] && { shift; quit=("$@"); }
+  local log=$work/$dev-$name.log
+  : >"$log"
+  timeout 240 "${server[@]}" >>"$log" 2>&1 &
+  local spid=$!
+  if [ "$port" != 0 ]; then wait_port "$port" $spid || echo "server never listened on $port" >>"$log"; else sleep 5; fi
+  timeout 200 "${client[@]}" >>"$log" 2>&1
+  local crc=$? qrc=0
+  if [ ${#quit[@]} -gt 0 ]; then timeout 60 "${quit[@]}" >>"$log" 2>&1; qrc=$?; fi
+  wait $spid
+  local src=$?
+  local rc=0
+  [ $crc = 0 ] && [ $src = 0 ] && [ $qrc = 0 ] || rc=1
+  if [[ "$name" == dtest-* || "$name" == dtest ]]; then
+    [ "$(grep -c 'PASSED' "$log")" -ge 2 ] || rc=1
+  fi
+  if [[ "$name" == dtestsrq* ]]; then  # exits 0 whatever happens: its text is the verdict
+    [ "$(grep -c 'DAPL RC SRQ Test Complete.' "$log")" -ge 2 ] || rc=1
+    grep -E 'ERR|Err' "$log" >/dev/null && rc=1
+  fi
+  grep -q 'softdat: error' "$log" && rc=1
+  echo "server exit $src, client exit $crc, quit exit $qrc" >>"$log"
+  record "$dev" "$name" $rc "$log"
+}
+
+for dev in "${devices[@]}"; do
+  netdev=$(rdma link show "$dev/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
+  ip=$(ip -4 -o addr show dev "$netdev" 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)
+  if [ -z "$ip" ]; then
+    results+=("FAIL  $dev   device setup: no IPv4 address for $dev (netdev '$netdev')"); failed=$((failed + 1))
+    continue
+  fi
+  ia=softdat-verbs-$dev
+  conf=$work/dat-$dev.conf
+  echo "$ia u2.0 nonthreadsafe default $lib softdat.2.0 \"verbs $dev 1\" \"\"" >"$conf"
+  export DAT_OVERRIDE=$conf
+
+  # The conformance suite, one binary per man page, each over this device's IA.
+  for test in "$bin"/testing/conformance/*_test; do
+    name=$(basename "$test")
+    log=$work/$dev-$name.log
+    mkdir -p "$work/tmp/$dev/$name"
+    TEST_SRCDIR=$test.runfiles TEST_TMPDIR=$work/tmp/$dev/$name SOFTDAT_CONFORMANCE_IA=$ia \
+      timeout 300 "$test" >"$log" 2>&1
+    rc=$?
+    summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) \] [0-9]+ test' "$log" | sed 's/, listed below://' | tr '\n' ' ')
+    record "$dev" "conformance $name: $summary" $rc "$log"
+  done
+
+  pair dtest "$dev" 15828 dtest -s -P "$ia" -- dtest -P "$ia" -h "$ip"
+  pair dtest-B64 "$dev" 15828 dtest -s -P "$ia" -B 64 -b 4096 -- dtest -P "$ia" -h "$ip" -B 64 -b 4096
+  pair dtestsrq-c4 "$dev" 0 dtestsrq -s -P "$ia" -c 4 -B 16 -b 4096 -- \
+    dtestsrq -h "$ip" -P "$ia" -c 4 -B 16 -b 4096
+  pair dapltest-T-SR "$dev" 0 dapltest -T S -D "$ia" -n 47100 -- \
+    dapltest -T T -s "$ip" -D "$ia" -n 47100 -i 100 -t 1 -w 1 client SR 256 server SR 256 -- \
+    dapltest -T Q -s "$ip" -D "$ia" -n 47100
+done
+
+echo
+echo "softdat-verbs suite:"
+printf '%s\n' "${results[@]}"
+echo "failed: $failed"
+[ $failed = 0 ]
