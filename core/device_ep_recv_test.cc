@@ -3,6 +3,7 @@
 // events, and flushed exactly once when the connection ends.
 #include <gtest/gtest.h>
 
+#include "core/cno.h"
 #include "core/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
@@ -140,6 +141,62 @@ TEST_F(DeviceTest, DeviceEpReconnectsAfterResetAndCompletesTheNewConnectionsBuff
   EXPECT_EQ(Dto(event).status, DAT_DTO_SUCCESS);
   EXPECT_EQ(Dto(event).user_cookie.as_64, 2u);
   EXPECT_STREQ(SlotData(1), "again");
+}
+
+TEST_F(DeviceTest, DeviceReceiveHeldByTheDeviceAtTheEndIsFlushedOnce) {
+  fake().behaviour().hold_receive_completions = true;
+  fake().behaviour().flush_receives_before_end = false;
+  Ep* server = MakeEp();
+  Ep* client = MakeEp();
+  ASSERT_TRUE(PostRecv(server, 0, 1).ok());
+  ASSERT_TRUE(PostRecv(server, 1, 2).ok());
+  Connect(client, server);
+  ASSERT_TRUE(Send(client, 8, "taken").ok());
+  Settle();
+  ASSERT_TRUE(client->Disconnect(DAT_CLOSE_ABRUPT_FLAG).ok());
+  // Buffer 1 is flushed by the device's report, buffer 2 by core at OnEnded: once each.
+  const std::vector<DAT_EVENT> events = Drain(recv_evd_);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(Dto(events[0]).user_cookie.as_64, 1u);
+  EXPECT_EQ(Dto(events[1]).user_cookie.as_64, 2u);
+  EXPECT_EQ(Dto(events[0]).status, DAT_DTO_ERR_FLUSHED);
+  EXPECT_EQ(Dto(events[1]).status, DAT_DTO_ERR_FLUSHED);
+}
+
+TEST_F(DeviceTest, DeviceReceiveFlagsAreThoseOfTheSoftwarePath) {
+  // SOLICITED_WAIT on the EP: only a solicited Send's completion signals (triggers the CNO of the
+  // recv EVD); an unsolicited one is queued quietly.
+  Cno* cno = nullptr;
+  ASSERT_TRUE(Cno::Create(ia_, DAT_OS_WAIT_PROXY_AGENT{}, &cno).ok());
+  Evd* recv_evd = nullptr;
+  ASSERT_TRUE(Evd::Create(ia_, 16, cno, DAT_EVD_DTO_FLAG, &recv_evd).ok());
+  DAT_EP_ATTR attr{};
+  attr.service_type = DAT_SERVICE_TYPE_RC;
+  attr.recv_completion_flags = DAT_COMPLETION_SOLICITED_WAIT_FLAG;
+  attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  attr.max_recv_dtos = 8;
+  attr.max_request_dtos = 8;
+  attr.max_recv_iov = 1;
+  attr.max_request_iov = 1;
+  attr.srq_soft_hw = DAT_HW_DEFAULT;
+  Ep* server = nullptr;
+  ASSERT_TRUE(Ep::Create(ia_, pz_, recv_evd, request_evd_, connect_evd_, nullptr, &attr, &server).ok());
+  Ep* client = MakeEp();
+  ASSERT_TRUE(PostRecv(server, 0, 1).ok());
+  ASSERT_TRUE(PostRecv(server, 1, 2).ok());
+  Connect(client, server);
+  evd::EventQueue* triggered = nullptr;
+  ASSERT_TRUE(Send(client, 8, "plain").ok());
+  DAT_EVENT event;
+  ASSERT_TRUE(Next(recv_evd, event));
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 1u);
+  EXPECT_EQ(cno->cno().Wait(0, &triggered).code(), Code::kTimeout) << "an unsolicited Send completes quietly";
+  std::strcpy(SlotData(9), "urgent");
+  const DAT_LMR_TRIPLET triplet = Slot(9, 7);
+  ASSERT_TRUE(client->PostSend(1, &triplet, Cookie(0), DAT_COMPLETION_SOLICITED_WAIT_FLAG, false, 0).ok());
+  ASSERT_TRUE(Next(recv_evd, event));
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 2u);
+  EXPECT_TRUE(cno->cno().Wait(0, &triggered).ok()) << "a solicited Send completes with signal";
 }
 
 }  // namespace

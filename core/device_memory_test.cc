@@ -77,6 +77,9 @@ TEST_F(DeviceTest, DeviceRmrCreateIsModelNotSupported) {
   Rmr* rmr = nullptr;
   EXPECT_EQ(Rmr::Create(pz_, &rmr).code(), Code::kModelNotSupported);
   EXPECT_EQ(rmr, nullptr);
+  DAT_IA_ATTR attr{};
+  ASSERT_TRUE(ia_->Query(nullptr, DAT_IA_FIELD_IA_MAX_RMRS, &attr, 0, nullptr).ok());
+  EXPECT_EQ(attr.max_rmrs, 0);  // and the IA says so
 }
 
 }  // namespace

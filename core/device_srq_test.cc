@@ -185,5 +185,55 @@ TEST_F(DeviceSrqTest, SrqBuffersNotCompletedStayOnTheSrqAndTheEpIsBrokenOnce) {
   EXPECT_EQ(Dto(event).user_cookie.as_64, 2u);
 }
 
+TEST_F(DeviceSrqTest, DeviceSrqLimitRefusedAsAlreadyBelowFiresAtOnce) {
+  // rxe refuses to arm a limit above what its SRQ holds; softdat's count can be higher (it hears
+  // of a consumed buffer only at its completion), so the refusal means "below already".
+  fake().behaviour().refuse_limit_below_depth = true;
+  fake().behaviour().hold_receive_completions = true;
+  Srq* srq = MakeSrq(8);
+  Ep* server = MakeEp(srq);
+  Ep* client = MakeEp();
+  Connect(client, server);
+  for (std::uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(PostRecv(srq, i, i).ok());
+  ASSERT_TRUE(Send(client, 8, "1").ok());
+  ASSERT_TRUE(Send(client, 9, "2").ok());
+  Settle();
+  ASSERT_EQ(fake().device_srq_depth(), 1u);
+  ASSERT_TRUE(srq->SetLowWatermark(2).ok());
+  EXPECT_EQ(LowWatermarkEvents(srq), 1);
+  fake().ReleaseHeldReceives();
+  EXPECT_EQ(Drain(recv_evd_).size(), 2u);
+  EXPECT_EQ(LowWatermarkEvents(srq), 0);
+}
+
+TEST_F(DeviceSrqTest, SrqBufferTheDeviceTookButDidNotCompleteIsFlushedToThatEp) {
+  fake().behaviour().hold_receive_completions = true;
+  Srq* srq = MakeSrq(8);
+  Ep* server = MakeEp(srq);
+  Ep* client = MakeEp();
+  Connect(client, server);
+  ASSERT_TRUE(PostRecv(srq, 0, 1).ok());
+  ASSERT_TRUE(PostRecv(srq, 1, 2).ok());
+  ASSERT_TRUE(Send(client, 8, "in flight").ok());
+  Settle();
+  EXPECT_EQ(Drain(recv_evd_).size(), 0u);  // the device holds it
+  DAT_COUNT allocated = 0;
+  ASSERT_TRUE(server->RecvQuery(&allocated, nullptr).ok());
+  EXPECT_EQ(allocated, DAT_VALUE_UNKNOWN);
+  ASSERT_TRUE(client->Disconnect(DAT_CLOSE_ABRUPT_FLAG).ok());
+  const std::vector<DAT_EVENT> events = Drain(recv_evd_);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(Dto(events[0]).ep_handle, server);
+  EXPECT_EQ(Dto(events[0]).user_cookie.as_64, 1u);
+  EXPECT_EQ(Dto(events[0]).status, DAT_DTO_ERR_FLUSHED);
+  DAT_SRQ_PARAM param{};
+  ASSERT_TRUE(srq->Query(DAT_SRQ_FIELD_AVAILABLE_DTO_COUNT, &param).ok());
+  EXPECT_EQ(param.available_dto_count, 1);  // the other one is still on the SRQ
+  int broken = 0;
+  for (const DAT_EVENT& event : Drain(async_))
+    broken += event.event_number == DAT_ASYNC_ERROR_EP_BROKEN ? 1 : 0;
+  EXPECT_EQ(broken, 1);
+}
+
 }  // namespace
 }  // namespace softdat::core::device_testing

@@ -72,7 +72,15 @@ Status Ep::PostDeviceRecvLocked(DAT_DTO_COOKIE cookie, std::span<const Segment> 
   if (Status status = recv_queue_->Post(cookie, segments, flags); !status.ok()) return status;
   const std::uint64_t recv_id = ++device_recv_posted_;
   if (state() == DAT_EP_STATE_DISCONNECTED) return Status::Ok();
-  if (Status status = endpoint_->PostRecv(recv_id, segments); !status.ok()) {
+  const Status status = endpoint_->PostRecv(recv_id, segments);
+  if (status.code() == Code::kInvalidState) {
+    // The connection is ending and its OnEnded is on its way (the transport took no receive):
+    // as on a DAT EP that is already disconnected, the buffer is accepted and flushed then.
+    SOFTDAT_LOG(kDebug, "dat_ep_post_recv: the %s endpoint is ending; receive %llu will be flushed",
+                ia_->name().c_str(), static_cast<unsigned long long>(recv_id));
+    return Status::Ok();
+  }
+  if (!status.ok()) {
     SOFTDAT_LOG(kWarn, "dat_ep_post_recv: the %s device refused the receive (%s)", ia_->name().c_str(),
                 CodeName(status.code()));
     (void)recv_queue_->Withdraw();

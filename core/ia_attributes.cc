@@ -47,7 +47,7 @@ void FillIaAttr(const Ia& ia, DAT_IA_ATTR& attr) {
   attr.max_pzs = kMaxPzs;
   attr.max_message_size = caps.max_message_size;
   attr.max_rdma_size = caps.max_rdma_size;
-  attr.max_rmrs = Count(Ia::kMaxMemoryKeys);
+  attr.max_rmrs = caps.device_memory_keys ? 0 : Count(Ia::kMaxMemoryKeys);  // no windows on a device (rmr.h)
   attr.max_rmr_target_address = ~DAT_VADDR{0};
   attr.max_srqs = caps.srq ? kMaxSrqs : 0;
   attr.max_ep_per_srq = caps.srq ? Count(Srq::kMaxEndpoints) : 0;

@@ -201,12 +201,21 @@ Status Srq::SetDeviceLowWatermark(DAT_COUNT low_watermark) {
     below = limit != 0 && pool_->Query().available_dto_count < limit;
     limit_armed_ = limit != 0 && !below;
   }
-  if (Status status = device_srq_->ArmLimit(below ? 0 : limit); !status.ok()) {
-    SOFTDAT_LOG(kWarn, "dat_srq_set_lw: the %s device refused the SRQ limit %u (%s)", ia_->name().c_str(), limit,
-                CodeName(status.code()));
-    std::lock_guard lock(device_mutex_);
-    limit_armed_ = false;
-    return status;
+  const Status armed = device_srq_->ArmLimit(below ? 0 : limit);
+  if (!armed.ok()) {
+    {
+      std::lock_guard lock(device_mutex_);
+      limit_armed_ = false;
+    }
+    if (limit == 0 || below || armed.code() != Code::kInvalidParameter) {
+      SOFTDAT_LOG(kWarn, "dat_srq_set_lw: the %s device refused the SRQ limit %u (%s)", ia_->name().c_str(),
+                  limit, CodeName(armed.code()));
+      return armed;
+    }
+    // The value is in range (the pool checked it), so the device refuses because it already
+    // holds fewer buffers than that (rxe: EINVAL): the event is due now.
+    SOFTDAT_LOG(kInfo, "dat_srq_set_lw: the %s device is already below %u buffers", ia_->name().c_str(), limit);
+    below = true;
   }
   if (below) OnLowWatermark();
   return Status::Ok();

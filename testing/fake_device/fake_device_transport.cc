@@ -116,6 +116,15 @@ bool Scatter(const std::vector<std::uint8_t>& bytes, const std::vector<Segment>&
   return true;
 }
 
+struct RecvReport {
+  std::uint64_t recv_id = 0;
+  WorkStatus status = WorkStatus::kSuccess;
+  transport::RecvInfo info;
+};
+
+// Queues OnDeviceRecvDone of endpoint `id` (under the fabric lock).
+void ReportRecvLocked(std::uint64_t id, const RecvReport& report);
+
 class FakePd final : public transport::ProtectionDomain {};
 
 class FakeRegion final : public transport::MemoryRegion {
@@ -144,6 +153,8 @@ class FakeSrq final : public transport::DeviceSrq {
   Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
   Status ArmLimit(std::uint32_t limit) override {
     std::lock_guard lock(GetFabric().mu);
+    if (owner_->behaviour().refuse_limit_below_depth && limit != 0 && buffers_.size() < limit)
+      return Status(Code::kInvalidParameter, Detail::kArg2);
     limit_ = limit;
     if (limit_ != 0 && buffers_.size() < limit_) FireLimitLocked();
     return Status::Ok();
@@ -245,10 +256,16 @@ class FakeEndpoint final : public transport::Endpoint {
   // Matches waiting messages with receive buffers, oldest arrival first across all endpoints.
   static void DeliverLocked();
 
-  void set_attempt() { attempt_ = true; }
+  // Reports what was held back (Behaviour::hold_receive_completions).
+  void ReleaseHeldLocked() {
+    for (const RecvReport& report : held_) ReportRecvLocked(id_, report);
+    held_.clear();
+  }
+  const FakeDeviceTransport* owner() const { return owner_; }
 
  private:
   friend class FakePending;
+  friend void ReportRecvLocked(std::uint64_t id, const RecvReport& report);
 
   FakeDeviceTransport* owner_;
   FakeSrq* srq_;
@@ -261,6 +278,7 @@ class FakeEndpoint final : public transport::Endpoint {
   bool ended_ = false;
   std::deque<PostedRecv> rq_;
   std::deque<Message> inbound_;
+  std::deque<RecvReport> held_;  // consumed, completion not reported yet
   sockaddr_in local_{};
   sockaddr_in remote_{};
 };
@@ -361,20 +379,12 @@ void FakeEndpoint::EndLocked(ConnectionEnd why, std::vector<std::uint8_t> privat
   connected_ = false;
   Fabric& fabric = GetFabric();
   const std::uint64_t id = id_;
+  // A buffer the device consumed for a message it never completed is flushed to this endpoint,
+  // whether it came from its own queue or from an SRQ.
+  for (const RecvReport& report : held_) ReportRecvLocked(id, RecvReport{report.recv_id, WorkStatus::kFlushed, {}});
+  held_.clear();
   if (owner_->behaviour().flush_receives_before_end) {
-    for (const PostedRecv& buffer : rq_) {
-      const std::uint64_t recv_id = buffer.recv_id;
-      fabric.work.push_back([id, recv_id] {
-        transport::EndpointEvents* events = nullptr;
-        {
-          std::lock_guard lock(GetFabric().mu);
-          FakeEndpoint* endpoint = FindLocked(id);
-          if (endpoint == nullptr) return;
-          events = endpoint->events_;
-        }
-        events->OnDeviceRecvDone(recv_id, WorkStatus::kFlushed, transport::RecvInfo{});
-      });
-    }
+    for (const PostedRecv& buffer : rq_) ReportRecvLocked(id, RecvReport{buffer.recv_id, WorkStatus::kFlushed, {}});
   }
   rq_.clear();
   // Messages that never found a buffer are lost with the connection; their senders are flushed
@@ -542,18 +552,12 @@ void FakeEndpoint::DeliverLocked() {
     transport::RecvInfo info;
     info.length = status == WorkStatus::kSuccess ? static_cast<std::uint32_t>(message.bytes.size()) : 0;
     info.solicited = message.solicited;
-    const std::uint64_t receiver = best->id_;
-    const std::uint64_t recv_id = buffer.recv_id;
-    fabric.work.push_back([receiver, recv_id, status, info] {
-      transport::EndpointEvents* events = nullptr;
-      {
-        std::lock_guard lock(GetFabric().mu);
-        FakeEndpoint* endpoint = FindLocked(receiver);
-        if (endpoint == nullptr) return;
-        events = endpoint->events_;
-      }
-      events->OnDeviceRecvDone(recv_id, status, info);
-    });
+    const RecvReport report{buffer.recv_id, status, info};
+    if (best->owner_->behaviour().hold_receive_completions) {
+      best->held_.push_back(report);
+    } else {
+      ReportRecvLocked(best->id_, report);
+    }
     const std::uint64_t sender = message.sender;
     const std::uint64_t work_id = message.work_id;
     const auto length = static_cast<std::uint32_t>(message.bytes.size());
@@ -569,6 +573,19 @@ void FakeEndpoint::DeliverLocked() {
       events->OnWorkDone(work_id, sent, length);
     });
   }
+}
+
+void ReportRecvLocked(std::uint64_t id, const RecvReport& report) {
+  GetFabric().work.push_back([id, report] {
+    transport::EndpointEvents* events = nullptr;
+    {
+      std::lock_guard lock(GetFabric().mu);
+      FakeEndpoint* endpoint = FakeEndpoint::FindLocked(id);
+      if (endpoint == nullptr) return;
+      events = endpoint->events_;
+    }
+    events->OnDeviceRecvDone(report.recv_id, report.status, report.info);
+  });
 }
 
 }  // namespace
@@ -614,6 +631,12 @@ std::size_t FakeDeviceTransport::device_srq_depth() const {
   for (const FakeSrq* srq : AllSrqs())
     if (srq->owner() == this) depth += srq->depth();
   return depth;
+}
+
+void FakeDeviceTransport::ReleaseHeldReceives() {
+  std::lock_guard lock(GetFabric().mu);
+  for (auto& [id, endpoint] : GetFabric().endpoints)
+    if (endpoint->owner() == this) endpoint->ReleaseHeldLocked();
 }
 
 Status FakeDeviceTransport::CreateProtectionDomain(std::unique_ptr<transport::ProtectionDomain>& out) {

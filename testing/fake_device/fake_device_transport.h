@@ -29,6 +29,13 @@ struct Behaviour {
   // completion before OnEnded (as verbs does with IBV_WC_WR_FLUSH_ERR); otherwise report only
   // OnEnded and leave the flush to core.
   bool flush_receives_before_end = true;
+  // The device consumes receive buffers as messages arrive but reports their completions only at
+  // ReleaseHeldReceives(), or as kFlushed when the connection ends first: a window in which the
+  // device holds buffers nobody has heard of.
+  bool hold_receive_completions = false;
+  // ArmLimit on an SRQ already holding fewer buffers than the limit fails with
+  // kInvalidParameter, as rxe's ibv_modify_srq does (EINVAL); otherwise the event fires at once.
+  bool refuse_limit_below_depth = false;
 };
 
 class FakeDeviceTransport : public transport::Transport {
@@ -45,6 +52,8 @@ class FakeDeviceTransport : public transport::Transport {
   std::size_t registered_regions() const;
   // Receives posted to the device SRQs of this transport and not yet consumed by the device.
   std::size_t device_srq_depth() const;
+  // Reports the completions held back (Behaviour::hold_receive_completions), in their order.
+  void ReleaseHeldReceives();
 
   const transport::Capabilities& capabilities() const override { return capabilities_; }
   sockaddr_in address() const override { return address_; }
