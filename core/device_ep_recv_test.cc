@@ -199,5 +199,19 @@ TEST_F(DeviceTest, DeviceReceiveFlagsAreThoseOfTheSoftwarePath) {
   EXPECT_TRUE(cno->cno().Wait(0, &triggered).ok()) << "a solicited Send completes with signal";
 }
 
+TEST_F(DeviceTest, DeviceReceivePostedWhileTheEndpointEndsIsFlushedNotRefused) {
+  Ep* server = MakeEp();
+  Ep* client = MakeEp();
+  Connect(client, server);
+  ASSERT_TRUE(client->Disconnect(DAT_CLOSE_ABRUPT_FLAG).ok());
+  ASSERT_TRUE(fake().Step());  // the device ended both sides; core has not heard yet
+  ASSERT_EQ(server->state(), DAT_EP_STATE_CONNECTED);
+  EXPECT_TRUE(PostRecv(server, 0, 77).ok());
+  const std::vector<DAT_EVENT> events = Drain(recv_evd_);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(Dto(events[0]).user_cookie.as_64, 77u);
+  EXPECT_EQ(Dto(events[0]).status, DAT_DTO_ERR_FLUSHED);
+}
+
 }  // namespace
 }  // namespace softdat::core::device_testing

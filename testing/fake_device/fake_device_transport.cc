@@ -692,23 +692,25 @@ Status FakeDeviceTransport::Listen(std::uint16_t port, transport::ListenEvents* 
   return Status::Ok();
 }
 
-bool FakeDeviceTransport::Progress() noexcept {
+bool FakeDeviceTransport::Step() {
   Fabric& fabric = GetFabric();
   std::unique_lock run(fabric.run, std::try_to_lock);
   if (!run.owns_lock()) return false;
+  std::function<void()> step;
+  {
+    std::lock_guard lock(fabric.mu);
+    if (fabric.work.empty()) return false;
+    step = std::move(fabric.work.front());
+    fabric.work.pop_front();
+  }
+  step();
+  return true;
+}
+
+bool FakeDeviceTransport::Progress() noexcept {
   bool any = false;
   // Bounded, so a wait that polls is never stuck inside one call.
-  for (int steps = 0; steps < 10000; ++steps) {
-    std::function<void()> step;
-    {
-      std::lock_guard lock(fabric.mu);
-      if (fabric.work.empty()) break;
-      step = std::move(fabric.work.front());
-      fabric.work.pop_front();
-    }
-    step();
-    any = true;
-  }
+  for (int steps = 0; steps < 10000 && Step(); ++steps) any = true;
   return any;
 }
 

@@ -70,6 +70,8 @@ class FakeDeviceTransport : public transport::Transport {
                 std::unique_ptr<transport::Listener>& out) override;
   // Runs pending device work of every fake IA; true when anything ran.
   bool Progress() noexcept override;
+  // Runs only the oldest pending step (a test stops the device between two of them).
+  bool Step();
 
  private:
   transport::Capabilities capabilities_;
