@@ -235,5 +235,20 @@ TEST_F(DeviceSrqTest, SrqBufferTheDeviceTookButDidNotCompleteIsFlushedToThatEp) 
   EXPECT_EQ(broken, 1);
 }
 
+TEST_F(DeviceSrqTest, StrayDeviceCompletionDoesNotHoldBackLaterOnes) {
+  Srq* srq = MakeSrq(8);
+  Ep* server = MakeEp(srq);
+  Ep* client = MakeEp();
+  Connect(client, server);
+  fake().InjectStrayReceive(999);  // names no buffer: logged and ignored
+  Settle();
+  ASSERT_TRUE(PostRecv(srq, 0, 5).ok());
+  ASSERT_TRUE(Send(client, 8, "real").ok());
+  DAT_EVENT event;
+  ASSERT_TRUE(Next(recv_evd_, event));
+  EXPECT_EQ(Dto(event).ep_handle, server);
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 5u);
+}
+
 }  // namespace
 }  // namespace softdat::core::device_testing

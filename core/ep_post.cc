@@ -297,20 +297,19 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
   // Which message of this connection it is: for the EP's own queue the buffer's position (RC
   // completes receives in posting order, so recv_id - base is the MSN); on an SRQ, the count of
   // completions so far (the device completes in the peer's send order).
+  // Only a completion that names a buffer moves the count on: a stray one must not open a gap
+  // that in-order delivery would wait on forever.
   std::uint32_t msn = 0;
+  std::uint64_t expected = 0;
   {
     std::lock_guard lock(mutex_);
-    if (srq_ == nullptr) {
-      if (recv_id != device_recv_expected_) {
-        SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, expected %llu: out of posting order",
-                    static_cast<void*>(this), static_cast<unsigned long long>(recv_id),
-                    static_cast<unsigned long long>(device_recv_expected_));
-      }
-      device_recv_expected_ = recv_id + 1;
-      msn = static_cast<std::uint32_t>(recv_id - device_recv_base_);
-    } else {
-      msn = ++device_srq_msn_;
-    }
+    expected = device_recv_expected_;
+    msn = srq_ == nullptr ? static_cast<std::uint32_t>(recv_id - device_recv_base_) : device_srq_msn_ + 1;
+  }
+  if (srq_ == nullptr && recv_id != expected) {
+    SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, expected %llu: out of posting order",
+                static_cast<void*>(this), static_cast<unsigned long long>(recv_id),
+                static_cast<unsigned long long>(expected));
   }
   srq::RecvBuffer buffer{};
   bool taken = false;
@@ -324,6 +323,14 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
     SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, which names no buffer it holds",
                 static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
     return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    if (srq_ == nullptr) {
+      device_recv_expected_ = recv_id + 1;
+    } else {
+      device_srq_msn_ = msn;
+    }
   }
   const srq::RecvNotes notes = NotesOf(status, info);
   // A device reports kLocalLength with what it could place at most; never more than the buffer.

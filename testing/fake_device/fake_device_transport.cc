@@ -262,6 +262,7 @@ class FakeEndpoint final : public transport::Endpoint {
     held_.clear();
   }
   const FakeDeviceTransport* owner() const { return owner_; }
+  bool connected() const { return connected_; }
 
  private:
   friend class FakePending;
@@ -637,6 +638,12 @@ void FakeDeviceTransport::ReleaseHeldReceives() {
   std::lock_guard lock(GetFabric().mu);
   for (auto& [id, endpoint] : GetFabric().endpoints)
     if (endpoint->owner() == this) endpoint->ReleaseHeldLocked();
+}
+
+void FakeDeviceTransport::InjectStrayReceive(std::uint64_t recv_id) {
+  std::lock_guard lock(GetFabric().mu);
+  for (auto& [id, endpoint] : GetFabric().endpoints)
+    if (endpoint->owner() == this && endpoint->connected()) ReportRecvLocked(id, RecvReport{recv_id, WorkStatus::kSuccess, {}});
 }
 
 Status FakeDeviceTransport::CreateProtectionDomain(std::unique_ptr<transport::ProtectionDomain>& out) {

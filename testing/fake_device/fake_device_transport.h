@@ -54,6 +54,9 @@ class FakeDeviceTransport : public transport::Transport {
   std::size_t device_srq_depth() const;
   // Reports the completions held back (Behaviour::hold_receive_completions), in their order.
   void ReleaseHeldReceives();
+  // A broken device: reports a successful receive `recv_id` that nobody posted, on every
+  // connected endpoint of this transport.
+  void InjectStrayReceive(std::uint64_t recv_id);
 
   const transport::Capabilities& capabilities() const override { return capabilities_; }
   sockaddr_in address() const override { return address_; }
