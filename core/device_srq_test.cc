@@ -250,5 +250,12 @@ TEST_F(DeviceSrqTest, StrayDeviceCompletionDoesNotHoldBackLaterOnes) {
   EXPECT_EQ(Dto(event).user_cookie.as_64, 5u);
 }
 
+TEST_F(DeviceSrqTest, DeviceSrqOfTheDevicesLargestSizeIsMadeThoughThePoolRoundsUp) {
+  fake().mutable_capabilities().max_srq_work = 1000;  // not a power of two, as on some devices
+  Srq* srq = MakeSrq(1000);
+  ASSERT_NE(srq, nullptr);
+  EXPECT_TRUE(srq->Resize(1000).ok());
+}
+
 }  // namespace
 }  // namespace softdat::core::device_testing

@@ -65,20 +65,28 @@ Status Srq::Create(Ia* ia, Pz* pz, const DAT_SRQ_ATTR* attr, Srq** out) {
   return Status::Ok();
 }
 
+// The device queue for a pool of `pool_size` buffers: as large, but never past what the device
+// offers (the pool rounds sizes up to a power of two; the device's maximum need not be one, and
+// the consumer asked for no more than that maximum).
+std::uint32_t Srq::DeviceSize(std::uint32_t pool_size) const {
+  return std::min(pool_size, ia_->capabilities().max_srq_work);
+}
+
 Status Srq::CreateDeviceSrq() {
   const srq::SrqPool::Snapshot shape = pool_->Query();
-  if (Status status = ia_->transport().CreateDeviceSrq(*pz_->domain(), shape.max_recv_dtos, shape.max_recv_iov,
-                                                       &device_events_, device_srq_);
+  const std::uint32_t size = DeviceSize(shape.max_recv_dtos);
+  if (Status status = ia_->transport().CreateDeviceSrq(*pz_->domain(), size, shape.max_recv_iov, &device_events_,
+                                                       device_srq_);
       !status.ok()) {
     SOFTDAT_LOG(kWarn, "dat_srq_create: the %s device cannot make an SRQ of %u buffers of %u segments (%s)",
-                ia_->name().c_str(), shape.max_recv_dtos, shape.max_recv_iov, CodeName(status.code()));
+                ia_->name().c_str(), size, shape.max_recv_iov, CodeName(status.code()));
     return status;
   }
   if (device_srq_ == nullptr) {
     SOFTDAT_LOG(kError, "dat_srq_create: the %s transport made no device SRQ", ia_->name().c_str());
     return Status(Code::kInternal);
   }
-  device_capacity_ = shape.max_recv_dtos;
+  device_capacity_ = size;
   return Status::Ok();
 }
 
@@ -158,7 +166,7 @@ Status Srq::Resize(DAT_COUNT max_recv_dtos) {
 Status Srq::ResizeDevice(std::uint32_t max_recv_dtos) {
   // srq/'s rules first (outstanding buffers, low watermark): a refused resize touches no device.
   if (Status status = pool_->CheckResize(max_recv_dtos); !status.ok()) return status;
-  const std::uint32_t size = std::bit_ceil(max_recv_dtos);
+  const std::uint32_t size = DeviceSize(std::bit_ceil(max_recv_dtos));
   {
     // Serializes resizes, so device_capacity_ only grows. Shrinking leaves the device queue as
     // it is: the pool's limit is what keeps posts within the new size.

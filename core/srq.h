@@ -73,6 +73,7 @@ class Srq : public HandleHeader {
   void OnDeviceLimit();
   void WakeWaiters();
   Status CreateDeviceSrq();
+  std::uint32_t DeviceSize(std::uint32_t pool_size) const;
   Status PostDeviceRecv(DAT_DTO_COOKIE cookie, std::span<const Segment> segments);
   Status ResizeDevice(std::uint32_t max_recv_dtos);
   Status SetDeviceLowWatermark(DAT_COUNT low_watermark);

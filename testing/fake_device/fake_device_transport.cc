@@ -162,6 +162,7 @@ class FakeSrq final : public transport::DeviceSrq {
   Status Resize(std::uint32_t max_work) override {
     std::lock_guard lock(GetFabric().mu);
     if (owner_->behaviour().refuse_srq_resize) return Status(Code::kModelNotSupported);
+    if (max_work > owner_->capabilities().max_srq_work) return Status(Code::kInsufficientResources);
     max_work_ = std::max(max_work_, max_work);
     return Status::Ok();
   }
@@ -668,6 +669,8 @@ Status FakeDeviceTransport::RegisterMemory(transport::ProtectionDomain&, void* a
 Status FakeDeviceTransport::CreateDeviceSrq(transport::ProtectionDomain&, std::uint32_t max_work,
                                             std::uint32_t max_segments, transport::DeviceSrqEvents* events,
                                             std::unique_ptr<transport::DeviceSrq>& out) {
+  if (max_work > capabilities_.max_srq_work || max_segments > capabilities_.max_srq_segments)
+    return Status(Code::kInsufficientResources);
   auto srq = std::make_unique<FakeSrq>(this, max_work, max_segments, events);
   {
     std::lock_guard lock(GetFabric().mu);

@@ -47,6 +47,8 @@ class FakeDeviceTransport : public transport::Transport {
   ~FakeDeviceTransport() override;
 
   Behaviour& behaviour() { return behaviour_; }
+  // What the fake reports; a test may lower limits before it creates objects.
+  transport::Capabilities& mutable_capabilities() { return capabilities_; }
 
   // How many regions are registered now (a test sees an LMR's registration go with it).
   std::size_t registered_regions() const;
