@@ -3,6 +3,9 @@
 // the device, what dat_ep_recv_query and dat_srq_query can know, and the flush of an SRQ EP.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "core/async_events.h"
 #include "core/device_test_fixture.h"
 
@@ -255,6 +258,46 @@ TEST_F(DeviceSrqTest, DeviceSrqOfTheDevicesLargestSizeIsMadeThoughThePoolRoundsU
   Srq* srq = MakeSrq(1000);
   ASSERT_NE(srq, nullptr);
   EXPECT_TRUE(srq->Resize(1000).ok());
+}
+
+TEST_F(DeviceSrqTest, DeviceSrqPostsRacingCompletionsLoseNothingAndKeepOrder) {
+  // One thread keeps a small SRQ stocked while this one sends, drives the device and reaps: the
+  // consumer's posts race the device's completions (as with the verbs progress thread).
+  constexpr std::uint64_t kMessages = 300;
+  Srq* srq = MakeSrq(8);
+  Ep* server = MakeEp(srq);
+  Ep* client = MakeEp();
+  Connect(client, server);
+  std::atomic<bool> poster_failed{false};
+  std::thread poster([&] {
+    for (std::uint64_t i = 0; i < kMessages; ++i) {
+      long attempts = 0;
+      while (!PostRecv(srq, static_cast<std::uint32_t>(i % 8), i).ok()) {
+        if (++attempts > 50'000'000) {
+          poster_failed = true;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    }
+  });
+  std::uint64_t sent = 0;
+  std::uint64_t sends_done = 0;
+  std::uint64_t received = 0;
+  for (long round = 0; round < 50'000'000 && received < kMessages && !poster_failed; ++round) {
+    if (sent < kMessages && sent - sends_done < 16 && Send(client, 20, "m", sent).ok()) ++sent;
+    fake().Progress();
+    DAT_EVENT event;
+    while (request_evd_->Dequeue(&event).ok()) ++sends_done;
+    while (recv_evd_->Dequeue(&event).ok()) {
+      EXPECT_EQ(Dto(event).status, DAT_DTO_SUCCESS);
+      EXPECT_EQ(Dto(event).user_cookie.as_64, received) << "buffers are consumed in posting order";
+      ++received;
+    }
+  }
+  poster.join();
+  EXPECT_FALSE(poster_failed);
+  EXPECT_EQ(received, kMessages);
 }
 
 }  // namespace
