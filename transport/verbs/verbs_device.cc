@@ -1,0 +1,138 @@
+// Opening the device by name, finding its rdma_cm address, and reading its limits.
+#include "transport/verbs/verbs_device.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <rdma/rdma_cma.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace softdat::transport::verbs {
+namespace {
+
+// The first local IPv4 address that rdma_cm binds to `context`: rxe and siw both sit on a netdev,
+// and a bound cm_id names the device its address belongs to.
+bool FindAddress(ibv_context* context, sockaddr_in& out) {
+  ifaddrs* addrs = nullptr;
+  if (getifaddrs(&addrs) != 0) return false;
+  bool found = false;
+  for (ifaddrs* a = addrs; a != nullptr && !found; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    rdma_cm_id* id = nullptr;
+    if (rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP) != 0) break;
+    sockaddr_in address;
+    std::memcpy(&address, a->ifa_addr, sizeof address);
+    address.sin_port = 0;
+    if (rdma_bind_addr(id, reinterpret_cast<sockaddr*>(&address)) == 0 && id->verbs != nullptr &&
+        std::strcmp(ibv_get_device_name(id->verbs->device), ibv_get_device_name(context->device)) == 0) {
+      out = address;
+      found = true;
+    }
+    rdma_destroy_id(id);
+  }
+  freeifaddrs(addrs);
+  return found;
+}
+
+}  // namespace
+
+Status OpenDevice(const std::string& name, std::uint8_t port, Device& out, std::string& why) {
+  int count = 0;
+  ibv_context** list = rdma_get_devices(&count);
+  std::string names;
+  ibv_context* context = nullptr;
+  for (int i = 0; list != nullptr && i < count; ++i) {
+    const char* n = ibv_get_device_name(list[i]->device);
+    if (name == n) context = list[i];
+    names += names.empty() ? n : std::string(" ") + n;
+  }
+  if (context == nullptr) {
+    why = "no RDMA device " + name + "; devices: " + (names.empty() ? "none" : names);
+    if (list != nullptr) rdma_free_devices(list);
+    return Status(Code::kInvalidParameter);
+  }
+  Device device;
+  device.list = list;
+  device.context = context;
+  device.port = port;
+  device.name = name;
+  if (ibv_query_device(context, &device.attr) != 0 || ibv_query_port(context, port, &device.port_attr) != 0) {
+    why = "RDMA device " + name + " has no port " + std::to_string(port);
+    rdma_free_devices(list);
+    return Status(Code::kInvalidParameter);
+  }
+  if (!FindAddress(context, device.address)) {
+    why = "no IPv4 address of this machine belongs to RDMA device " + name;
+    rdma_free_devices(list);
+    return Status(Code::kInvalidParameter);
+  }
+  out = device;
+  return Status::Ok();
+}
+
+void CloseDevice(Device& device) {
+  if (device.list != nullptr) rdma_free_devices(device.list);
+  device.list = nullptr;
+  device.context = nullptr;
+}
+
+Capabilities CapabilitiesOf(const Device& device, bool busy_poll) {
+  const ibv_device_attr& a = device.attr;
+  auto u32 = [](auto v) { return static_cast<std::uint32_t>(std::max<long long>(0, v)); };
+  Capabilities c;
+  c.receive_model = ReceiveModel::kDevice;
+  c.device_memory_keys = true;
+  c.rdma_read = true;
+  c.busy_poll = busy_poll;
+  c.srq = a.max_srq > 0;
+  c.srq_resize = (a.device_cap_flags & IBV_DEVICE_SRQ_RESIZE) != 0;
+  c.srq_limit = c.srq;
+  c.max_endpoints = u32(a.max_qp);
+  c.max_send_work = u32(a.max_qp_wr);
+  c.max_recv_work = u32(a.max_qp_wr);
+  c.max_segments = u32(a.max_sge);
+  c.max_message_size = device.port_attr.max_msg_sz;
+  c.max_rdma_size = device.port_attr.max_msg_sz;
+  c.max_private_data = kMaxPrivateData;
+  c.max_rdma_read_in = u32(a.max_qp_rd_atom);
+  c.max_rdma_read_out = u32(a.max_qp_init_rd_atom);
+  c.max_srq_work = u32(a.max_srq_wr);
+  c.max_srq_segments = u32(a.max_srq_sge);
+  return c;
+}
+
+WorkStatus FromWcStatus(ibv_wc_status status) {
+  switch (status) {
+    case IBV_WC_SUCCESS: return WorkStatus::kSuccess;
+    case IBV_WC_WR_FLUSH_ERR: return WorkStatus::kFlushed;
+    case IBV_WC_REM_ACCESS_ERR: return WorkStatus::kRemoteAccess;
+    case IBV_WC_LOC_LEN_ERR: return WorkStatus::kLocalLength;
+    case IBV_WC_LOC_PROT_ERR: return WorkStatus::kLocalProtection;
+    case IBV_WC_RNR_RETRY_EXC_ERR: return WorkStatus::kReceiverNotReady;
+    case IBV_WC_REM_OP_ERR: return WorkStatus::kRemoteResponder;
+    default: return WorkStatus::kTransport;
+  }
+}
+
+void Frame(std::uint8_t tag, std::span<const std::uint8_t> data, PrivateData& out) {
+  const std::size_t n = std::min<std::size_t>(data.size(), kMaxPrivateData);
+  out.bytes[0] = tag;
+  out.bytes[1] = static_cast<std::uint8_t>(n);
+  if (n > 0) std::memcpy(out.bytes + kPrivateHeader, data.data(), n);
+  out.length = static_cast<std::uint8_t>(n + kPrivateHeader);
+}
+
+std::span<const std::uint8_t> Unframe(const void* data, std::uint8_t length, std::uint8_t& tag) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  tag = 0;
+  if (p == nullptr) return {};
+  if (length >= kPrivateHeader && (p[0] == kTagConnect || p[0] == kTagPeerReject || p[0] == kTagNoAnswer) &&
+      p[1] <= length - kPrivateHeader) {
+    tag = p[0];
+    return {p + kPrivateHeader, p[1]};
+  }
+  return {p, length};
+}
+
+}  // namespace softdat::transport::verbs

@@ -1,0 +1,97 @@
+// VerbsTransport: one rdma-core device port per IA. It owns the rdma_cm event channel, the
+// completion channel every endpoint's CQs report to, and the progress that reads them with the
+// device's async events: a progress thread, or Progress() on the consumer's thread (busy-poll).
+//
+// Locking: every event reaches core while the progress holds the dispatch lock (recursive, so a
+// destructor called from inside another object's event works). Destructors of endpoints,
+// listeners and SRQs take it, which is how "no event runs after the destructor returns" holds.
+// Calls from core (Connect, Accept, Disconnect, Post, PostRecv) never take it: they record a
+// request and wake the progress, or post straight to the device under the endpoint's own lock.
+#pragma once
+
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "transport/transport.h"
+#include "transport/verbs/verbs_device.h"
+
+namespace softdat::transport::verbs {
+
+class VerbsEndpoint;
+
+// A rdma_cm event copied out of librdmacm's buffer, so it can be acked before dispatch.
+struct CmEvent {
+  rdma_cm_event_type type = RDMA_CM_EVENT_ADDR_ERROR;
+  int status = 0;
+  rdma_cm_id* id = nullptr;
+  std::uint8_t private_data[256] = {};
+  std::uint8_t private_data_length = 0;
+  std::uint8_t responder_resources = 0;
+  std::uint8_t initiator_depth = 0;
+};
+
+// What a cm_id's context points to.
+class CmOwner {
+ public:
+  virtual void OnCmEvent(const CmEvent& event) = 0;
+
+ protected:
+  ~CmOwner() = default;
+};
+
+class VerbsTransport final : public Transport {
+ public:
+  VerbsTransport(const Device& device, const IaOptions& options);
+  ~VerbsTransport() override;
+  Status Start(std::string& why);
+
+  const Capabilities& capabilities() const override { return capabilities_; }
+  sockaddr_in address() const override { return device_.address; }
+  Status CreateProtectionDomain(std::unique_ptr<ProtectionDomain>& out) override;
+  Status RegisterMemory(ProtectionDomain& pd, void* address, std::uint64_t length, MemoryAccess access,
+                        std::unique_ptr<MemoryRegion>& out) override;
+  Status CreateDeviceSrq(ProtectionDomain& pd, std::uint32_t max_work, std::uint32_t max_segments,
+                         DeviceSrqEvents* events, std::unique_ptr<DeviceSrq>& out) override;
+  Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events, std::unique_ptr<Endpoint>& out) override;
+  Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
+  bool Progress() noexcept override;
+
+  // For the objects of this transport.
+  const Device& device() const { return device_; }
+  rdma_event_channel* cm_channel() const { return cm_channel_; }
+  ibv_comp_channel* comp_channel() const { return comp_channel_; }
+  std::unique_lock<std::recursive_mutex> LockDispatch() { return std::unique_lock(dispatch_); }
+  void Wake();  // the progress looks at the endpoints' requests soon
+  void AddEndpoint(VerbsEndpoint* endpoint);
+  void RemoveEndpoint(VerbsEndpoint* endpoint);  // under the dispatch lock
+
+ private:
+  void Run();
+  bool DrainAll();  // under the dispatch lock
+  bool DrainCm();
+  bool DrainAsync();
+  bool SweepEndpoints(bool& timers);
+
+  Device device_;
+  Capabilities capabilities_;
+  IaOptions options_;
+  rdma_event_channel* cm_channel_ = nullptr;
+  ibv_comp_channel* comp_channel_ = nullptr;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::recursive_mutex dispatch_;
+  bool dispatching_ = false;  // under dispatch_: Progress() called from inside an event does nothing
+  std::atomic<bool> timers_{false};  // some endpoint waits for a deadline: wake up periodically
+  std::mutex endpoints_mutex_;       // guards endpoints_ (slots; null when free)
+  std::vector<VerbsEndpoint*> endpoints_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace softdat::transport::verbs
