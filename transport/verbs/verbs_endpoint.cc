@@ -16,6 +16,8 @@ constexpr int kResolveMs = 5000;
 // How long teardown waits for the device to flush what is posted. rxe and siw flush at once; the
 // bound only keeps a device that does not from holding OnEnded back forever (core flushes the rest).
 constexpr auto kDrainBound = std::chrono::seconds(3);
+// How long a graceful Disconnect lets posted sends finish (an RNR wait with rnr_retry 7 never does).
+constexpr auto kGracefulBound = std::chrono::seconds(5);
 
 std::span<const std::uint8_t> Data(const CmEvent& e, std::uint8_t& tag) {
   return Unframe(e.private_data, e.private_data_length, tag);
@@ -70,10 +72,24 @@ Status VerbsEndpoint::Init() {
 }
 
 VerbsEndpoint::~VerbsEndpoint() {
-  auto guard = transport_.LockDispatch();
-  transport_.RemoveEndpoint(this);
+  ibv_qp* qp = nullptr;
+  {
+    // Once every context that names this endpoint is cleared under the dispatch lock, the
+    // progress only acks what still arrives for it; the destroys below then run outside the
+    // lock, because siw's rdma_destroy_id waits out an unfinished MPA exchange (about 10 s) and
+    // must not stall the other endpoints' progress meanwhile.
+    auto guard = transport_.LockDispatch();
+    transport_.RemoveEndpoint(this);
+    if (id_ != nullptr) {
+      id_->context = nullptr;
+      qp = id_->qp;
+      if (qp != nullptr) qp->qp_context = nullptr;
+    }
+    if (send_cq_ != nullptr) send_cq_->cq_context = nullptr;
+    if (recv_cq_ != nullptr) recv_cq_->cq_context = nullptr;
+  }
   if (id_ != nullptr) {
-    if (id_->qp != nullptr) rdma_destroy_qp(id_);
+    if (qp != nullptr) rdma_destroy_qp(id_);
     rdma_destroy_id(id_);
   }
   if (pending_id_ != nullptr) {
@@ -125,11 +141,14 @@ Status VerbsEndpoint::TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> p
   return Status::Ok();
 }
 
-void VerbsEndpoint::Disconnect(bool) {
-  // rdma_disconnect moves an IB QP to ERR at once, so graceful and abrupt end the same way here.
+void VerbsEndpoint::Disconnect(bool graceful) {
   {
     std::lock_guard lock(mutex_);
-    if (disconnect_requested_) return;
+    if (disconnect_requested_ && (!graceful_ || graceful)) return;
+    // Graceful waits (bounded) for the posted sends to complete before rdma_disconnect, which
+    // on IB moves the QP to ERR at once; abrupt, or abrupt after graceful, does not wait.
+    graceful_ = graceful;
+    graceful_deadline_ = Clock::now() + kGracefulBound;
     disconnect_requested_ = true;
   }
   transport_.Wake();
@@ -356,6 +375,7 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
         std::lock_guard lock(mutex_);
         state_ = State::kConnected;
       }
+      established_ = true;
       RecordAddresses();
       if (s == State::kConnecting)
         events_->OnEstablished(Data(e, tag));
@@ -438,7 +458,9 @@ void VerbsEndpoint::Finish() {
     qp_ = nullptr;
     state_ = State::kEnded;
   }
-  if (qp != nullptr) {
+  // A QP whose connection was established goes now. One that never was stays (in ERR, so the
+  // device touches no memory) for the destructor: on siw destroying it waits out the MPA timeout.
+  if (qp != nullptr && established_) {
     rdma_destroy_qp(id_);
     PollCqs();  // what the device completed while it went
   }
@@ -497,6 +519,11 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
     s = state_;
     disconnect = disconnect_requested_;
     connect_deadline = connect_deadline_;
+    if (disconnect && graceful_ && state_ == State::kConnected && send_head_.load() != send_tail_.load() &&
+        now < graceful_deadline_) {
+      disconnect = false;  // sends still in flight: look again soon
+      timers = true;
+    }
   }
   if (s == State::kConnectRequested) {
     StartConnect();
@@ -507,14 +534,16 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
   }
   s = state();
   if (disconnect && s != State::kIdle && s != State::kDraining && s != State::kEnded) {
-    if (s == State::kConnected || s == State::kConnecting || s == State::kAccepting) rdma_disconnect(id_);
+    // Only a connected id: rdma_disconnect on a connecting siw id blocks until the MPA timeout.
+    if (s == State::kConnected) rdma_disconnect(id_);
     BeginEnd(ConnectionEnd::kDisconnected);
     any = true;
   }
   s = state();
   if (s == State::kResolving || s == State::kConnecting) {
     if (now >= connect_deadline) {
-      rdma_disconnect(id_);
+      // No rdma_disconnect: on a connecting siw id it blocks until the MPA exchange times out
+      // (about 10 s); destroying the id later tells the peer.
       BeginEnd(ConnectionEnd::kTimedOut);
       any = true;
     } else if (connect_deadline != Clock::time_point::max()) {

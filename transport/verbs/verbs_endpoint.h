@@ -87,6 +87,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner {
   rdma_cm_id* id_ = nullptr;
   rdma_cm_id* pending_id_ = nullptr;  // an accepted request's cm_id until the progress takes it
   bool ended_reported_ = false;
+  bool established_ = false;
   ConnectionEnd end_why_ = ConnectionEnd::kDisconnected;
   std::uint8_t end_data_[256] = {};
   std::uint8_t end_data_length_ = 0;
@@ -96,6 +97,8 @@ class VerbsEndpoint final : public Endpoint, public CmOwner {
   State state_ = State::kIdle;
   ibv_qp* qp_ = nullptr;
   bool disconnect_requested_ = false;
+  bool graceful_ = false;
+  Clock::time_point graceful_deadline_{};
   sockaddr_in remote_{};
   sockaddr_in local_{};
   PrivateData private_data_;

@@ -162,7 +162,7 @@ bool VerbsTransport::DrainAll() {
       did = true;
       ibv_ack_cq_events(cq, 1);
       ibv_req_notify_cq(cq, 0);
-      static_cast<VerbsEndpoint*>(context)->PollCqs();
+      if (context != nullptr) static_cast<VerbsEndpoint*>(context)->PollCqs();  // null: being destroyed
     }
     timers = false;
     did |= SweepEndpoints(timers);
@@ -217,7 +217,7 @@ bool VerbsTransport::DrainAsync() {
       case IBV_EVENT_QP_REQ_ERR:
       case IBV_EVENT_QP_ACCESS_ERR:
       case IBV_EVENT_COMM_EST:
-        endpoint = static_cast<VerbsEndpoint*>(event.element.qp->qp_context);
+        endpoint = static_cast<VerbsEndpoint*>(event.element.qp->qp_context);  // null: being destroyed
         break;
       case IBV_EVENT_SRQ_LIMIT_REACHED:
         srq = static_cast<VerbsSrq*>(event.element.srq->srq_context);

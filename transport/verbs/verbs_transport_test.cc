@@ -503,6 +503,52 @@ TEST_F(VerbsTransportTest, GracefulDisconnectFlushesReceivesAndEndsBothSidesOnce
   EXPECT_EQ(p_.ended_count, 1);
 }
 
+TEST_F(VerbsTransportTest, UnansweredConnectTimesOut) {
+  MakeEndpoints();
+  ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), {}, 200'000).ok());
+  auto request = requests_.Next();  // held, never answered, until the attempt has timed out
+  ASSERT_NE(request, nullptr);
+  const auto asked = std::chrono::steady_clock::now();
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
+  std::cout << "the 200 ms timeout was reported after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked).count()
+            << " ms" << std::endl;
+  EXPECT_EQ(a_.Get(a_.ended), ConnectionEnd::kTimedOut);
+  EXPECT_EQ(a_.Get(a_.established), 0);
+  // Not an assertion: how long the cleanup after a timed-out attempt blocks, for the report.
+  auto t0 = std::chrono::steady_clock::now();
+  request.reset();
+  auto t1 = std::chrono::steady_clock::now();
+  active_.reset();
+  auto t2 = std::chrono::steady_clock::now();
+  std::cout << "after the timeout: refusing the request took "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(t1 - t0).count() << " ms, destroying the endpoint "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(t2 - t1).count() << " ms" << std::endl;
+}
+
+TEST_F(VerbsTransportTest, ListeningTwiceOnOnePortIsConnQualInUse) {
+  std::unique_ptr<Listener> second;
+  EXPECT_EQ(transport_->Listen(listener_->port(), &requests_, second).code(), Code::kConnQualInUse);
+}
+
+TEST_F(VerbsTransportTest, GracefulDisconnectLetsPostedSendsFinish) {
+  Buffer& src = Make(64, 4);
+  Buffer& dst = Make(64 * 4);
+  MakeEndpoints();
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    Segment r[] = {dst.Seg(i * 64, 64)};
+    ASSERT_TRUE(passive_->PostRecv(i, r).ok());
+  }
+  Connect();
+  Segment s[] = {src.Seg(0, 64)};
+  for (std::uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(active_->Post(SendOf(i, s)).ok());
+  active_->Disconnect(true);
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
+  auto done = a_.Get(a_.done);
+  ASSERT_EQ(done.size(), 4u);
+  for (const Done& d : done) EXPECT_EQ(d.status, WorkStatus::kSuccess) << "send " << d.id;
+}
+
 class VerbsTransportPollTest : public VerbsTransportTest {
  protected:
   VerbsTransportPollTest() { progress_ = ProgressMode::kPoll; }
