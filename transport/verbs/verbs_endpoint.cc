@@ -482,6 +482,9 @@ bool VerbsEndpoint::PollCqs() {
     any = true;
     for (int i = 0; i < n; ++i) {
       const std::uint64_t tail = send_tail_.load(std::memory_order_relaxed);
+      // Pairs with Post's release of send_head_: the device orders the completion after the
+      // post, but the C++ memory model (and TSan) only sees this acquire.
+      (void)send_head_.load(std::memory_order_acquire);
       const std::uint32_t length = send_lengths_[tail % send_lengths_size_];
       send_tail_.store(tail + 1, std::memory_order_release);
       const WorkStatus status = FromWcStatus(wc[i].status);

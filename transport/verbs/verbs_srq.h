@@ -26,6 +26,7 @@ class VerbsSrq final : public DeviceSrq {
   Status Resize(std::uint32_t max_work) override;
 
   ibv_srq* srq() const { return srq_; }
+  const VerbsTransport& transport() const { return transport_; }
   std::uint32_t max_work() const { return max_work_; }
   // From the device's async event, in the progress context.
   void OnLimitReached() { events_->OnLimitReached(); }

@@ -235,7 +235,7 @@ bool VerbsTransport::DrainAsync() {
       else
         endpoint->OnQpError();
     }
-    if (srq != nullptr) srq->OnLimitReached();
+    if (srq != nullptr && &srq->transport() == this) srq->OnLimitReached();
   }
   return any;
 }
