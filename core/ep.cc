@@ -150,6 +150,13 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
   if (srq != nullptr) {
     if (srq->ia() != ia) return Status(Code::kInvalidHandle, Detail::kSrq);
     if (!ia->capabilities().srq) return Status(Code::kModelNotSupported);
+    // srq_ep_pz_difference_supported is FALSE on a device: the NIC checks an SRQ buffer's key
+    // against the PD of the QP that takes it, so an EP of another PZ could never use one.
+    if (srq->pz() != pz && ia->capabilities().receive_model == transport::ReceiveModel::kDevice) {
+      SOFTDAT_LOG(kWarn, "dat_ep_create_with_srq: this device cannot share an SRQ across PZs "
+                         "(srq_ep_pz_difference_supported is FALSE)");
+      return Status(Code::kModelNotSupported);
+    }
   }
   DAT_EP_ATTR attributes = attr != nullptr ? *attr : DefaultAttributes(ia->capabilities(), srq != nullptr);
   FillZeroLimits(ia->capabilities(), attributes);
@@ -360,7 +367,11 @@ void Ep::DeliverReady() {
     const DAT_COMPLETION_FLAGS flags = attr_.recv_completion_flags;
     bool signalled = true;
     if (received.status == DAT_DTO_SUCCESS) {
-      if (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) signalled = received.notes.solicited;
+      // A device does not say which receive was solicited (ibv_wc has no such flag): every
+      // completion is signalled, more wake-ups than asked for but none missed. The IA does not
+      // list SOLICITED_WAIT in completion_flags_supported then.
+      if ((flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) && ia_->capabilities().recv_solicited_known)
+        signalled = received.notes.solicited;
       if (received.post_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) signalled = false;
     }
     PostDto(recv_evd_, event, signalled);

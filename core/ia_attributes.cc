@@ -74,9 +74,11 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
   value.lmr_mem_types_supported = DAT_MEM_TYPE_VIRTUAL;
   value.iov_ownership_on_return = DAT_IOV_CONSUMER;
   value.dat_qos_supported = DAT_QOS_BEST_EFFORT;
+  // A device cannot tell a solicited receive completion from another (see Ep::DeliverReady).
+  const bool knows_solicited = caps.recv_solicited_known;
   value.completion_flags_supported = static_cast<DAT_COMPLETION_FLAGS>(
-      DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
-      DAT_COMPLETION_BARRIER_FENCE_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG);
+      DAT_COMPLETION_SUPPRESS_FLAG | (knows_solicited ? DAT_COMPLETION_SOLICITED_WAIT_FLAG : 0) |
+      DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG | DAT_COMPLETION_EVD_THRESHOLD_FLAG);
   // Every call is MT-safe as its man page says, but the stock registry uses this field as part
   // of the provider's key: dat_ia_close looks the provider up by (name, version, is_thread_safe)
   // and fails with DAT_PROVIDER_NOT_FOUND unless it equals the dat.conf registration, which is
@@ -93,11 +95,15 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
     for (DAT_BOOLEAN& cell : row) cell = DAT_TRUE;
   std::memcpy(const_cast<DAT_BOOLEAN*>(&value.evd_stream_merging_supported[0][0]), merging, sizeof merging);
   value.srq_supported = caps.srq ? DAT_TRUE : DAT_FALSE;
-  value.srq_watermarks_supported = caps.srq && caps.srq_limit ? kSrqWatermarksSupported : 0;
-  value.srq_ep_pz_difference_supported = caps.srq ? DAT_TRUE : DAT_FALSE;
+  // A device takes SRQ buffers for an EP without telling which until they complete: the EP high
+  // watermarks (bits 1, 2) and an SRQ EP's receive counts need the software receive model.
+  const bool software = caps.receive_model == transport::ReceiveModel::kSoftware;
+  value.srq_watermarks_supported =
+      !caps.srq || !caps.srq_limit ? 0 : software ? kSrqWatermarksSupported : kSrqLowWatermarkOnly;
+  // A device checks a receive buffer's key against the QP's PD, not the SRQ's (rxe does).
+  value.srq_ep_pz_difference_supported = caps.srq && software ? DAT_TRUE : DAT_FALSE;
   value.srq_info_supported = caps.srq ? kSrqInfoSupported : 0;
-  value.ep_recv_info_supported =
-      caps.receive_model == transport::ReceiveModel::kSoftware ? kEpRecvInfoSupported : 0x1;
+  value.ep_recv_info_supported = software ? kEpRecvInfoSupported : 0;
   value.lmr_sync_req = DAT_FALSE;
   value.dto_async_return_guaranteed = DAT_FALSE;
   value.rdma_write_for_rdma_read_req = DAT_FALSE;

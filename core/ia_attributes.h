@@ -7,7 +7,9 @@
 //   srq_watermarks_supported  bit 0: SRQ low watermark; bit 1: EP soft high watermark;
 //                             bit 2: EP hard high watermark
 //   srq_info_supported        bit 0: available_dto_count; bit 1: outstanding_dto_count
-//   ep_recv_info_supported    bit 0: nbufs_allocated; bit 1: bufs_alloc_span
+//   ep_recv_info_supported    bit 0: nbufs_allocated; bit 1: bufs_alloc_span, of an EP that takes
+//                             its receives from an SRQ (an EP with its own queue reports both)
+// A device transport (verbs) reports 0x1 and 0: the NIC hands SRQ buffers to an EP unseen.
 #pragma once
 
 #include <dat2/udat.h>
@@ -22,6 +24,7 @@ inline constexpr DAT_UINT32 kProviderVersionMajor = 0;
 inline constexpr DAT_UINT32 kProviderVersionMinor = 2;
 
 inline constexpr DAT_COUNT kSrqWatermarksSupported = 0x7;
+inline constexpr DAT_COUNT kSrqLowWatermarkOnly = 0x1;
 inline constexpr DAT_COUNT kSrqInfoSupported = 0x3;
 inline constexpr DAT_COUNT kEpRecvInfoSupported = 0x3;
 

@@ -88,6 +88,7 @@ Capabilities CapabilitiesOf(const Device& device, bool busy_poll) {
   c.srq = a.max_srq > 0;
   c.srq_resize = (a.device_cap_flags & IBV_DEVICE_SRQ_RESIZE) != 0;
   c.srq_limit = c.srq;
+  c.recv_solicited_known = false;  // ibv_wc carries no solicited-event flag
   c.max_endpoints = u32(a.max_qp);
   c.max_send_work = u32(a.max_qp_wr);
   c.max_recv_work = u32(a.max_qp_wr);
