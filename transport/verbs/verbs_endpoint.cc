@@ -377,6 +377,7 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
       }
       established_ = true;
       RecordAddresses();
+      ShortenRnrTimer();
       if (s == State::kConnecting)
         events_->OnEstablished(Data(e, tag));
       else
@@ -417,6 +418,19 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
 }
 
 void VerbsEndpoint::OnQpError() { Break(); }
+
+// rdma_cm moves the QP to RTR with min_rnr_timer 0, which IB encodes as 655 ms: each RNR NAK we
+// send (an SRQ with no buffer) would stall the peer that long. 12 encodes 0.64 ms. RTS->RTS may
+// change it; iWARP has no RNR NAK, so a device that refuses is left as it is.
+void VerbsEndpoint::ShortenRnrTimer() {
+  if (id_ == nullptr || id_->qp == nullptr || id_->verbs == nullptr ||
+      id_->verbs->device->transport_type != IBV_TRANSPORT_IB)
+    return;
+  ibv_qp_attr attr{};
+  attr.min_rnr_timer = 12;
+  if (ibv_modify_qp(id_->qp, &attr, IBV_QP_MIN_RNR_TIMER) != 0)
+    SOFTDAT_LOG(kInfo, "verbs: cannot shorten the QP's RNR timer: %s", std::strerror(errno));
+}
 
 void VerbsEndpoint::OnCommEstablished() {
   if (id_ != nullptr) rdma_notify(id_, IBV_EVENT_COMM_EST);
@@ -505,6 +519,8 @@ bool VerbsEndpoint::PollCqs() {
         info.invalidated = (wc[i].wc_flags & IBV_WC_WITH_INV) != 0;
         info.invalidate_key = info.invalidated ? wc[i].invalidated_rkey : 0;
       }
+      if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed)
+        SOFTDAT_LOG(kInfo, "verbs: receive completion %s (vendor %u)", ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
       events_->OnDeviceRecvDone(wc[i].wr_id, status, info);
       if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed) Break();
     }

@@ -45,6 +45,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner {
   // Progress context (dispatch lock held).
   void OnCmEvent(const CmEvent& event) override;
   void OnQpError();
+  void ShortenRnrTimer();
   void OnCommEstablished();
   bool PollCqs();
   // Requests, deadlines and teardown; true when something happened. `timers` is set when this
