@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "core/ia.h"
 #include "core/request_queue.h"
@@ -20,6 +21,33 @@ void CopyName(char (&to)[DAT_NAME_MAX_LENGTH], const char* from) {
 
 DAT_COUNT Count(std::uint32_t value) {
   return static_cast<DAT_COUNT>(std::min<std::uint32_t>(value, 0x7FFFFFFF));
+}
+
+char* Text(const char* literal) { return const_cast<char*>(literal); }
+char* Boolean(bool value) { return Text(value ? "TRUE" : "FALSE"); }
+
+// Named attributes, static because the consumer keeps the pointer: one array per combination.
+//   DAT_IB_RDMA_READ=TRUE    stock consumers look for it (dtest runs its RDMA Read and Send
+//                            ping-pong phases only when it finds it); present when true
+//   SOFTDAT_SRQ_RESIZE       dat_srq_resize can grow an SRQ (siw cannot: DAT_MODEL_NOT_SUPPORTED)
+//   SOFTDAT_RNR_WAITS        a Send that finds no receive buffer waits for one (tcp, InfiniBand
+//                            and RoCE RNR retry); FALSE on iWARP devices, where it breaks the
+//                            connection
+void ProviderSpecificAttributes(const transport::Capabilities& caps, DAT_NAMED_ATTR*& list, DAT_COUNT& count) {
+  static DAT_NAMED_ATTR table[2][2][2][3];
+  static std::once_flag filled;
+  std::call_once(filled, [] {
+    for (int read = 0; read < 2; ++read)
+      for (int grow = 0; grow < 2; ++grow)
+        for (int waits = 0; waits < 2; ++waits) {
+          DAT_NAMED_ATTR* at = table[read][grow][waits];
+          if (read) *at++ = {Text("DAT_IB_RDMA_READ"), Text("TRUE")};
+          *at++ = {Text("SOFTDAT_SRQ_RESIZE"), Boolean(grow)};
+          *at = {Text("SOFTDAT_RNR_WAITS"), Boolean(waits)};
+        }
+  });
+  list = table[caps.rdma_read][caps.srq_resize][caps.rnr_waits];
+  count = caps.rdma_read ? 3 : 2;
 }
 
 }  // namespace
@@ -112,12 +140,7 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
   value.is_signal_safe = DAT_FALSE;
   value.ha_supported = DAT_FALSE;
   value.ha_loadbalancing = DAT_HA_LB_NONE;
-  // Stock consumers look up capabilities by these names (dtest runs its RDMA Read and Send
-  // ping-pong phases only when it finds DAT_IB_RDMA_READ=TRUE). Static: the consumer keeps the
-  // pointer.
-  static DAT_NAMED_ATTR kReadSupported[] = {{const_cast<char*>("DAT_IB_RDMA_READ"), const_cast<char*>("TRUE")}};
-  value.num_provider_specific_attr = caps.rdma_read ? 1 : 0;
-  value.provider_specific_attr = caps.rdma_read ? kReadSupported : nullptr;
+  ProviderSpecificAttributes(caps, value.provider_specific_attr, value.num_provider_specific_attr);
   std::memcpy(static_cast<void*>(&attr), &value, sizeof attr);
 }
 

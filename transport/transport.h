@@ -39,6 +39,7 @@ struct Capabilities {
   bool srq_resize = false;          // DeviceSrq::Resize works (software: always)
   bool srq_limit = false;           // low watermark event (software: always)
   bool recv_solicited_known = true; // RecvInfo::solicited is reported (verbs: ibv_wc has no such flag)
+  bool rnr_waits = true;            // a Send without a receive buffer waits (iWARP devices break instead)
   std::uint32_t max_endpoints = 0;
   std::uint32_t max_send_work = 0;      // per endpoint
   std::uint32_t max_recv_work = 0;      // per endpoint

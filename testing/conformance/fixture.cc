@@ -33,6 +33,14 @@ void ConformanceTest::SetUp() {
   if (provider_attr_.srq_supported != DAT_TRUE) GTEST_SKIP() << "provider attribute srq_supported is FALSE";
 }
 
+bool ConformanceTest::ProviderSays(const char* name) const {
+  for (DAT_COUNT i = 0; i < provider_attr_.num_provider_specific_attr; ++i) {
+    const DAT_NAMED_ATTR& attr = provider_attr_.provider_specific_attr[i];
+    if (std::strcmp(attr.name, name) == 0) return std::strcmp(attr.value, "TRUE") == 0;
+  }
+  return false;
+}
+
 void ConformanceTest::TearDown() {
   // Abrupt close frees every object the test left; the registered memory outlives it.
   for (DAT_IA_HANDLE ia : sender_ias_) EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);

@@ -72,6 +72,10 @@ class ConformanceTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
+  // A provider-specific attribute the IA reports as "TRUE" (softdat names its device-dependent
+  // capabilities this way, e.g. SOFTDAT_SRQ_RESIZE, SOFTDAT_RNR_WAITS; see core/ia_attributes.cc).
+  bool ProviderSays(const char* name) const;
+
   // Fails the test (ASSERT) on error.
   DAT_EVD_HANDLE MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen = 64, DAT_IA_HANDLE ia = DAT_HANDLE_NULL);
   // On the test's IA and PZ unless given others (of one IA).

@@ -29,6 +29,7 @@ class SrqResize : public ConformanceTest {
 };
 
 TEST_F(SrqResize, NeverLosesABuffer) {
+  if (!ProviderSays("SOFTDAT_SRQ_RESIZE")) GTEST_SKIP() << "SOFTDAT_SRQ_RESIZE is not TRUE: this device cannot grow an SRQ";
   DAT_SRQ_HANDLE srq;
   ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
   ASSERT_NO_FATAL_FAILURE(PostBuffers(srq, 0, 6));
@@ -128,6 +129,7 @@ TEST_F(SrqResize, BelowLowWatermarkIsInvalidState) {
 }
 
 TEST_F(SrqResize, GrowingWorks) {
+  if (!ProviderSays("SOFTDAT_SRQ_RESIZE")) GTEST_SKIP() << "SOFTDAT_SRQ_RESIZE is not TRUE: this device cannot grow an SRQ";
   DAT_SRQ_HANDLE srq;
   ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
   const DAT_COUNT before = QuerySrq(srq).max_recv_dtos;

@@ -89,6 +89,8 @@ Capabilities CapabilitiesOf(const Device& device, bool busy_poll) {
   c.srq_resize = (a.device_cap_flags & IBV_DEVICE_SRQ_RESIZE) != 0;
   c.srq_limit = c.srq;
   c.recv_solicited_known = false;  // ibv_wc carries no solicited-event flag
+  // iWARP has no RNR NAK: a Send that finds no receive buffer terminates the connection.
+  c.rnr_waits = device.context->device->transport_type != IBV_TRANSPORT_IWARP;
   c.max_endpoints = u32(a.max_qp);
   c.max_send_work = u32(a.max_qp_wr);
   c.max_recv_work = u32(a.max_qp_wr);
