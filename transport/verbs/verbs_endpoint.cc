@@ -512,10 +512,10 @@ bool VerbsEndpoint::PollCqs() {
     any = true;
     for (int i = 0; i < n; ++i) {
       if (srq_ == nullptr) recv_outstanding_.fetch_sub(1);
-      // On a receive, rxe reports a Send longer than its buffer as REM_INV_REQ_ERR (the NAK it
-      // sends the requester); siw says LOC_LEN_ERR. DAT calls both a local length error.
+      // A Send longer than its receive buffer: siw says LOC_LEN_ERR, rxe (seen in the VM, SRQ
+      // receive) LOC_QP_OP_ERR while the sender gets REM_OP_ERR. DAT calls it a local length error.
       const WorkStatus status =
-          wc[i].status == IBV_WC_REM_INV_REQ_ERR ? WorkStatus::kLocalLength : FromWcStatus(wc[i].status);
+          wc[i].status == IBV_WC_LOC_QP_OP_ERR ? WorkStatus::kLocalLength : FromWcStatus(wc[i].status);
       RecvInfo info;
       if (status == WorkStatus::kSuccess) {
         info.length = wc[i].byte_len;
