@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest side of testing/vm/verbs_suite.sh: over softdat-verbs on rxe0 (RoCE) and siw0 (iWARP), runs
-# the conformance suite and the stock consumers (dtest, dtestsrq, dapltest -T T) exactly as a user
+# the verbs transport's own test, the conformance suite and the stock consumers (dtest, dtestsrq, dapltest -T T) exactly as a user
 # would, through a generated dat.conf and the stock libdat2 registry. Prints one line per case and a
 # summary; exits non-zero if any case failed.
 # Usage (inside the VM only): guest_verbs_suite.sh <bazel-bin> [device...]
@@ -27,6 +27,11 @@ record() {  # record DEVICE CASE RC LOGFILE
   echo "== $verdict $1 $2 ($((SECONDS - case_start)) s, log: $4)"
   case_start=$SECONDS
   if [ "$verdict" = FAIL ]; then tail -n 40 "$4" | sed 's/^/   | /'; fi
+}
+
+# gtest_summary LOG: GoogleTest's closing counts on one line.
+gtest_summary() {
+  grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$1" | sed 's/, listed below://' | tr '\n' ' '
 }
 
 # wait_port PORT PID: until something listens on TCP PORT (dtest's server), 60 s at most, or PID ends.
@@ -86,6 +91,13 @@ for dev in "${devices[@]}"; do
   echo "$ia u2.0 nonthreadsafe default $lib softdat.2.0 \"verbs $dev 1\" \"\"" >"$conf"
   export DAT_OVERRIDE=$conf
 
+  # The transport on its own, through the transport interface (transport/verbs).
+  log=$work/$dev-verbs_transport_test.log
+  SOFTDAT_VERBS_DEVICE="$dev 1" timeout 300 "$bin/transport/verbs/verbs_transport_test" >"$log" 2>&1
+  rc=$?
+  summary=$(gtest_summary "$log")
+  record "$dev" "verbs_transport_test: $summary" $rc "$log"
+
   # The conformance suite, one binary per man page, each over this device's IA.
   for test in "$bin"/testing/conformance/*_test; do
     name=$(basename "$test")
@@ -94,7 +106,7 @@ for dev in "${devices[@]}"; do
     TEST_SRCDIR=$test.runfiles TEST_TMPDIR=$work/tmp/$dev/$name SOFTDAT_CONFORMANCE_IA=$ia \
       timeout 300 "$test" >"$log" 2>&1
     rc=$?
-    summary=$(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$log" | sed 's/, listed below://' | tr '\n' ' ')
+    summary=$(gtest_summary "$log")
     record "$dev" "conformance $name: $summary" $rc "$log"
   done
 

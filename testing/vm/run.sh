@@ -51,7 +51,12 @@ timeout 900 flock 9 || die "timed out waiting for the cache lock $CACHE/.lock"
 KV=${SOFTDAT_VM_KERNEL:-}
 [ -n "$KV" ] || { [ -f "$CACHE/kernel-version" ] && KV=$(cat "$CACHE/kernel-version"); } || true
 if [ -z "$KV" ]; then
-  KV=$(timeout 60 apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-//p' | head -1)
+  KV=$(timeout 60 apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-//p' | head -1)
+  if [ -z "$KV" ]; then  # a fresh machine may have no package lists yet
+    log "no package lists: apt-get update"
+    timeout 300 apt-get update -qq || true
+    KV=$(timeout 60 apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/.*Depends: linux-image-//p' | head -1)
+  fi
   [ -n "$KV" ] || die "cannot find the kernel that linux-image-amd64 depends on (set SOFTDAT_VM_KERNEL)"
 fi
 KB=$(echo "$KV" | cut -d. -f1,2)

@@ -7,7 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-bazel build -c fastbuild //dat:libsoftdat.so.2 //testing/conformance:all >&2
+bazel build //dat:libsoftdat.so.2 //testing/conformance:all //transport/verbs:verbs_transport_test >&2
 bin=$(bazel info bazel-bin 2>/dev/null)
 bin=$(cd "$bin" && pwd -P)
 case $bin in
