@@ -74,6 +74,11 @@ pair() {
     [ "$(grep -c 'DAPL RC SRQ Test Complete.' "$log")" -ge 2 ] || rc=1
     grep -E 'ERR|Err' "$log" >/dev/null && rc=1
   fi
+  if [[ "$name" == dapltest* ]]; then  # the client says it finished, the server that it quit
+    grep -q 'End of Work -- Client Exiting' "$log" || rc=1
+    grep -q "DT_cs_Server ($ia):  Exiting." "$log" || rc=1
+    grep -E 'rror|Fail|fail|FAIL|arning|bad |annot|ismatch' "$log" >/dev/null && rc=1
+  fi
   grep -q 'softdat: error' "$log" && rc=1
   echo "server exit $src, client exit $crc, quit exit $qrc" >>"$log"
   record "$dev" "$name" $rc "$log"
@@ -119,6 +124,15 @@ for dev in "${devices[@]}"; do
   pair dapltest-T-SR "$dev" 0 dapltest -T S -D "$ia" -n 47100 -- \
     dapltest -T T -s "$ip" -D "$ia" -n 47100 -i 100 -t 1 -w 1 client SR 256 server SR 256 -- \
     dapltest -T Q -s "$ip" -D "$ia" -n 47100
+  pair dapltest-T-SR-RW-RR-V "$dev" 0 dapltest -T S -D "$ia" -n 47200 -- \
+    dapltest -T T -s "$ip" -D "$ia" -n 47200 -i 50 -V client SR 256 client RW 4096 client RR 4096 server SR 256 -- \
+    dapltest -T Q -s "$ip" -D "$ia" -n 47200
+  pair dapltest-T-t2-w4 "$dev" 0 dapltest -T S -D "$ia" -n 47300 -- \
+    dapltest -T T -s "$ip" -D "$ia" -n 47300 -i 50 -t 2 -w 4 client SR 256 server SR 256 -- \
+    dapltest -T Q -s "$ip" -D "$ia" -n 47300
+  pair dapltest-P-RW "$dev" 0 dapltest -T S -D "$ia" -n 47400 -- \
+    dapltest -T P -s "$ip" -D "$ia" -n 47400 -i 100 RW 4096 2 -- \
+    dapltest -T Q -s "$ip" -D "$ia" -n 47400
 done
 
 echo
