@@ -51,6 +51,17 @@ TEST_F(DeviceSrqTest, DeviceSrqCompletionNamesTheConsumingEp) {
   EXPECT_STREQ(SlotData(1), "from a");
 }
 
+// The NIC hands SRQ buffers to an EP unseen, so an EP high watermark could never fire: a finite
+// one is refused (srq_watermarks_supported says the same), an infinite one is accepted.
+TEST_F(DeviceSrqTest, DeviceSrqEpRefusesAFiniteHighWatermark) {
+  Srq* srq = MakeSrq(8);
+  Ep* server = MakeEp(srq);
+  EXPECT_EQ(server->SetWatermark(4, DAT_WATERMARK_INFINITE).code(), Code::kModelNotSupported);
+  EXPECT_EQ(server->SetWatermark(DAT_WATERMARK_INFINITE, 4).code(), Code::kModelNotSupported);
+  EXPECT_TRUE(server->SetWatermark(DAT_WATERMARK_INFINITE, DAT_WATERMARK_INFINITE).ok());
+  EXPECT_EQ(server->SetWatermark(-5, DAT_WATERMARK_INFINITE).code(), Code::kInvalidParameter);
+}
+
 TEST_F(DeviceSrqTest, DeviceSrqQueryCountsPostedMinusCompleted) {
   Srq* srq = MakeSrq(8);
   Ep* server = MakeEp(srq);

@@ -394,6 +394,14 @@ Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_water
     return Status(Code::kInvalidParameter, Detail::kArg2);
   if (hard_high_watermark < 0 && hard_high_watermark != DAT_WATERMARK_INFINITE)
     return Status(Code::kInvalidParameter, Detail::kArg3);
+  // On a device the NIC hands SRQ buffers to an EP unseen, so a finite high watermark could never
+  // fire; the IA says so (srq_watermarks_supported 0x1). Refuse it rather than ignore it.
+  if (device_receives_ && srq_ != nullptr &&
+      (soft_high_watermark != DAT_WATERMARK_INFINITE || hard_high_watermark != DAT_WATERMARK_INFINITE)) {
+    SOFTDAT_LOG(kWarn, "dat_ep_set_watermark: this device cannot count the buffers an SRQ EP holds "
+                       "(srq_watermarks_supported has no EP high watermark bits)");
+    return Status(Code::kModelNotSupported);
+  }
   {
     std::lock_guard lock(mutex_);
     soft_high_watermark_ = soft_high_watermark;
