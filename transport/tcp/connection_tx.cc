@@ -74,6 +74,11 @@ void Connection::CopyInline(PostedWork& slot) {
   slot.inline_charged = charged;
 }
 
+bool Connection::NeedsSnapshot(const TxMessage& m) const {
+  // The inline copy (InlineRing) is ours until the bytes are on the socket: no second copy.
+  return crc_ && m.inline_charged == 0;
+}
+
 void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
   if (length == 0) return;
   std::memcpy(tx_.Reserve(length), bytes, length);
@@ -233,7 +238,7 @@ void Connection::FrameOne() {
       const std::uint64_t remaining = m.length - m.offset;
       const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
       chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
-      if (crc_) {
+      if (NeedsSnapshot(m)) {
         chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, tx_.staging_room()));
       } else if (m.kind != TxKind::kReadResponse) {
         // As much as the free pieces can gather, header and trailer aside.
@@ -267,10 +272,10 @@ void Connection::FrameOne() {
   if (m.kind == TxKind::kReadRequest) wire::EncodeReadRequest(m.read, head + wire::kUntaggedHeaderSize);
   std::uint32_t crc = crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
 
-  if (crc_) {
+  if (NeedsSnapshot(m)) {
     // The CRC must cover exactly the bytes sent, and memory may change before sendmsg copies
     // it (a Read Response's source is open to concurrent writes, as on an RNIC): checksum a
-    // snapshot. Without CRC the payload goes from registered memory directly.
+    // snapshot. Without CRC, or from the inline copy, the payload is gathered in place.
     std::uint8_t* copy = chunk != 0 ? tx_.ReserveStaging(chunk) : nullptr;
     if (m.kind == TxKind::kReadResponse) {
       if (chunk != 0) std::memcpy(copy, m.source + m.offset, chunk);
@@ -296,6 +301,7 @@ void Connection::FrameOne() {
       const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
       const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
       tx_.AddExternal(at, n);
+      if (crc_) crc = Crc32cUpdate(crc, at, n);  // an inline copy: nobody else writes it
       left -= n;
       m.segment_offset += n;
       if (m.segment_offset == segment.length) {

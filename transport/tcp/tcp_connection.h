@@ -168,6 +168,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CompleteWritten();
   void WriteRaw(const std::uint8_t* bytes, std::size_t length);
   void CopyInline(PostedWork& slot);  // consumer thread, post_mutex_ held
+  bool NeedsSnapshot(const TxMessage& m) const;  // the payload must be copied to be checksummed
 
   // Reception (connection_rx.cc).
   void ReadLoop();
