@@ -15,9 +15,6 @@ class EpRecvQuery : public ConformanceTest {
     if (IsSkipped() || HasFatalFailure()) return;
     if (provider_attr_.srq_info_supported == 0) GTEST_SKIP() << "provider attribute srq_info_supported is 0";
   }
-  // ep_recv_info_supported bits 0 and 1: nbufs_allocated and bufs_alloc_span of an SRQ EP
-  // (core/ia_attributes.h); an EP with its own receive queue always reports both.
-  bool SrqEpCountsKnown() const { return (provider_attr_.ep_recv_info_supported & 0x3) == 0x3; }
 };
 
 TEST_F(EpRecvQuery, OwnQueueEpCountsPostedBuffersAndSpanEqualsThem) {

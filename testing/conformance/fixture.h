@@ -75,6 +75,9 @@ class ConformanceTest : public ::testing::Test {
   // A provider-specific attribute the IA reports as "TRUE" (softdat names its device-dependent
   // capabilities this way, e.g. SOFTDAT_SRQ_RESIZE, SOFTDAT_RNR_WAITS; see core/ia_attributes.cc).
   bool ProviderSays(const char* name) const;
+  // ep_recv_info_supported bits 0 and 1: dat_ep_recv_query counts the buffers an SRQ EP holds
+  // (core/ia_attributes.h); an EP with its own receive queue always reports both.
+  bool SrqEpCountsKnown() const { return (provider_attr_.ep_recv_info_supported & 0x3) == 0x3; }
 
   // Fails the test (ASSERT) on error.
   DAT_EVD_HANDLE MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen = 64, DAT_IA_HANDLE ia = DAT_HANDLE_NULL);
