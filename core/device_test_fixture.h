@@ -97,7 +97,7 @@ class DeviceTest : public ::testing::Test {
     attr.max_recv_iov = 1;
     attr.low_watermark = low_watermark;
     Srq* srq = nullptr;
-    EXPECT_TRUE(Srq::Create(ia_, pz_, &attr, &srq).ok());
+    EXPECT_TRUE(Srq::Create(ia_, pz_, attr, &srq).ok());
     return srq;
   }
 

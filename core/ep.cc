@@ -12,6 +12,7 @@
 #include "core/pz.h"
 #include "core/srq.h"
 #include "core/srq_buffer_release.h"
+#include "srq/ep_recv_queue.h"
 
 namespace softdat::core {
 namespace {
@@ -67,73 +68,88 @@ Ep::Ep(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_evd, Srq* s
 
 Ep::~Ep() = default;
 
-Status Ep::CheckAttributes(const DAT_EP_ATTR& attr) const {
+// The first EP attribute the IA cannot give, or nullptr. Its name is what the log line says.
+const char* Ep::RefusedAttribute(const DAT_EP_ATTR& attr) {
   const transport::Capabilities& caps = ia_->capabilities();
-  const bool ok =
-      attr.service_type == DAT_SERVICE_TYPE_RC && attr.max_message_size <= caps.max_message_size &&
-      attr.max_rdma_size <= caps.max_rdma_size &&
-      (attr.recv_completion_flags & ~kRecvAttrFlags) == 0 &&
-      (attr.request_completion_flags & ~kRequestAttrFlags) == 0 &&
-      // DAT: UNSIGNALLED Recv completions are not allowed with EVD_THRESHOLD.
-      !((attr.recv_completion_flags & DAT_COMPLETION_EVD_THRESHOLD_FLAG) &&
-        (attr.recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) && srq_ == nullptr) &&
-      (srq_ != nullptr || InRange(attr.max_recv_dtos, std::min(caps.max_recv_work, srq::EpRecvQueue::kMaxRecvDtos))) &&
-      InRange(attr.max_request_dtos, std::min(caps.max_send_work, RequestQueue::kMaxRequests)) &&
-      InRange(attr.max_recv_iov, std::min(caps.max_segments, srq::EpRecvQueue::kMaxRecvIov)) &&
-      InRange(attr.max_request_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)) &&
-      InRange(attr.max_rdma_read_in, caps.max_rdma_read_in) &&
-      InRange(attr.max_rdma_read_out, caps.max_rdma_read_out) &&
-      (attr.srq_soft_hw == DAT_HW_DEFAULT || attr.srq_soft_hw >= 0) &&
-      InRange(attr.max_rdma_read_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)) &&
-      InRange(attr.max_rdma_write_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)) &&
-      attr.ep_transport_specific_count >= 0 && attr.ep_provider_specific_count >= 0;
-  if (!ok) {
-    SOFTDAT_LOG(kInfo,
-                "dat_ep_create/modify: EP attributes out of range for %s (max_message_size %u, "
-                "max_recv_dtos/max_request_dtos up to %u/%u, iov up to %u, rdma reads in/out up to %u/%u)",
-                ia_->name().c_str(), caps.max_message_size, caps.max_recv_work, caps.max_send_work,
-                caps.max_segments, caps.max_rdma_read_in, caps.max_rdma_read_out);
-    return Status(Code::kInvalidParameter, Detail::kArg6);
-  }
-  return Status::Ok();
+  if (attr.service_type != DAT_SERVICE_TYPE_RC) return "service_type";
+  if (attr.max_message_size > caps.max_message_size) return "max_message_size";
+  if (attr.max_rdma_size > caps.max_rdma_size) return "max_rdma_size";
+  if ((attr.recv_completion_flags & ~kRecvAttrFlags) != 0) return "recv_completion_flags";
+  if ((attr.request_completion_flags & ~kRequestAttrFlags) != 0) return "request_completion_flags";
+  if (const char* refused = srq::RefusedReceiveAttribute(ReceiveConfig(attr), attr.max_recv_dtos,
+                                                         attr.max_recv_iov, attr.recv_completion_flags,
+                                                         caps.max_recv_work, caps.max_segments))
+    return refused;
+  if (!InRange(attr.max_request_dtos, std::min(caps.max_send_work, RequestQueue::kMaxRequests)))
+    return "max_request_dtos";
+  if (!InRange(attr.max_request_iov, std::min(caps.max_segments, RequestQueue::kMaxIov))) return "max_request_iov";
+  if (!InRange(attr.max_rdma_read_in, caps.max_rdma_read_in)) return "max_rdma_read_in";
+  if (!InRange(attr.max_rdma_read_out, caps.max_rdma_read_out)) return "max_rdma_read_out";
+  if (attr.srq_soft_hw != DAT_HW_DEFAULT && attr.srq_soft_hw < 0) return "srq_soft_hw";
+  if (!InRange(attr.max_rdma_read_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)))
+    return "max_rdma_read_iov";
+  if (!InRange(attr.max_rdma_write_iov, std::min(caps.max_segments, RequestQueue::kMaxIov)))
+    return "max_rdma_write_iov";
+  if (attr.ep_transport_specific_count < 0) return "ep_transport_specific_count";
+  if (attr.ep_provider_specific_count < 0) return "ep_provider_specific_count";
+  return nullptr;
 }
 
-Status Ep::AllocateResources() {
+Status Ep::CheckAttributes(const DAT_EP_ATTR& attr) {
+  const char* refused = RefusedAttribute(attr);
+  if (refused == nullptr) return Status::Ok();
+  // The consumer's mistake: said at the default level, with what the IA offers.
+  const transport::Capabilities& caps = ia_->capabilities();
+  SOFTDAT_LOG(kWarn,
+              "dat_ep_create/modify: EP attribute %s is out of range for %s (max_message_size %u, "
+              "max_recv_dtos up to %u, max_request_dtos up to %u, iov up to %u, rdma reads in/out up to %u/%u)",
+              refused, ia_->name().c_str(), caps.max_message_size,
+              std::min(caps.max_recv_work, srq::EpRecvQueue::kMaxRecvDtos),
+              std::min(caps.max_send_work, RequestQueue::kMaxRequests), caps.max_segments, caps.max_rdma_read_in,
+              caps.max_rdma_read_out);
+  return Status(Code::kInvalidParameter, Detail::kArg6);
+}
+
+srq::ReceiveSourceConfig Ep::ReceiveConfig(const DAT_EP_ATTR& attr) {
+  srq::ReceiveSourceConfig config;
+  config.pool = srq_ != nullptr ? &srq_->pool() : nullptr;
+  config.waiter = &srq_waiter_;
+  config.device_model = device_receives_;
+  config.max_recv_dtos = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr.max_recv_dtos));
+  config.max_recv_iov = static_cast<std::uint32_t>(attr.max_recv_iov);
+  return config;
+}
+
+Status Ep::MakeResources(const DAT_EP_ATTR& attr, Resources& out) {
   const std::uint32_t max_request_iov = static_cast<std::uint32_t>(
-      std::max({attr_.max_request_iov, attr_.max_rdma_read_iov, attr_.max_rdma_write_iov, 1}));
+      std::max({attr.max_request_iov, attr.max_rdma_read_iov, attr.max_rdma_write_iov, 1}));
   if (Status status = RequestQueue::Create(
-          std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_request_dtos)), max_request_iov,
-          requests_);
+          std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr.max_request_dtos)), max_request_iov,
+          out.requests);
       !status.ok())
     return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
-  if (srq_ == nullptr) {
-    if (Status status = srq::EpRecvQueue::Create(
-            std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_recv_dtos)),
-            static_cast<std::uint32_t>(attr_.max_recv_iov), recv_queue_);
-        !status.ok())
-      return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
-  }
-  return NewTransportEndpoint();
+  if (Status status = srq::CreateReceiveSource(ReceiveConfig(attr), out.receive); !status.ok())
+    return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
+  return NewTransportEndpoint(attr, *out.requests, out.endpoint);
 }
 
-Status Ep::NewTransportEndpoint() {
+Status Ep::NewTransportEndpoint(const DAT_EP_ATTR& attr, const RequestQueue& requests,
+                                std::unique_ptr<transport::Endpoint>& out) {
   transport::EndpointConfig config;
   config.pd = pz_->domain();
-  config.srq = device_receives_ && srq_ != nullptr ? srq_->device_srq() : nullptr;
-  config.max_send_work = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr_.max_request_dtos));
-  config.max_recv_work = static_cast<std::uint32_t>(attr_.max_recv_dtos);
-  config.max_send_segments = requests_->max_iov();
-  config.max_recv_segments = static_cast<std::uint32_t>(attr_.max_recv_iov);
-  config.max_rdma_read_in = static_cast<std::uint32_t>(attr_.max_rdma_read_in);
-  config.max_rdma_read_out = static_cast<std::uint32_t>(attr_.max_rdma_read_out);
-  config.max_message_size = attr_.max_message_size;
-  std::unique_ptr<transport::Endpoint> endpoint;
-  if (Status status = ia_->transport().CreateEndpoint(config, &events_, endpoint); !status.ok()) {
+  config.srq = srq_ != nullptr ? srq_->device_srq() : nullptr;  // null on a software transport
+  config.max_send_work = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr.max_request_dtos));
+  config.max_recv_work = static_cast<std::uint32_t>(attr.max_recv_dtos);
+  config.max_send_segments = requests.max_iov();
+  config.max_recv_segments = static_cast<std::uint32_t>(attr.max_recv_iov);
+  config.max_rdma_read_in = static_cast<std::uint32_t>(attr.max_rdma_read_in);
+  config.max_rdma_read_out = static_cast<std::uint32_t>(attr.max_rdma_read_out);
+  config.max_message_size = attr.max_message_size;
+  if (Status status = ia_->transport().CreateEndpoint(config, &events_, out); !status.ok()) {
     SOFTDAT_LOG(kWarn, "dat_ep_create: the %s transport cannot make an endpoint (%s)",
                 ia_->name().c_str(), CodeName(status.code()));
     return status;
   }
-  endpoint_ = std::move(endpoint);
   return Status::Ok();
 }
 
@@ -149,32 +165,23 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
     return Status(Code::kInvalidHandle, Detail::kEvdConnect);
   if (srq != nullptr) {
     if (srq->ia() != ia) return Status(Code::kInvalidHandle, Detail::kSrq);
-    if (!ia->capabilities().srq) return Status(Code::kModelNotSupported);
-    // srq_ep_pz_difference_supported is FALSE on a device: the NIC checks an SRQ buffer's key
-    // against the PD of the QP that takes it, so an EP of another PZ could never use one.
-    if (srq->pz() != pz && ia->capabilities().receive_model == transport::ReceiveModel::kDevice) {
-      SOFTDAT_LOG(kWarn, "dat_ep_create_with_srq: this device cannot share an SRQ across PZs "
-                         "(srq_ep_pz_difference_supported is FALSE)");
-      return Status(Code::kModelNotSupported);
-    }
+    if (Status status = srq->CheckEndpointPz(pz); !status.ok()) return status;
   }
   DAT_EP_ATTR attributes = attr != nullptr ? *attr : DefaultAttributes(ia->capabilities(), srq != nullptr);
   FillZeroLimits(ia->capabilities(), attributes);
   Ep* ep = NewHandle<Ep>(ia->provider, ia, pz, recv_evd, request_evd, connect_evd, srq, attributes);
+  Resources resources;
   Status status = ep->CheckAttributes(attributes);
-  if (status.ok()) status = ep->AllocateResources();
-  if (status.ok() && srq != nullptr) {
-    status = ia->ReserveAsyncEntry();
-    if (status.ok()) {
-      status = srq->AttachEndpoint(ep);
-      if (!status.ok()) ia->ReleaseAsyncEntry();
-    }
-  }
+  if (status.ok()) status = ep->MakeResources(attributes, resources);
+  if (status.ok() && resources.receive->announces_flush()) status = ia->ReserveAsyncEntry();
   if (!status.ok()) {
-    ep->endpoint_.reset();
+    resources = Resources{};  // the transport endpoint and the SRQ account go before the handle
     DeleteHandle(ep);
     return status;
   }
+  ep->requests_ = std::move(resources.requests);
+  ep->receive_ = std::move(resources.receive);
+  ep->endpoint_ = std::move(resources.endpoint);
   pz->AddUser();
   for (Evd* evd : {recv_evd, request_evd, connect_evd})
     if (evd != nullptr) evd->AddUser();
@@ -197,19 +204,17 @@ Status Ep::Free(Ep* ep) {
 
 void Ep::Destroy(Ep* ep) {
   // No SRQ wakeup may reach the transport endpoint while it goes away.
-  if (ep->srq_ != nullptr) {
-    ep->srq_->DetachEndpoint(ep);
-    ep->ia_->ReleaseAsyncEntry();
-  }
+  ep->receive_->StopWaking();
+  if (ep->receive_->announces_flush()) ep->ia_->ReleaseAsyncEntry();
   // A reserved EP cannot be freed (Free refuses) and abrupt IA close takes RSPs down first, so
   // no RSP still names this EP here.
   // Once the transport endpoint is destroyed no event of it runs: what is still outstanding is
   // ours to complete, and every buffer taken from an SRQ goes back through a flush completion.
   ep->endpoint_.reset();
-  ep->CloseReceives();
+  ep->receive_->Close();
   ep->requests_->FlushAll();
   ep->Deliver();
-  if (ep->srq_account_ != nullptr) (void)ep->srq_->pool().Detach(*ep->srq_account_);
+  ep->receive_.reset();  // an SRQ account leaves its SRQ
   ep->pz_->RemoveUser();
   for (Evd* evd : {ep->recv_evd_, ep->request_evd_, ep->connect_evd_})
     if (evd != nullptr) evd->RemoveUser();
@@ -267,25 +272,21 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) {
     FillZeroLimits(ia_->capabilities(), attr);
   }
   std::lock_guard post(post_mutex_);
-  if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) &&
-      (requests_->count() > 0 || (recv_queue_ != nullptr && recv_queue_->count() > 0))) {
+  if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) && (requests_->count() > 0 || receive_->held() > 0)) {
     // Resizing queues under posted buffers would lose them.
     return Status(Code::kInvalidState, Detail::kEpCompletionPending);
   }
   if (mask & DAT_EP_FIELD_EP_ATTR_ALL) {
-    const DAT_EP_ATTR old = attr_;
+    // Everything new is made before anything old goes: a modify the transport refuses changes
+    // nothing, and the EP keeps a working endpoint.
+    Resources resources;
+    if (Status status = MakeResources(attr, resources); !status.ok()) return status;
+    resources.receive->StopWaking();
+    receive_->StopWaking();
+    endpoint_ = std::move(resources.endpoint);  // the old endpoint goes: none of its events runs after
+    requests_ = std::move(resources.requests);
+    receive_ = std::move(resources.receive);
     attr_ = attr;
-    std::unique_ptr<RequestQueue> old_requests = std::move(requests_);
-    std::unique_ptr<srq::EpRecvQueue> old_recv = std::move(recv_queue_);
-    std::unique_ptr<transport::Endpoint> old_endpoint = std::move(endpoint_);
-    old_endpoint.reset();
-    if (Status status = AllocateResources(); !status.ok()) {
-      attr_ = old;
-      requests_ = std::move(old_requests);
-      recv_queue_ = std::move(old_recv);
-      (void)NewTransportEndpoint();
-      return status;
-    }
   }
   for (int i = 0; i < 3; ++i) {
     if ((mask & evd_fields[i]) == 0) continue;
@@ -300,25 +301,9 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) {
 Status Ep::GetStatus(DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
   if (state == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
   *state = this->state();
-  if (recv_idle != nullptr) *recv_idle = ReceivesHeld() == 0 ? DAT_TRUE : DAT_FALSE;
+  if (recv_idle != nullptr) *recv_idle = receive_->held() == 0 ? DAT_TRUE : DAT_FALSE;
   if (request_idle != nullptr) *request_idle = requests_->count() == 0 ? DAT_TRUE : DAT_FALSE;
   return Status::Ok();
-}
-
-void Ep::CloseReceives() {
-  if (recv_queue_ != nullptr) {
-    recv_queue_->Close();
-  } else if (srq_account_ != nullptr) {
-    (void)srq_->pool().Close(*srq_account_);
-  }
-}
-
-std::uint32_t Ep::ReceivesHeld() const {
-  if (recv_queue_ != nullptr) return recv_queue_->count();
-  if (srq_account_ == nullptr) return 0;
-  DAT_COUNT held = 0;
-  (void)srq_->pool().RecvQuery(*srq_account_, &held, nullptr);
-  return static_cast<std::uint32_t>(held);
 }
 
 void Ep::Deliver() {
@@ -338,7 +323,13 @@ void Ep::PostDto(Evd* evd, DAT_EVENT& event, bool signalled) {
 }
 
 void Ep::DeliverReady() {
-  // 1. The connection came up: before any completion of it, in case the EVDs are the same.
+  DeliverEstablished();  // before any completion of the connection, in case the EVDs are the same
+  DeliverReceives();
+  DeliverRequests();
+  DeliverEnd();  // after every completion the end flushed
+}
+
+void Ep::DeliverEstablished() {
   bool established = false;
   std::size_t private_size = 0;
   {
@@ -350,20 +341,18 @@ void Ep::DeliverReady() {
     connect_evd_->Post(ConnectionEvent(DAT_CONNECTION_EVENT_ESTABLISHED, connect_evd_, this,
                                        private_data_.data(), static_cast<DAT_COUNT>(private_size)));
   }
+}
 
-  // 2. Receive completions, in MSN order.
+// Receive completions, in MSN order.
+void Ep::DeliverReceives() {
   srq::RecvCompletion received{};
-  for (;;) {
-    const bool popped = recv_queue_ != nullptr ? recv_queue_->PopCompletion(received)
-                        : srq_account_ != nullptr ? srq_->pool().PopCompletion(*srq_account_, received)
-                                                  : false;
-    if (!popped) break;
+  while (receive_->PopCompletion(received)) {
     const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;
     DAT_EVENT event = DtoEvent(recv_evd_, this, received.cookie, received.status,
                                static_cast<DAT_SEG_LENGTH>(received.transferred_length),
                                invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
                                invalidated ? received.notes.invalidated_key : 0);
-    if (srq_ != nullptr) MarkSrqBuffer(event, *srq_, received.slot);
+    if (received.from_srq) MarkSrqBuffer(event, *srq_, received.slot);
     const DAT_COMPLETION_FLAGS flags = attr_.recv_completion_flags;
     bool signalled = true;
     if (received.status == DAT_DTO_SUCCESS) {
@@ -376,8 +365,10 @@ void Ep::DeliverReady() {
     }
     PostDto(recv_evd_, event, signalled);
   }
+}
 
-  // 3. Request completions, in posting order.
+// Request completions, in posting order.
+void Ep::DeliverRequests() {
   RequestQueue::Completion done{};
   while (requests_->PopCompletion(done)) {
     const DAT_DTO_COMPLETION_STATUS status = ToDtoStatus(done.status);
@@ -396,12 +387,15 @@ void Ep::DeliverReady() {
     }
     PostDto(request_evd_, event, signalled);
   }
+}
 
-  // 4. The end of the connection, after every completion it flushed; then what depends on it.
+// The end of the connection; then what depends on it, and the soft high-watermark event.
+void Ep::DeliverEnd() {
   DAT_EVENT_NUMBER end_event{};
   bool end = false;
   bool broken_async = false;
   bool soft_watermark = false;
+  std::size_t private_size = 0;
   {
     std::lock_guard lock(mutex_);
     if (end_event_.pending) {

@@ -1,15 +1,15 @@
-// The EP handle object: one DAT endpoint, the transport endpoint under it, and every rule DAT puts
-// on it — states, posting checks, completions in posting (requests) and MSN (receives) order,
-// completion flags, connection events, flushes, watermarks. Receives come from the EP's own
-// queue (srq::EpRecvQueue) or, for an EP created with an SRQ, from the SRQ (srq::SrqPool with
-// this EP's srq::EndpointRecvAccount), through the same Take / Place / PopCompletion steps.
+// The EP handle object: one DAT endpoint, the transport endpoint under it, and the rules DAT puts
+// on the EP itself — states, posting checks, requests completed in posting order, completion
+// flags, connection events, flushes. Every receive rule (which buffer a message takes, MSN order,
+// flush, what is held, high watermarks, waiting for SRQ buffers) belongs to its one
+// srq::ReceiveSource: its own queue or its account on an SRQ, chosen at creation; the EP never
+// asks which.
 //
-// On a device transport (Capabilities::receive_model kDevice) receives are also posted down, and
-// the device, not srq/, picks the buffer a message lands in: the EP's own buffers are posted to
-// its transport endpoint as recv_id = their posting number (1, 2, ... for the EP's life), SRQ
-// buffers to the SRQ's DeviceSrq as recv_id = their pool slot. A completion names its recv_id;
-// core takes exactly that buffer (EpRecvQueue position, or SrqPool::TakePosted) and places it,
-// so srq/ still orders, counts and flushes what the device completed.
+// On a device transport (Capabilities::receive_model kDevice) receives are also posted down and
+// the device picks the buffer a message lands in: the EP's own buffers are posted to its
+// transport endpoint under the recv_id the source gives them, SRQ buffers by the SRQ itself. A
+// device completion names its recv_id and the source takes exactly that buffer
+// (TakeDeviceChosen), so srq/ still orders, counts and flushes what the device completed.
 //
 // Threads. Consumer calls may come from any thread (DAT marks most of them MT-unsafe per EP;
 // softdat makes them safe anyway). The transport calls the EndpointEvents from its progress
@@ -34,8 +34,8 @@
 #include "core/delivery_turn.h"
 #include "core/handle.h"
 #include "core/request_queue.h"
-#include "srq/endpoint_recv_account.h"
-#include "srq/ep_recv_queue.h"
+#include "srq/buffer_waiter.h"
+#include "srq/receive_source.h"
 #include "transport/transport.h"
 
 namespace softdat::core {
@@ -98,9 +98,6 @@ class Ep : public HandleHeader {
   void ReservedRequestArrived(Rsp* rsp);
   void ReservedRequestRejected(Rsp* rsp);
 
-  // An SRQ this EP waits on got buffers.
-  void OnSrqBuffersPosted();
-
   Ia* ia() const { return ia_; }
   Pz* pz() const { return pz_; }
   Srq* srq() const { return srq_; }
@@ -155,34 +152,58 @@ class Ep : public HandleHeader {
     Ep& ep_;
   };
 
+  // The SRQ this EP takes buffers from posted some while a message of it waited for one.
+  class SrqWaiter final : public srq::BufferWaiter {
+   public:
+    explicit SrqWaiter(Ep& ep) : ep_(ep) {}
+    void OnBuffersPosted() override { ep_.OnSrqBuffersPosted(); }
+
+   private:
+    Ep& ep_;
+  };
+
   // A connection event waiting for delivery (after the completions it must follow).
   struct PendingConnectionEvent {
     DAT_EVENT_NUMBER number{};
     bool pending = false;
   };
 
-  Status AllocateResources();
-  Status NewTransportEndpoint();
-  Status BeginConnectionLocked();  // fresh receive accounting for a new connection
-  Status CheckAttributes(const DAT_EP_ATTR& attr) const;
-  void CheckHighWatermarks(std::uint32_t held);
+  // What an EP's attributes make: its request queue, receive source and transport endpoint.
+  struct Resources {
+    std::unique_ptr<RequestQueue> requests;
+    std::unique_ptr<srq::ReceiveSource> receive;
+    std::unique_ptr<transport::Endpoint> endpoint;
+  };
+  Status MakeResources(const DAT_EP_ATTR& attr, Resources& out);
+  Status NewTransportEndpoint(const DAT_EP_ATTR& attr, const RequestQueue& requests,
+                              std::unique_ptr<transport::Endpoint>& out);
+  Status CheckAttributes(const DAT_EP_ATTR& attr);
+  const char* RefusedAttribute(const DAT_EP_ATTR& attr);
+  // The receive source the attributes ask for: the SRQ's account, or an own queue.
+  srq::ReceiveSourceConfig ReceiveConfig(const DAT_EP_ATTR& attr);
+  void OnSrqBuffersPosted();
+  // Acts on what the receive source says the held buffers now cross: the soft event is queued,
+  // a hard crossing breaks the connection.
+  void ActOnWatermarks(srq::ReceiveSource::Crossing crossed);
+  bool ConnectedForWatermarks() const;  // under mutex_
   Status PostRequest(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
                      DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                      bool invalidate, DAT_RMR_CONTEXT invalidate_key);
   Status PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
                            DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                            bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed);
-  // Device receive model: posts a receive of this EP's own queue down (under mutex_).
-  Status PostDeviceRecvLocked(DAT_DTO_COOKIE cookie, std::span<const Segment> segments,
-                              DAT_COMPLETION_FLAGS flags);
-  // Receive side, whichever queue this EP has.
-  void CloseReceives();
-  std::uint32_t ReceivesHeld() const;
+  // Device receive model: posts a receive just queued in the source down (under mutex_).
+  Status PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> segments);
 
   // Delivers everything ready, in the order DAT wants: the established event, receive
-  // completions, request completions, the end-of-connection event, then EP_BROKEN for an SRQ EP.
+  // completions, request completions, the end-of-connection event, then EP_BROKEN for an SRQ EP
+  // and the soft high-watermark event.
   void Deliver();
   void DeliverReady();
+  void DeliverEstablished();
+  void DeliverReceives();
+  void DeliverRequests();
+  void DeliverEnd();
   void PostDto(Evd* evd, DAT_EVENT& event, bool signalled);
 
   Ia* const ia_;
@@ -195,10 +216,10 @@ class Ep : public HandleHeader {
   const bool device_receives_;  // the transport's receive model is kDevice
 
   TransportEvents events_{*this};
+  SrqWaiter srq_waiter_{*this};
   std::unique_ptr<transport::Endpoint> endpoint_;
   std::unique_ptr<RequestQueue> requests_;
-  std::unique_ptr<srq::EpRecvQueue> recv_queue_;           // EPs without SRQ
-  std::unique_ptr<srq::EndpointRecvAccount> srq_account_;  // EPs with SRQ, one per connection
+  std::unique_ptr<srq::ReceiveSource> receive_;
 
   std::mutex post_mutex_;
   mutable std::mutex mutex_;
@@ -210,17 +231,7 @@ class Ep : public HandleHeader {
   DAT_CONN_QUAL remote_port_ = 0;
   sockaddr_in local_address_{};
 
-  // Device receive model (mutex_ guards them; completions of one endpoint never run at once).
-  std::uint64_t device_recv_posted_ = 0;    // recv_id of the latest buffer posted to this EP
-  std::uint64_t device_recv_base_ = 0;      // recv_id before this connection's MSN 1
-  std::uint64_t device_recv_expected_ = 1;  // recv_id the next completion should name
-  std::uint32_t device_srq_msn_ = 0;        // SRQ EP: messages of this connection completed
-
-  // Watermarks (dat_ep_set_watermark); DAT_WATERMARK_INFINITE disarms.
-  DAT_COUNT soft_high_watermark_ = DAT_WATERMARK_INFINITE;
-  DAT_COUNT hard_high_watermark_ = DAT_WATERMARK_INFINITE;
-  bool soft_armed_ = false;
-  bool hard_tripped_ = false;
+  bool broken_by_watermark_ = false;  // this connection crossed the hard high watermark
 
   // Delivery state (mutex_ guards the flags; the turn serializes delivery).
   DeliveryTurn turn_;

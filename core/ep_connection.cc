@@ -1,14 +1,12 @@
 // EP connection management: connect, accept, reserve, disconnect, reset, and what the transport
 // reports about the connection (established, ended).
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <limits>
 
 #include "base/log.h"
 #include "core/ep.h"
 #include "core/ia.h"
-#include "core/srq.h"
 
 namespace softdat::core {
 namespace {
@@ -58,30 +56,6 @@ std::uint64_t TransportTimeout(DAT_TIMEOUT timeout) {
 
 }  // namespace
 
-Status Ep::BeginConnectionLocked() {
-  if (recv_queue_ != nullptr) {
-    // Every buffer still queued was posted to the current transport endpoint and none is taken:
-    // the oldest is this connection's first message, whose recv_id follows device_recv_base_.
-    if (device_receives_) {
-      device_recv_base_ = device_recv_posted_ - recv_queue_->count();
-      device_recv_expected_ = device_recv_base_ + 1;
-    }
-    return recv_queue_->Begin(1);  // iWARP MSNs start at 1
-  }
-  device_srq_msn_ = 0;
-  if (srq_account_ != nullptr) {
-    // The previous connection's account is closed and empty (its flush is delivered).
-    if (Status status = srq_->pool().Detach(*srq_account_); !status.ok()) return status;
-    srq_account_.reset();
-  }
-  // The window bounds how far ahead of the oldest open message a connection may take buffers;
-  // an SRQ never lends one EP more than it has.
-  const std::uint32_t srq_size = srq_->pool().Query().max_recv_dtos;
-  const std::uint32_t window = std::bit_ceil(std::clamp<std::uint32_t>(srq_size, 16, 4096));
-  if (Status status = srq::EndpointRecvAccount::Create(window, 1, srq_account_); !status.ok()) return status;
-  return srq_->pool().Attach(*srq_account_);
-}
-
 Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
                    DAT_COUNT private_data_size, const void* private_data) {
   if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
@@ -106,11 +80,11 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
     const DAT_EP_STATE current = state();
     if (current != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, StateDetail(current));
     if (connect_evd_ == nullptr) return Status(Code::kInvalidState, Detail::kEpNotReady);
-    if (Status status = BeginConnectionLocked(); !status.ok()) return status;
+    if (Status status = receive_->BeginConnection(); !status.ok()) return status;
     state_.store(DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, std::memory_order_release);
     connection_live_ = true;
     local_disconnect_ = false;
-    hard_tripped_ = false;
+    broken_by_watermark_ = false;
     remote_address_ = address;
     remote_port_ = conn_qual;
     private_data_size_ = 0;
@@ -142,11 +116,11 @@ Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT pri
         rsp != nullptr ? DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING : DAT_EP_STATE_UNCONNECTED;
     if (before != wanted || (rsp != nullptr && rsp_ != rsp)) return Status(Code::kInvalidState, StateDetail(before));
     if (connect_evd_ == nullptr) return Status(Code::kInvalidState, Detail::kEpNotReady);
-    if (Status status = BeginConnectionLocked(); !status.ok()) return status;
+    if (Status status = receive_->BeginConnection(); !status.ok()) return status;
     state_.store(DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, std::memory_order_release);
     connection_live_ = true;
     local_disconnect_ = false;
-    hard_tripped_ = false;
+    broken_by_watermark_ = false;
     remote_address_ = pending.remote_address();
     remote_port_ = ntohs(remote_address_.sin_port);
     private_data_size_ = 0;
@@ -231,10 +205,12 @@ Status Ep::Reset() {
     if (current != DAT_EP_STATE_DISCONNECTED || connection_live_)
       return Status(Code::kInvalidState, StateDetail(current));
   }
-  // The old transport endpoint has ended; a new connection needs a new one.
+  // The old transport endpoint has ended; a new connection needs a new one, made first so that a
+  // refusal leaves the EP as it was.
   std::lock_guard post(post_mutex_);
-  endpoint_.reset();
-  if (Status status = NewTransportEndpoint(); !status.ok()) return status;
+  std::unique_ptr<transport::Endpoint> endpoint;
+  if (Status status = NewTransportEndpoint(attr_, *requests_, endpoint); !status.ok()) return status;
+  endpoint_ = std::move(endpoint);
   std::lock_guard lock(mutex_);
   local_address_ = sockaddr_in{};
   remote_address_ = sockaddr_in{};
@@ -258,7 +234,7 @@ void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
     established_pending_ = true;
   }
   // A hard high watermark already below what the EP holds breaks the new connection at once.
-  CheckHighWatermarks(ReceivesHeld());
+  ActOnWatermarks(receive_->CheckHighWatermarks(true));
   Deliver();
 }
 
@@ -268,7 +244,7 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     std::lock_guard lock(mutex_);
     if (!connection_live_) return;
     connection_live_ = false;
-    event = EndEvent(state(), why, local_disconnect_, hard_tripped_);
+    event = EndEvent(state(), why, local_disconnect_, broken_by_watermark_);
     if (event == DAT_CONNECTION_EVENT_PEER_REJECTED) {
       private_data_size_ = std::min(private_data.size(), private_data_.size());
       std::copy_n(private_data.data(), private_data_size_, private_data_.data());
@@ -280,13 +256,13 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
   SOFTDAT_LOG(kDebug, "EP %p: connection ended (event 0x%x)", static_cast<void*>(this),
               static_cast<unsigned>(event));
   // Flush first, then report: the end event follows every completion it caused.
-  CloseReceives();
+  receive_->Close();
   requests_->FlushAll();
   {
     std::lock_guard lock(mutex_);
     end_event_.number = event;
     end_event_.pending = true;
-    broken_async_pending_ = srq_ != nullptr;
+    broken_async_pending_ = receive_->announces_flush();
   }
   Deliver();
 }

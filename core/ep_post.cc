@@ -10,7 +10,7 @@
 #include "core/local_iov.h"
 #include "core/memory_table.h"
 #include "core/rmr.h"
-#include "core/srq.h"
+#include "srq/ep_recv_queue.h"
 
 namespace softdat::core {
 namespace {
@@ -27,10 +27,7 @@ transport::RecvTarget TargetOf(const srq::RecvBuffer& buffer) {
 
 Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags) {
-  if (srq_ != nullptr) {
-    SOFTDAT_LOG(kInfo, "dat_ep_post_recv: this EP takes its receive buffers from an SRQ");
-    return Status(Code::kInvalidState, Detail::kEpNotReady);
-  }
+  if (Status postable = receive_->CanPost(); !postable.ok()) return postable;
   if (num_segments < 0 || num_segments > attr_.max_recv_iov) return Status(Code::kInvalidParameter, Detail::kArg2);
   if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
   if ((flags & ~DAT_COMPLETION_UNSIGNALLED_FLAG) != 0 ||
@@ -43,34 +40,30 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
                                     LocalUse::kReceive, Detail::kArg3, segments, checked);
       !status.ok())
     return status;
+  const std::span<const Segment> posted_segments(segments, checked.count);
+  srq::ReceiveSource::Posted posted;
+  DAT_EP_STATE current;
   if (device_receives_) {
-    DAT_EP_STATE current;
-    {
-      std::lock_guard lock(mutex_);
-      current = state();
-      if (Status status = PostDeviceRecvLocked(cookie, {segments, checked.count}, flags); !status.ok())
-        return status;
-    }
-    if (current == DAT_EP_STATE_DISCONNECTED) Deliver();
-    return Status::Ok();
+    // Queued and posted down under mutex_, so OnEnded (which sets DISCONNECTED under it) either
+    // comes after and flushes it, or came before and the buffer stays off the ended endpoint and
+    // is flushed by core alone.
+    std::lock_guard lock(mutex_);
+    if (Status status = receive_->Post(cookie, posted_segments, flags, posted); !status.ok()) return status;
+    current = state();
+    if (Status status = PostDeviceRecvLocked(posted.recv_id, posted_segments); !status.ok()) return status;
+  } else {
+    if (Status status = receive_->Post(cookie, posted_segments, flags, posted); !status.ok()) return status;
+    current = state();
   }
-  if (Status status = recv_queue_->Post(cookie, {segments, checked.count}, flags); !status.ok()) return status;
-  const DAT_EP_STATE current = state();
   if (current == DAT_EP_STATE_DISCONNECTED) {
     Deliver();  // "the posted Recv is immediately flushed to recv_evd_handle"
-  } else if (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING) {
-    endpoint_->RecvBuffersAvailable();
+  } else if (posted.resumes && (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING)) {
+    endpoint_->RecvBuffersAvailable();  // only when a message waits for this buffer
   }
   return Status::Ok();
 }
 
-Status Ep::PostDeviceRecvLocked(DAT_DTO_COOKIE cookie, std::span<const Segment> segments,
-                                DAT_COMPLETION_FLAGS flags) {
-  // Queued first, so a completion racing the post finds its buffer; under mutex_, so OnEnded
-  // (which sets DISCONNECTED under it) either comes after and flushes it, or came before and the
-  // buffer stays off the ended endpoint and is flushed by core alone.
-  if (Status status = recv_queue_->Post(cookie, segments, flags); !status.ok()) return status;
-  const std::uint64_t recv_id = ++device_recv_posted_;
+Status Ep::PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> segments) {
   if (state() == DAT_EP_STATE_DISCONNECTED) return Status::Ok();
   const Status status = endpoint_->PostRecv(recv_id, segments);
   if (status.code() == Code::kInvalidState) {
@@ -83,8 +76,7 @@ Status Ep::PostDeviceRecvLocked(DAT_DTO_COOKIE cookie, std::span<const Segment> 
   if (!status.ok()) {
     SOFTDAT_LOG(kWarn, "dat_ep_post_recv: the %s device refused the receive (%s)", ia_->name().c_str(),
                 CodeName(status.code()));
-    (void)recv_queue_->Withdraw();
-    --device_recv_posted_;
+    receive_->Withdraw();
     return status;
   }
   return Status::Ok();
@@ -239,23 +231,17 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
     return transport::RecvAcquire::kRefused;
   }
   srq::RecvBuffer buffer{};
-  if (srq_ == nullptr) {
-    switch (recv_queue_->Take(msn, buffer)) {
-      case srq::EpRecvQueue::TakeResult::kTaken: break;
-      case srq::EpRecvQueue::TakeResult::kNotReady: return transport::RecvAcquire::kNotReady;
-      case srq::EpRecvQueue::TakeResult::kRefused: return transport::RecvAcquire::kRefused;
-    }
-  } else {
-    if (srq_account_ == nullptr) return transport::RecvAcquire::kRefused;
-    srq::SrqPool::TakeResult taken = srq_->pool().Take(*srq_account_, msn, buffer);
-    if (taken == srq::SrqPool::TakeResult::kEmpty) {
-      srq_->WaitForBuffers(this);
-      taken = srq_->pool().Take(*srq_account_, msn, buffer);  // see Srq::WaitForBuffers
-    }
-    if (taken == srq::SrqPool::TakeResult::kEmpty) return transport::RecvAcquire::kNotReady;
-    if (taken == srq::SrqPool::TakeResult::kRefused) return transport::RecvAcquire::kRefused;
-    CheckHighWatermarks(ReceivesHeld());
+  switch (receive_->TakeForMessage(msn, buffer)) {
+    case srq::ReceiveSource::TakeResult::kTaken: break;
+    case srq::ReceiveSource::TakeResult::kNotReady: return transport::RecvAcquire::kNotReady;
+    case srq::ReceiveSource::TakeResult::kRefused: return transport::RecvAcquire::kRefused;
   }
+  bool connected;
+  {
+    std::lock_guard lock(mutex_);
+    connected = ConnectedForWatermarks();
+  }
+  ActOnWatermarks(receive_->CheckHighWatermarks(connected));
   target = TargetOf(buffer);
   return transport::RecvAcquire::kTaken;
 }
@@ -274,12 +260,7 @@ srq::RecvNotes Ep::NotesOf(transport::WorkStatus status, const transport::RecvIn
 }
 
 void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const transport::RecvInfo& info) {
-  const srq::RecvNotes notes = NotesOf(status, info);
-  const DAT_DTO_COMPLETION_STATUS dto_status = ToDtoStatus(status);
-  const Status placed = srq_ == nullptr ? recv_queue_->Place(msn, info.length, dto_status, notes)
-                        : srq_account_ != nullptr
-                            ? srq_->pool().Place(*srq_account_, msn, info.length, dto_status, notes)
-                            : Status(Code::kInvalidState);
+  const Status placed = receive_->Place(msn, info.length, ToDtoStatus(status), NotesOf(status, info));
   if (!placed.ok()) {
     SOFTDAT_LOG(kWarn, "EP %p: the transport completed message %u, which holds no buffer (%s)",
                 static_cast<void*>(this), msn, CodeName(placed.code()));
@@ -294,50 +275,16 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
                 static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
     return;
   }
-  // Which message of this connection it is: for the EP's own queue the buffer's position (RC
-  // completes receives in posting order, so recv_id - base is the MSN); on an SRQ, the count of
-  // completions so far (the device completes in the peer's send order).
-  // Only a completion that names a buffer moves the count on: a stray one must not open a gap
-  // that in-order delivery would wait on forever.
   std::uint32_t msn = 0;
-  std::uint64_t expected = 0;
-  {
-    std::lock_guard lock(mutex_);
-    expected = device_recv_expected_;
-    msn = srq_ == nullptr ? static_cast<std::uint32_t>(recv_id - device_recv_base_) : device_srq_msn_ + 1;
-  }
-  if (srq_ == nullptr && recv_id != expected) {
-    SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, expected %llu: out of posting order",
-                static_cast<void*>(this), static_cast<unsigned long long>(recv_id),
-                static_cast<unsigned long long>(expected));
-  }
   srq::RecvBuffer buffer{};
-  bool taken = false;
-  if (srq_ == nullptr) {
-    taken = recv_queue_->Take(msn, buffer) == srq::EpRecvQueue::TakeResult::kTaken;
-  } else if (srq_account_ != nullptr && recv_id <= UINT32_MAX) {
-    taken = srq_->pool().TakePosted(*srq_account_, msn, static_cast<std::uint32_t>(recv_id), buffer) ==
-            srq::SrqPool::TakeResult::kTaken;
-  }
-  if (!taken) {
+  if (receive_->TakeDeviceChosen(recv_id, msn, buffer) != srq::ReceiveSource::TakeResult::kTaken) {
     SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, which names no buffer it holds",
                 static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
     return;
   }
-  {
-    std::lock_guard lock(mutex_);
-    if (srq_ == nullptr) {
-      device_recv_expected_ = recv_id + 1;
-    } else {
-      device_srq_msn_ = msn;
-    }
-  }
-  const srq::RecvNotes notes = NotesOf(status, info);
   // A device reports kLocalLength with what it could place at most; never more than the buffer.
   const std::uint64_t length = std::min<std::uint64_t>(info.length, buffer.capacity);
-  const DAT_DTO_COMPLETION_STATUS dto_status = ToDtoStatus(status);
-  const Status placed = srq_ == nullptr ? recv_queue_->Place(msn, length, dto_status, notes)
-                                        : srq_->pool().Place(*srq_account_, msn, length, dto_status, notes);
+  const Status placed = receive_->Place(msn, length, ToDtoStatus(status), NotesOf(status, info));
   if (!placed.ok()) {
     SOFTDAT_LOG(kWarn, "EP %p: device receive %llu could not be placed (%s)", static_cast<void*>(this),
                 static_cast<unsigned long long>(recv_id), CodeName(placed.code()));
@@ -369,75 +316,44 @@ transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t a
 }
 
 Status Ep::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const {
-  if (recv_queue_ != nullptr) {
-    recv_queue_->RecvQuery(nbufs_allocated, bufs_alloc_span);
-    return Status::Ok();
-  }
-  std::lock_guard lock(mutex_);
-  if (device_receives_ && connection_live_) {
-    // The device takes SRQ buffers without telling anyone until it completes them: what this EP
-    // holds now is unknown until the connection ends (then the device holds nothing).
-    if (nbufs_allocated != nullptr) *nbufs_allocated = DAT_VALUE_UNKNOWN;
-    if (bufs_alloc_span != nullptr) *bufs_alloc_span = DAT_VALUE_UNKNOWN;
-    return Status::Ok();
-  }
-  if (srq_account_ == nullptr) {
-    if (nbufs_allocated != nullptr) *nbufs_allocated = 0;
-    if (bufs_alloc_span != nullptr) *bufs_alloc_span = 0;
-    return Status::Ok();
-  }
-  return srq_->pool().RecvQuery(*srq_account_, nbufs_allocated, bufs_alloc_span);
-}
-
-Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark) {
-  if (soft_high_watermark < 0 && soft_high_watermark != DAT_WATERMARK_INFINITE)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (hard_high_watermark < 0 && hard_high_watermark != DAT_WATERMARK_INFINITE)
-    return Status(Code::kInvalidParameter, Detail::kArg3);
-  // On a device the NIC hands SRQ buffers to an EP unseen, so a finite high watermark could never
-  // fire; the IA says so (srq_watermarks_supported 0x1). Refuse it rather than ignore it.
-  if (device_receives_ && srq_ != nullptr &&
-      (soft_high_watermark != DAT_WATERMARK_INFINITE || hard_high_watermark != DAT_WATERMARK_INFINITE)) {
-    SOFTDAT_LOG(kWarn, "dat_ep_set_watermark: this device cannot count the buffers an SRQ EP holds "
-                       "(srq_watermarks_supported has no EP high watermark bits)");
-    return Status(Code::kModelNotSupported);
-  }
-  {
-    std::lock_guard lock(mutex_);
-    soft_high_watermark_ = soft_high_watermark;
-    hard_high_watermark_ = hard_high_watermark;
-    soft_armed_ = soft_high_watermark != DAT_WATERMARK_INFINITE;
-  }
-  // "If the new high watermark values are below the current number of Receive DTOs at EP, an
-  // asynchronous event will be generated immediately."
-  CheckHighWatermarks(ReceivesHeld());
+  receive_->RecvQuery(nbufs_allocated, bufs_alloc_span);
   return Status::Ok();
 }
 
-void Ep::CheckHighWatermarks(std::uint32_t held) {
-  bool soft = false;
-  bool hard = false;
+Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark) {
+  bool connected;
   {
     std::lock_guard lock(mutex_);
-    if (soft_armed_ && held > static_cast<std::uint32_t>(soft_high_watermark_)) {
-      soft_armed_ = false;  // one event per setting
-      soft_watermark_pending_ = true;
-      soft = true;
-    }
-    const DAT_EP_STATE current = state();
-    if (hard_high_watermark_ != DAT_WATERMARK_INFINITE && !hard_tripped_ &&
-        held > static_cast<std::uint32_t>(hard_high_watermark_) && connection_live_ &&
-        (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING)) {
-      hard_tripped_ = true;  // the connection breaks: DAT_CONNECTION_EVENT_BROKEN
-      hard = true;
-    }
+    connected = ConnectedForWatermarks();
   }
-  if (hard) {
+  srq::ReceiveSource::Crossing crossed;
+  if (Status status = receive_->SetHighWatermarks(soft_high_watermark, hard_high_watermark, connected, crossed);
+      !status.ok())
+    return status;
+  // "If the new high watermark values are below the current number of Receive DTOs at EP, an
+  // asynchronous event will be generated immediately."
+  ActOnWatermarks(crossed);
+  return Status::Ok();
+}
+
+bool Ep::ConnectedForWatermarks() const {
+  const DAT_EP_STATE current = state();
+  return connection_live_ && (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING);
+}
+
+void Ep::ActOnWatermarks(srq::ReceiveSource::Crossing crossed) {
+  if (!crossed.soft && !crossed.hard) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (crossed.soft) soft_watermark_pending_ = true;
+    if (crossed.hard) broken_by_watermark_ = true;  // the connection ends as BROKEN
+  }
+  if (crossed.hard) {
     SOFTDAT_LOG(kInfo, "EP %p holds %u receive buffers, above its hard high watermark: breaking the connection",
-                static_cast<void*>(this), held);
+                static_cast<void*>(this), receive_->held());
     endpoint_->Disconnect(false);
   }
-  if (soft) Deliver();
+  if (crossed.soft) Deliver();
 }
 
 void Ep::OnSrqBuffersPosted() {

@@ -78,7 +78,7 @@ void FillIaAttr(const Ia& ia, DAT_IA_ATTR& attr) {
   attr.max_rmrs = caps.device_memory_keys ? 0 : Count(Ia::kMaxMemoryKeys);  // no windows on a device (rmr.h)
   attr.max_rmr_target_address = ~DAT_VADDR{0};
   attr.max_srqs = caps.srq ? kMaxSrqs : 0;
-  attr.max_ep_per_srq = caps.srq ? Count(Srq::kMaxEndpoints) : 0;
+  attr.max_ep_per_srq = caps.srq ? Count(caps.max_endpoints) : 0;  // an SRQ serves any number of its IA's EPs
   attr.max_recv_per_srq = Count(srq.max_recv_dtos);
   attr.max_iov_segments_per_rdma_read = Count(iov);
   attr.max_iov_segments_per_rdma_write = Count(iov);

@@ -15,6 +15,8 @@
 namespace softdat::srq {
 namespace {
 
+using testing::Complete;
+using testing::FlushEndpoint;
 using testing::CountingListener;
 using testing::Segment;
 using TakeResult = SrqPool::TakeResult;
@@ -33,9 +35,9 @@ TEST(SrqConcurrency, ConcurrentPostTakeCompleteLosesAndDuplicatesNothing) {
   CountingListener listener;
   std::unique_ptr<SrqPool> pool;
   ASSERT_TRUE(SrqPool::Create(32, 2, &listener, pool).ok());
-  std::vector<std::unique_ptr<EndpointRecvAccount>> accounts(kTakers);
+  std::vector<std::unique_ptr<MsnWindow>> accounts(kTakers);
   for (auto& account : accounts) {
-    ASSERT_TRUE(EndpointRecvAccount::Create(4, 1, account).ok());
+    ASSERT_TRUE(MsnWindow::Create(4, 1, account).ok());
     ASSERT_TRUE(pool->Attach(*account).ok());
   }
   const Clock::time_point deadline = Clock::now() + kTimeLimit;
@@ -67,7 +69,7 @@ TEST(SrqConcurrency, ConcurrentPostTakeCompleteLosesAndDuplicatesNothing) {
   }
   for (int taker = 0; taker < kTakers; ++taker) {
     threads.emplace_back([&, taker] {
-      EndpointRecvAccount& ep = *accounts[taker];
+      MsnWindow& ep = *accounts[taker];
       std::vector<RecvCompletion> out(ep.window());
       std::uint32_t next_msn = 1;
       while (taken_total.load() < kPosters * kPerPoster && Clock::now() < deadline) {
@@ -90,7 +92,7 @@ TEST(SrqConcurrency, ConcurrentPostTakeCompleteLosesAndDuplicatesNothing) {
         }
         for (auto it = msns.rbegin(); it != msns.rend(); ++it) {
           std::size_t delivered = 0;
-          if (!pool->Complete(ep, *it, 16, DAT_DTO_SUCCESS, out, delivered).ok()) {
+          if (!Complete(*pool, ep, *it, 16, DAT_DTO_SUCCESS, out, delivered).ok()) {
             failures.fetch_add(1);
             continue;
           }

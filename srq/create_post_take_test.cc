@@ -10,8 +10,10 @@
 namespace softdat::srq {
 namespace {
 
+using testing::Complete;
+using testing::FlushEndpoint;
 using testing::Cookie;
-using testing::MakeAccount;
+using testing::MakeWindow;
 using testing::MakePool;
 using testing::PostTagged;
 using testing::Segment;
@@ -23,12 +25,12 @@ constexpr Status kBadArg3(Code::kInvalidParameter, Detail::kArg3);
 constexpr Status kSrqFull(Code::kInsufficientResources, Detail::kResourceSrq);
 
 // Takes `msn` on `ep`, completes it in full and returns its slot (the one completion delivered).
-std::uint32_t TakeAndComplete(SrqPool& pool, EndpointRecvAccount& ep, std::uint32_t msn) {
+std::uint32_t TakeAndComplete(SrqPool& pool, MsnWindow& ep, std::uint32_t msn) {
   RecvBuffer buffer{};
   EXPECT_EQ(pool.Take(ep, msn, buffer), TakeResult::kTaken);
   std::vector<RecvCompletion> out(ep.window());
   std::size_t delivered = 0;
-  EXPECT_TRUE(pool.Complete(ep, msn, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  EXPECT_TRUE(Complete(pool, ep, msn, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   EXPECT_EQ(delivered, 1u);
   return buffer.slot;
 }
@@ -51,7 +53,7 @@ TEST(SrqCreate, CreateReportsActualValuesAtLeastRequested) {
   EXPECT_EQ(query.low_watermark, 0u);  // DAT_SRQ_LW_DEFAULT
   EXPECT_EQ(query.available_dto_count, 0u);
   EXPECT_EQ(query.outstanding_dto_count, 0u);
-  EXPECT_EQ(pool->attached_count(), 0u);  // created unattached to any EP
+  EXPECT_EQ(pool->user_count(), 0u);  // created with no EP using it
 
   ASSERT_TRUE(SrqPool::Create(SrqPool::kMaxRecvDtos, SrqPool::kMaxRecvIov, nullptr, pool).ok());
   EXPECT_EQ(pool->Query().max_recv_dtos, SrqPool::kMaxRecvDtos);
@@ -73,7 +75,7 @@ TEST(SrqPost, PostRefusesMoreSegmentsThanMaxIov) {
 
 TEST(SrqPost, PostRefusedChangesNothing) {
   auto pool = MakePool(2, 1);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 7).ok());
   const std::array<RecvSegment, 2> too_many{Segment(8), Segment(9)};
   EXPECT_EQ(pool->Post(Cookie(8), too_many), kBadArg2);
@@ -96,7 +98,7 @@ TEST(SrqPost, PostRefusedChangesNothing) {
 
 TEST(SrqPost, PostZeroSegmentsForZeroSizeMessage) {
   auto pool = MakePool(4, 2);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(pool->Post(Cookie(42), {}).ok());
   RecvBuffer buffer{};
   ASSERT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kTaken);
@@ -105,8 +107,8 @@ TEST(SrqPost, PostZeroSegmentsForZeroSizeMessage) {
   EXPECT_EQ(buffer.capacity, 0u);
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
-  EXPECT_EQ(pool->Complete(*ep, 1, 1, DAT_DTO_SUCCESS, out, delivered), kBadArg3);  // no room
-  ASSERT_TRUE(pool->Complete(*ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  EXPECT_EQ(Complete(*pool, *ep, 1, 1, DAT_DTO_SUCCESS, out, delivered), kBadArg3);  // no room
+  ASSERT_TRUE(Complete(*pool, *ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   ASSERT_EQ(delivered, 1u);
   EXPECT_EQ(out[0].cookie.as_64, 42u);
   EXPECT_EQ(out[0].transferred_length, 0u);
@@ -114,7 +116,7 @@ TEST(SrqPost, PostZeroSegmentsForZeroSizeMessage) {
 
 TEST(SrqPost, PostCapacityIsTheSumOfSegmentLengths) {
   auto pool = MakePool(4, 3);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   const std::array<RecvSegment, 3> segments{Segment(1, 10), Segment(2, 20), Segment(3, 4000)};
   ASSERT_TRUE(pool->Post(Cookie(1), segments).ok());
   RecvBuffer buffer{};
@@ -130,7 +132,7 @@ TEST(SrqPost, PostCapacityIsTheSumOfSegmentLengths) {
 
 TEST(SrqPost, PostFullQueueIsInsufficientResources) {
   auto pool = MakePool(4, 1);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   for (std::uint64_t tag = 1; tag <= 4; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   EXPECT_EQ(PostTagged(*pool, 5), kSrqFull);
   // A buffer held by an EP is still outstanding.
@@ -140,7 +142,7 @@ TEST(SrqPost, PostFullQueueIsInsufficientResources) {
   // So is one whose completion was generated but not reaped.
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
-  ASSERT_TRUE(pool->Complete(*ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  ASSERT_TRUE(Complete(*pool, *ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   ASSERT_EQ(delivered, 1u);
   EXPECT_EQ(PostTagged(*pool, 5), kSrqFull);
   EXPECT_EQ(pool->Query().outstanding_dto_count, 4u);
@@ -153,7 +155,7 @@ TEST(SrqPost, PostFullQueueIsInsufficientResources) {
 
 TEST(SrqTake, TakeFromEmptyReturnsEmpty) {
   auto pool = MakePool(4);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   RecvBuffer buffer{};
   buffer.slot = 12345;
   EXPECT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kEmpty);
@@ -171,7 +173,7 @@ TEST(SrqTake, TakeFromEmptyReturnsEmpty) {
 
 TEST(SrqTake, TakeIsFirstPostedFirstTaken) {
   auto pool = MakePool(8);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   for (std::uint64_t tag = 1; tag <= 5; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   for (std::uint32_t msn = 1; msn <= 5; ++msn) {
     RecvBuffer buffer{};
@@ -182,7 +184,7 @@ TEST(SrqTake, TakeIsFirstPostedFirstTaken) {
 
 TEST(SrqTake, TakeAgainForSameMsnReturnsTheSameBuffer) {
   auto pool = MakePool(4);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
   ASSERT_TRUE(PostTagged(*pool, 2).ok());
   RecvBuffer first{};
@@ -196,7 +198,7 @@ TEST(SrqTake, TakeAgainForSameMsnReturnsTheSameBuffer) {
 
 TEST(SrqTake, TakeRefusedForDeliveredPlacedOrOutOfWindowMsn) {
   auto pool = MakePool(16);
-  auto ep = MakeAccount(*pool, 4, 1);
+  auto ep = MakeWindow(*pool, 4, 1);
   for (std::uint64_t tag = 1; tag <= 8; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   RecvBuffer buffer{};
   EXPECT_EQ(pool->Take(*ep, 0, buffer), TakeResult::kRefused);  // before the first MSN
@@ -206,7 +208,7 @@ TEST(SrqTake, TakeRefusedForDeliveredPlacedOrOutOfWindowMsn) {
   ASSERT_EQ(pool->Take(*ep, 3, buffer), TakeResult::kTaken);
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
-  ASSERT_TRUE(pool->Complete(*ep, 3, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  ASSERT_TRUE(Complete(*pool, *ep, 3, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   EXPECT_EQ(delivered, 0u);
   EXPECT_EQ(pool->Take(*ep, 3, buffer), TakeResult::kRefused);  // placed, awaiting MSN 2
   EXPECT_EQ(pool->Take(*ep, 5, buffer), TakeResult::kTaken);    // window moved to 2..5
@@ -218,8 +220,8 @@ TEST(SrqTake, TakeRefusedForAccountNotAttachedHere) {
   auto pool = MakePool(4);
   auto other = MakePool(4);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
-  std::unique_ptr<EndpointRecvAccount> ep;
-  ASSERT_TRUE(EndpointRecvAccount::Create(8, 1, ep).ok());
+  std::unique_ptr<MsnWindow> ep;
+  ASSERT_TRUE(MsnWindow::Create(8, 1, ep).ok());
   RecvBuffer buffer{};
   EXPECT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kRefused);
   ASSERT_TRUE(other->Attach(*ep).ok());
@@ -229,7 +231,7 @@ TEST(SrqTake, TakeRefusedForAccountNotAttachedHere) {
 
 TEST(SrqReap, ReapedRefusesSlotWithoutGeneratedCompletion) {
   auto pool = MakePool(4);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
   ASSERT_TRUE(PostTagged(*pool, 2).ok());
   RecvBuffer held{};
@@ -238,7 +240,7 @@ TEST(SrqReap, ReapedRefusesSlotWithoutGeneratedCompletion) {
   EXPECT_EQ(pool->Reaped(4), kBadArg1);          // no such slot
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
-  ASSERT_TRUE(pool->Complete(*ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  ASSERT_TRUE(Complete(*pool, *ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   EXPECT_TRUE(pool->Reaped(held.slot).ok());
   EXPECT_EQ(pool->Reaped(held.slot), kBadArg1);  // twice
   const SrqPool::Snapshot query = pool->Query();
@@ -246,46 +248,52 @@ TEST(SrqReap, ReapedRefusesSlotWithoutGeneratedCompletion) {
   EXPECT_EQ(query.available_dto_count, 1u);
 }
 
-TEST(SrqAttach, AttachCountsEndpoints) {
+TEST(SrqAttach, AWindowAttachesToOnePoolAtATime) {
   auto pool = MakePool(4);
-  std::unique_ptr<EndpointRecvAccount> a;
-  std::unique_ptr<EndpointRecvAccount> b;
-  ASSERT_TRUE(EndpointRecvAccount::Create(4, 1, a).ok());
-  ASSERT_TRUE(EndpointRecvAccount::Create(4, 1, b).ok());
+  std::unique_ptr<MsnWindow> a;
+  std::unique_ptr<MsnWindow> b;
+  ASSERT_TRUE(MsnWindow::Create(4, 1, a).ok());
+  ASSERT_TRUE(MsnWindow::Create(4, 1, b).ok());
   ASSERT_TRUE(pool->Attach(*a).ok());
   ASSERT_TRUE(pool->Attach(*b).ok());
-  EXPECT_EQ(pool->attached_count(), 2u);
   EXPECT_EQ(pool->Attach(*a), kBadArg1);  // already attached
   ASSERT_TRUE(pool->Detach(*a).ok());
   EXPECT_EQ(pool->Detach(*a), kBadArg1);  // not attached any more
-  EXPECT_EQ(pool->attached_count(), 1u);
   ASSERT_TRUE(pool->Detach(*b).ok());
-  EXPECT_EQ(pool->attached_count(), 0u);
+}
+
+TEST(SrqAttach, UsersAreCountedForSrqFree) {
+  auto pool = MakePool(4);
+  ASSERT_TRUE(pool->AddUser().ok());
+  ASSERT_TRUE(pool->AddUser().ok());
+  EXPECT_EQ(pool->user_count(), 2u);
+  pool->RemoveUser();
+  EXPECT_EQ(pool->user_count(), 1u);
+  pool->RemoveUser();
+  EXPECT_EQ(pool->user_count(), 0u);
 }
 
 TEST(SrqAttach, DetachRefusedWhileEndpointHoldsBuffers) {
   auto pool = MakePool(4);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
   RecvBuffer buffer{};
   ASSERT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kTaken);
   EXPECT_EQ(pool->Detach(*ep), Status(Code::kInvalidState, Detail::kEpCompletionPending));
-  EXPECT_EQ(pool->attached_count(), 1u);
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
-  ASSERT_TRUE(pool->FlushEndpoint(*ep, out, delivered).ok());
+  ASSERT_TRUE(FlushEndpoint(*pool, *ep, out, delivered).ok());
   EXPECT_TRUE(pool->Detach(*ep).ok());
-  EXPECT_EQ(pool->attached_count(), 0u);
 }
 
-TEST(SrqAccount, AccountWindowMustBeAPowerOfTwoInRange) {
-  std::unique_ptr<EndpointRecvAccount> account;
-  EXPECT_EQ(EndpointRecvAccount::Create(0, 1, account), kBadArg1);
-  EXPECT_EQ(EndpointRecvAccount::Create(12, 1, account), kBadArg1);
-  EXPECT_EQ(EndpointRecvAccount::Create(EndpointRecvAccount::kMaxWindow * 2, 1, account),
+TEST(SrqMsnWindow, WindowMustBeAPowerOfTwoInRange) {
+  std::unique_ptr<MsnWindow> account;
+  EXPECT_EQ(MsnWindow::Create(0, 1, account), kBadArg1);
+  EXPECT_EQ(MsnWindow::Create(12, 1, account), kBadArg1);
+  EXPECT_EQ(MsnWindow::Create(MsnWindow::kMaxWindow * 2, 1, account),
             kBadArg1);
   EXPECT_EQ(account, nullptr);
-  ASSERT_TRUE(EndpointRecvAccount::Create(1, 1, account).ok());
+  ASSERT_TRUE(MsnWindow::Create(1, 1, account).ok());
   EXPECT_EQ(account->window(), 1u);
 }
 

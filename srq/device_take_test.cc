@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "srq/ep_recv_queue.h"
+#include "srq/receive_source.h"
 #include "srq/srq_pool.h"
 #include "srq/test_util.h"
 
@@ -13,7 +14,7 @@ namespace softdat::srq {
 namespace {
 
 using testing::Cookie;
-using testing::MakeAccount;
+using testing::MakeWindow;
 using testing::MakePool;
 using testing::Segment;
 using TakeResult = SrqPool::TakeResult;
@@ -27,7 +28,7 @@ std::uint32_t PostGettingSlot(SrqPool& pool, std::uint64_t tag) {
 
 TEST(SrqDeviceTake, TakePostedTakesTheBufferTheDeviceChoseNotTheOldest) {
   auto pool = MakePool(8);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   const std::uint32_t first = PostGettingSlot(*pool, 1);
   const std::uint32_t second = PostGettingSlot(*pool, 2);
   RecvBuffer buffer{};
@@ -42,7 +43,7 @@ TEST(SrqDeviceTake, TakePostedTakesTheBufferTheDeviceChoseNotTheOldest) {
 
 TEST(SrqDeviceTake, TakePostedRefusesASlotNotOnTheSrq) {
   auto pool = MakePool(8);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   const std::uint32_t slot = PostGettingSlot(*pool, 1);
   RecvBuffer buffer{};
   ASSERT_EQ(pool->TakePosted(*ep, 1, slot, buffer), TakeResult::kTaken);
@@ -59,7 +60,7 @@ TEST(SrqDeviceTake, WithdrawnBufferIsNoLongerOutstanding) {
   EXPECT_EQ(pool->Query().outstanding_dto_count, 1u);
   EXPECT_EQ(pool->Withdraw(first), Status(Code::kInvalidParameter, Detail::kArg1));
   // The survivor keeps its place: it is the oldest posted.
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   RecvBuffer buffer{};
   ASSERT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.slot, second);
@@ -75,19 +76,61 @@ TEST(SrqDeviceTake, CheckResizeAppliesTheResizeRulesWithoutResizing) {
   EXPECT_EQ(pool->Query().max_recv_dtos, 4u);
 }
 
+ReceiveSource::Posted PostOwn(EpRecvQueue& queue, std::uint64_t tag) {
+  const RecvSegment segment = Segment(tag);
+  ReceiveSource::Posted posted;
+  EXPECT_TRUE(queue.Post(Cookie(tag), {&segment, 1}, DAT_COMPLETION_DEFAULT_FLAG, posted).ok());
+  return posted;
+}
+
 TEST(EpRecvQueueDevice, WithdrawTakesBackOnlyTheNewestPostedBuffer) {
   std::unique_ptr<EpRecvQueue> queue;
   ASSERT_TRUE(EpRecvQueue::Create(4, 1, queue).ok());
-  EXPECT_FALSE(queue->Withdraw());
-  const RecvSegment segment = Segment(1);
-  ASSERT_TRUE(queue->Post(Cookie(1), {&segment, 1}).ok());
-  ASSERT_TRUE(queue->Post(Cookie(2), {&segment, 1}).ok());
-  ASSERT_TRUE(queue->Withdraw());
-  EXPECT_EQ(queue->count(), 1u);
+  queue->Withdraw();  // nothing posted: nothing happens
+  EXPECT_EQ(PostOwn(*queue, 1).recv_id, 1u);
+  EXPECT_EQ(PostOwn(*queue, 2).recv_id, 2u);
+  queue->Withdraw();
+  EXPECT_EQ(queue->held(), 1u);
+  EXPECT_EQ(PostOwn(*queue, 3).recv_id, 2u) << "the withdrawn buffer's recv_id is reused";
+  queue->Withdraw();
+  ASSERT_TRUE(queue->BeginConnection().ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(1, buffer), EpRecvQueue::TakeResult::kTaken);
-  EXPECT_FALSE(queue->Withdraw());  // taken: the transport has it
-  EXPECT_EQ(queue->count(), 1u);
+  std::uint32_t msn = 0;
+  ASSERT_EQ(queue->TakeDeviceChosen(1, msn, buffer), ReceiveSource::TakeResult::kTaken);
+  EXPECT_EQ(msn, 1u);
+  queue->Withdraw();  // taken: the transport has it
+  EXPECT_EQ(queue->held(), 1u);
+}
+
+TEST(EpRecvQueueDevice, DeviceCompletionsNameMessagesByPostingNumberFromTheConnectionStart) {
+  std::unique_ptr<EpRecvQueue> queue;
+  ASSERT_TRUE(EpRecvQueue::Create(8, 1, queue).ok());
+  for (std::uint64_t tag = 1; tag <= 3; ++tag) PostOwn(*queue, tag);
+  // The first connection completes two of them, then ends: the third is flushed.
+  ASSERT_TRUE(queue->BeginConnection().ok());
+  RecvBuffer buffer{};
+  std::uint32_t msn = 0;
+  ASSERT_EQ(queue->TakeDeviceChosen(1, msn, buffer), ReceiveSource::TakeResult::kTaken);
+  ASSERT_TRUE(queue->Place(msn, 0, DAT_DTO_SUCCESS, {}).ok());
+  ASSERT_EQ(queue->TakeDeviceChosen(2, msn, buffer), ReceiveSource::TakeResult::kTaken);
+  EXPECT_EQ(msn, 2u);
+  EXPECT_EQ(buffer.cookie.as_64, 2u);
+  ASSERT_TRUE(queue->Place(msn, 0, DAT_DTO_SUCCESS, {}).ok());
+  queue->Close();
+  RecvCompletion completion{};
+  int popped = 0;
+  while (queue->PopCompletion(completion)) ++popped;
+  EXPECT_EQ(popped, 3);
+  // The next connection's first message is the next buffer posted, recv_id 5 after 4 is posted
+  // before it begins.
+  PostOwn(*queue, 4);
+  PostOwn(*queue, 5);
+  ASSERT_TRUE(queue->BeginConnection().ok());
+  EXPECT_EQ(queue->TakeDeviceChosen(5, msn, buffer), ReceiveSource::TakeResult::kTaken);
+  EXPECT_EQ(msn, 2u) << "recv_id 5 is this connection's second message";
+  EXPECT_EQ(buffer.cookie.as_64, 5u);
+  EXPECT_EQ(queue->TakeDeviceChosen(9, msn, buffer), ReceiveSource::TakeResult::kRefused)
+      << "a recv_id never posted names no buffer";
 }
 
 }  // namespace

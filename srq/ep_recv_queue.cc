@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <bit>
 #include <new>
+#include <utility>
+
+#include "base/log.h"
 
 namespace softdat::srq {
 
@@ -34,7 +37,7 @@ EpRecvQueue::EpRecvQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint32
 }
 
 Status EpRecvQueue::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
-                         DAT_COMPLETION_FLAGS flags) {
+                         DAT_COMPLETION_FLAGS flags, Posted& out) {
   if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kArg2);
   std::lock_guard lock(mu_);
   if (count_ >= limit_) return Status(Code::kInsufficientResources);
@@ -53,27 +56,34 @@ Status EpRecvQueue::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> seg
   entry.notes = RecvNotes{};
   entry.state = State::kPosted;
   ++count_;
+  out.recv_id = ++recv_posted_;
+  out.resumes = std::exchange(message_waiting_, false);
   return Status::Ok();
 }
 
-bool EpRecvQueue::Withdraw() {
+void EpRecvQueue::Withdraw() {
   std::lock_guard lock(mu_);
-  if (count_ == 0 || At(count_ - 1).state != State::kPosted) return false;
+  if (count_ == 0 || At(count_ - 1).state != State::kPosted) return;
   --count_;
-  return true;
+  --recv_posted_;
 }
 
-Status EpRecvQueue::Begin(std::uint32_t first_msn) {
+Status EpRecvQueue::BeginConnectionAt(std::uint32_t first_msn) {
   std::lock_guard lock(mu_);
   for (std::uint32_t offset = 0; offset < count_; ++offset)
     if (At(offset).state != State::kPosted) return Status(Code::kInvalidState);
+  // Every buffer still queued was posted before this connection and none is taken: the oldest
+  // is its first message, whose recv_id follows recv_base_.
   next_msn_ = first_msn;
   closed_ = false;
+  message_waiting_ = false;
+  recv_base_ = recv_posted_ - count_;
+  recv_expected_ = recv_base_ + 1;
+  RearmHardWatermark();
   return Status::Ok();
 }
 
-EpRecvQueue::TakeResult EpRecvQueue::Take(std::uint32_t msn, RecvBuffer& out) {
-  std::lock_guard lock(mu_);
+EpRecvQueue::TakeResult EpRecvQueue::TakeLocked(std::uint32_t msn, RecvBuffer& out) {
   if (closed_) return TakeResult::kRefused;
   // Modular: an MSN before the head (already delivered) is a huge offset, never below count_
   // unless the peer wrapped 2^32 messages ahead, which the window of a transport never allows.
@@ -90,15 +100,39 @@ EpRecvQueue::TakeResult EpRecvQueue::Take(std::uint32_t msn, RecvBuffer& out) {
   return TakeResult::kTaken;
 }
 
-Status EpRecvQueue::Place(std::uint32_t msn, std::uint64_t transferred_length,
-                          DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes) {
+EpRecvQueue::TakeResult EpRecvQueue::TakeForMessage(std::uint32_t msn, RecvBuffer& out) {
+  std::lock_guard lock(mu_);
+  const TakeResult taken = TakeLocked(msn, out);
+  if (taken == TakeResult::kNotReady) message_waiting_ = true;
+  return taken;
+}
+
+EpRecvQueue::TakeResult EpRecvQueue::TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn,
+                                                      RecvBuffer& out) {
+  std::lock_guard lock(mu_);
+  if (recv_id != recv_expected_) {
+    SOFTDAT_LOG(kWarn, "receive queue %p: the device completed receive %llu, expected %llu: out of posting order",
+                static_cast<void*>(this), static_cast<unsigned long long>(recv_id),
+                static_cast<unsigned long long>(recv_expected_));
+  }
+  // RC completes receives in posting order, so the buffer's position is its MSN. Only a
+  // completion that names a buffer moves the expectation on: a stray one must not open a gap
+  // that in-order delivery would wait on forever.
+  msn = static_cast<std::uint32_t>(recv_id - recv_base_);
+  const TakeResult taken = TakeLocked(msn, out);
+  if (taken == TakeResult::kTaken) recv_expected_ = recv_id + 1;
+  return taken == TakeResult::kNotReady ? TakeResult::kRefused : taken;
+}
+
+Status EpRecvQueue::Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                          const RecvNotes& notes) {
   std::lock_guard lock(mu_);
   const std::uint32_t offset = msn - next_msn_;
   if (offset >= count_ || At(offset).state != State::kTaken)
     return Status(Code::kInvalidParameter, Detail::kArg1);
   Entry& entry = At(offset);
-  if (transferred_length > entry.capacity) return Status(Code::kInvalidParameter, Detail::kArg2);
-  entry.length = transferred_length;
+  if (length > entry.capacity) return Status(Code::kInvalidParameter, Detail::kArg2);
+  entry.length = length;
   entry.status = status;
   entry.notes = notes;
   entry.state = State::kPlaced;
@@ -118,7 +152,7 @@ bool EpRecvQueue::PopCompletion(RecvCompletion& out) {
   if (!placed && !closed_) return false;
   out = RecvCompletion{entry.cookie, 0, next_msn_, placed ? entry.length : 0,
                        placed ? entry.status : DAT_DTO_ERR_FLUSHED,
-                       placed ? entry.notes : RecvNotes{}, entry.flags};
+                       placed ? entry.notes : RecvNotes{}, entry.flags, false};
   head_ = (head_ + 1) & (ring_size_ - 1);
   --count_;
   ++next_msn_;
@@ -131,7 +165,7 @@ void EpRecvQueue::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_sp
   if (bufs_alloc_span != nullptr) *bufs_alloc_span = static_cast<DAT_COUNT>(count_);
 }
 
-std::uint32_t EpRecvQueue::count() const {
+std::uint32_t EpRecvQueue::held() const {
   std::lock_guard lock(mu_);
   return count_;
 }

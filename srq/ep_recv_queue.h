@@ -1,12 +1,16 @@
-// The receive queue of an endpoint that does not use an SRQ. Its buffers are consumed in posting
-// order: the k-th buffer posted since the connection began receives the k-th Send of the peer
-// (MSN order), whatever order the messages' first segments arrive in. Completions are generated
-// in MSN order too. A buffer counts as allocated to the EP from the moment it is posted (the
-// dat_ep_recv_query rule for EPs without SRQ) until its completion is generated.
+// The receive queue of an endpoint that does not use an SRQ: one ReceiveSource
+// (receive_source.h). Its buffers are consumed in posting order: the k-th buffer posted since the
+// connection began receives the k-th Send of the peer (MSN order), whatever order the messages'
+// first segments arrive in. Completions are generated in MSN order too. A buffer counts as
+// allocated to the EP from the moment it is posted (the dat_ep_recv_query rule for EPs without
+// SRQ) until its completion is generated.
 //
-// The same shape as SrqPool + EndpointRecvAccount (Take, Place, Close, PopCompletion), so core
-// drives both receive paths alike. Preallocated at Create: Post, Take, Place and PopCompletion
-// never allocate; they block only on the one internal mutex, held briefly. MT-safe.
+// Device model: every buffer is also posted to the device under recv_id = its posting number on
+// this EP (1, 2, ... for the EP's life). An RC queue completes receives in posting order, so a
+// completion naming recv_id is message recv_id minus the count at the connection's start.
+//
+// Preallocated at Create: nothing allocates afterwards; every call takes the one internal mutex,
+// briefly. MT-safe.
 #pragma once
 
 #include <dat2/udat.h>
@@ -19,69 +23,48 @@
 #include "base/status.h"
 #include "srq/recv_buffer.h"
 #include "srq/recv_completion.h"
+#include "srq/receive_source.h"
 
 namespace softdat::srq {
 
-class EpRecvQueue {
+class EpRecvQueue final : public ReceiveSource {
  public:
   static constexpr std::uint32_t kMaxRecvDtos = 1u << 16;
   static constexpr std::uint32_t kMaxRecvIov = 16;
-
-  enum class TakeResult : std::uint8_t {
-    kTaken,     // `out` is the buffer of this MSN
-    kNotReady,  // the buffer for this MSN is not posted yet: receiver not ready
-    kRefused,   // the MSN was already placed or delivered, or the queue is closed
-  };
 
   // At least `max_recv_dtos` buffers of up to `max_recv_iov` segments (0 allowed: zero-size
   // messages only). Out of range: kInvalidParameter, kArg1 / kArg2.
   static Status Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
                        std::unique_ptr<EpRecvQueue>& out);
 
-  EpRecvQueue(const EpRecvQueue&) = delete;
-  EpRecvQueue& operator=(const EpRecvQueue&) = delete;
-
   std::uint32_t max_recv_dtos() const { return limit_; }
   std::uint32_t max_recv_iov() const { return max_iov_; }
 
-  // dat_ep_post_recv with validated segments. Too many segments: kInvalidParameter, kArg2. Full
-  // (max_recv_dtos buffers without a generated completion): kInsufficientResources. A refused
-  // post changes nothing. Posting to a closed queue is allowed: the buffer is flushed by the
-  // next PopCompletion (a DAT EP in the Disconnected state flushes what is posted to it).
-  // `flags` (the post's completion flags) come back in the completion.
-  Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
-              DAT_COMPLETION_FLAGS flags = DAT_COMPLETION_DEFAULT_FLAG);
-
-  // Device receive model: the transport refused the buffer just posted, so it is taken back as if
-  // never posted. False (nothing changes) when the newest buffer is no longer only posted.
-  bool Withdraw();
-
-  // A new connection begins: its first Send will carry `first_msn`. Only when no buffer is
-  // outstanding (kInvalidState otherwise); reopens a closed queue.
-  Status Begin(std::uint32_t first_msn);
-
-  // The first segment of message `msn` arrived (or a later one: the same buffer again).
-  TakeResult Take(std::uint32_t msn, RecvBuffer& out);
-
-  // Message `msn` is placed or failed. kInvalidParameter: not taken, or already placed (kArg1);
-  // length above the buffer's capacity (kArg2).
-  Status Place(std::uint32_t msn, std::uint64_t transferred_length, DAT_DTO_COMPLETION_STATUS status,
-               const RecvNotes& notes = {});
-
-  // The connection ended: every buffer now completes in posting order, placed ones with their
-  // status, all others DAT_DTO_ERR_FLUSHED.
-  void Close();
-
-  // The next completion that may be generated now, in posting (MSN) order. Its `slot` is
-  // meaningless here (nothing to reap).
-  bool PopCompletion(RecvCompletion& out);
-
-  // dat_ep_recv_query: buffers posted without a generated completion, and their span (equal:
-  // every posted buffer is allocated and they are contiguous in MSN). Either may be null.
-  void RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const;
-
-  // Buffers posted and not completed (dat_ep_get_status's recv_idle is count() == 0).
-  std::uint32_t count() const;
+  // ReceiveSource. Post: too many segments: kInvalidParameter, kArg2; full (max_recv_dtos
+  // buffers without a generated completion): kInsufficientResources. Posting to a closed queue is
+  // allowed: the buffer is flushed by the next PopCompletion (a DAT EP in the Disconnected state
+  // flushes what is posted to it). `flags` (the post's completion flags) come back in the
+  // completion.
+  Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments, DAT_COMPLETION_FLAGS flags,
+              Posted& out) override;
+  void Withdraw() override;
+  // A connection begins at MSN 1 (iWARP); BeginConnectionAt names another first MSN (MSNs wrap
+  // at 2^32, which a test cannot wait for).
+  Status BeginConnection() override { return BeginConnectionAt(1); }
+  Status BeginConnectionAt(std::uint32_t first_msn);
+  void Close() override;
+  TakeResult TakeForMessage(std::uint32_t msn, RecvBuffer& out) override;
+  TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) override;
+  Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+               const RecvNotes& notes) override;
+  // Its `slot` is meaningless here (nothing to reap): `pool` is null.
+  bool PopCompletion(RecvCompletion& out) override;
+  // Buffers posted without a generated completion.
+  std::uint32_t held() const override;
+  // Equal counts: every posted buffer is allocated, and they are contiguous in MSN.
+  void RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const override;
+  bool announces_flush() const override { return false; }
+  void StopWaking() override {}
 
  private:
   enum class State : std::uint8_t { kPosted, kTaken, kPlaced };
@@ -100,6 +83,7 @@ class EpRecvQueue {
   EpRecvQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint32_t ring_size);
 
   Entry& At(std::uint32_t offset) { return entries_[(head_ + offset) & (ring_size_ - 1)]; }
+  TakeResult TakeLocked(std::uint32_t msn, RecvBuffer& out);
 
   const std::uint32_t limit_;
   const std::uint32_t max_iov_;
@@ -112,6 +96,12 @@ class EpRecvQueue {
   std::uint32_t count_ = 0;     // buffers without a generated completion
   std::uint32_t next_msn_ = 1;  // the MSN of the head buffer
   bool closed_ = false;
+  bool message_waiting_ = false;  // a TakeForMessage found no buffer since the last Post
+
+  // Device model: recv_ids (posting numbers) of this EP.
+  std::uint64_t recv_posted_ = 0;    // recv_id of the latest buffer posted
+  std::uint64_t recv_base_ = 0;      // recv_id before this connection's MSN 1
+  std::uint64_t recv_expected_ = 1;  // recv_id the next device completion should name
 };
 
 }  // namespace softdat::srq

@@ -24,7 +24,8 @@ std::unique_ptr<EpRecvQueue> MakeQueue(std::uint32_t max_dtos, std::uint32_t max
 
 Status PostTagged(EpRecvQueue& queue, std::uint64_t tag, std::uint32_t length = 100) {
   const RecvSegment segment = Segment(tag, length);
-  return queue.Post(Cookie(tag), {&segment, 1});
+  ReceiveSource::Posted posted;
+  return queue.Post(Cookie(tag), {&segment, 1}, DAT_COMPLETION_DEFAULT_FLAG, posted);
 }
 
 std::vector<std::pair<std::uint64_t, DAT_DTO_COMPLETION_STATUS>> PopAll(EpRecvQueue& queue) {
@@ -48,22 +49,22 @@ TEST(EpRecvQueue, BufferOfAnMsnIsItsPostingPositionWhateverTheArrivalOrder) {
   auto queue = MakeQueue(8);
   for (std::uint64_t tag = 10; tag < 13; ++tag) ASSERT_TRUE(PostTagged(*queue, tag).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(3, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(3, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.cookie.as_64, 12u);
-  ASSERT_EQ(queue->Take(1, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.cookie.as_64, 10u);
   EXPECT_EQ(buffer.segments[0].address, Segment(10).address);
-  ASSERT_TRUE(queue->Place(3, 30, DAT_DTO_SUCCESS).ok());
+  ASSERT_TRUE(queue->Place(3, 30, DAT_DTO_SUCCESS, {}).ok());
   RecvCompletion completion{};
   EXPECT_FALSE(queue->PopCompletion(completion)) << "MSN 1 is not placed yet";
-  ASSERT_TRUE(queue->Place(1, 10, DAT_DTO_SUCCESS).ok());
+  ASSERT_TRUE(queue->Place(1, 10, DAT_DTO_SUCCESS, {}).ok());
   ASSERT_TRUE(queue->PopCompletion(completion));
   EXPECT_EQ(completion.cookie.as_64, 10u);
   EXPECT_EQ(completion.msn, 1u);
   EXPECT_EQ(completion.transferred_length, 10u);
   EXPECT_FALSE(queue->PopCompletion(completion)) << "MSN 2 is open";
-  ASSERT_EQ(queue->Take(2, buffer), TakeResult::kTaken);
-  ASSERT_TRUE(queue->Place(2, 20, DAT_DTO_SUCCESS).ok());
+  ASSERT_EQ(queue->TakeForMessage(2, buffer), TakeResult::kTaken);
+  ASSERT_TRUE(queue->Place(2, 20, DAT_DTO_SUCCESS, {}).ok());
   EXPECT_EQ(PopAll(*queue), (std::vector<std::pair<std::uint64_t, DAT_DTO_COMPLETION_STATUS>>{
                                 {11, DAT_DTO_SUCCESS}, {12, DAT_DTO_SUCCESS}}));
 }
@@ -71,40 +72,42 @@ TEST(EpRecvQueue, BufferOfAnMsnIsItsPostingPositionWhateverTheArrivalOrder) {
 TEST(EpRecvQueue, UnpostedMsnIsNotReadyAndDeliveredMsnIsRefused) {
   auto queue = MakeQueue(4);
   RecvBuffer buffer{};
-  EXPECT_EQ(queue->Take(1, buffer), TakeResult::kNotReady);
+  EXPECT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kNotReady);
   ASSERT_TRUE(PostTagged(*queue, 1).ok());
-  ASSERT_EQ(queue->Take(1, buffer), TakeResult::kTaken);
-  EXPECT_EQ(queue->Take(1, buffer), TakeResult::kTaken) << "a later segment finds the same buffer";
-  ASSERT_TRUE(queue->Place(1, 1, DAT_DTO_SUCCESS).ok());
-  EXPECT_EQ(queue->Take(1, buffer), TakeResult::kRefused) << "placed";
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken);
+  EXPECT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken) << "a later segment finds the same buffer";
+  ASSERT_TRUE(queue->Place(1, 1, DAT_DTO_SUCCESS, {}).ok());
+  EXPECT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kRefused) << "placed";
   RecvCompletion completion{};
   ASSERT_TRUE(queue->PopCompletion(completion));
-  EXPECT_EQ(queue->Take(1, buffer), TakeResult::kRefused) << "delivered";
-  EXPECT_EQ(queue->Take(2, buffer), TakeResult::kNotReady);
-  EXPECT_EQ(queue->Take(1000, buffer), TakeResult::kNotReady);
+  EXPECT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kRefused) << "delivered";
+  EXPECT_EQ(queue->TakeForMessage(2, buffer), TakeResult::kNotReady);
+  EXPECT_EQ(queue->TakeForMessage(1000, buffer), TakeResult::kNotReady);
 }
 
 TEST(EpRecvQueue, PostRefusalsChangeNothing) {
   auto queue = MakeQueue(2, 2);
   const RecvSegment three[3] = {Segment(1), Segment(2), Segment(3)};
-  EXPECT_EQ(queue->Post(Cookie(1), three), Status(Code::kInvalidParameter, Detail::kArg2));
+  ReceiveSource::Posted posted;
+  EXPECT_EQ(queue->Post(Cookie(1), three, DAT_COMPLETION_DEFAULT_FLAG, posted), Status(Code::kInvalidParameter, Detail::kArg2));
   ASSERT_TRUE(PostTagged(*queue, 1).ok());
   ASSERT_TRUE(PostTagged(*queue, 2).ok());
   EXPECT_EQ(PostTagged(*queue, 3).code(), Code::kInsufficientResources);
-  EXPECT_EQ(queue->count(), 2u);
+  EXPECT_EQ(queue->held(), 2u);
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(2, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(2, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.cookie.as_64, 2u);
 }
 
 TEST(EpRecvQueue, ZeroSegmentBufferTakesAZeroSizeMessage) {
   auto queue = MakeQueue(2);
-  ASSERT_TRUE(queue->Post(Cookie(7), {}).ok());
+  ReceiveSource::Posted posted;
+  ASSERT_TRUE(queue->Post(Cookie(7), {}, DAT_COMPLETION_DEFAULT_FLAG, posted).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(1, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.capacity, 0u);
-  EXPECT_EQ(queue->Place(1, 1, DAT_DTO_SUCCESS), Status(Code::kInvalidParameter, Detail::kArg2));
-  ASSERT_TRUE(queue->Place(1, 0, DAT_DTO_SUCCESS).ok());
+  EXPECT_EQ(queue->Place(1, 1, DAT_DTO_SUCCESS, {}), Status(Code::kInvalidParameter, Detail::kArg2));
+  ASSERT_TRUE(queue->Place(1, 0, DAT_DTO_SUCCESS, {}).ok());
   EXPECT_EQ(PopAll(*queue).size(), 1u);
 }
 
@@ -112,11 +115,11 @@ TEST(EpRecvQueue, CloseFlushesEverythingInPostingOrderKeepingPlacedStatuses) {
   auto queue = MakeQueue(8);
   for (std::uint64_t tag = 1; tag <= 4; ++tag) ASSERT_TRUE(PostTagged(*queue, tag).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(2, buffer), TakeResult::kTaken);
-  ASSERT_TRUE(queue->Place(2, 5, DAT_DTO_ERR_LOCAL_LENGTH).ok());
-  ASSERT_EQ(queue->Take(3, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(2, buffer), TakeResult::kTaken);
+  ASSERT_TRUE(queue->Place(2, 5, DAT_DTO_ERR_LOCAL_LENGTH, {}).ok());
+  ASSERT_EQ(queue->TakeForMessage(3, buffer), TakeResult::kTaken);
   queue->Close();
-  EXPECT_EQ(queue->Take(4, buffer), TakeResult::kRefused);
+  EXPECT_EQ(queue->TakeForMessage(4, buffer), TakeResult::kRefused);
   ASSERT_TRUE(PostTagged(*queue, 5).ok()) << "posting to a disconnected EP is allowed";
   EXPECT_EQ(PopAll(*queue), (std::vector<std::pair<std::uint64_t, DAT_DTO_COMPLETION_STATUS>>{
                                 {1, DAT_DTO_ERR_FLUSHED},
@@ -124,20 +127,20 @@ TEST(EpRecvQueue, CloseFlushesEverythingInPostingOrderKeepingPlacedStatuses) {
                                 {3, DAT_DTO_ERR_FLUSHED},
                                 {4, DAT_DTO_ERR_FLUSHED},
                                 {5, DAT_DTO_ERR_FLUSHED}}));
-  EXPECT_EQ(queue->count(), 0u);
+  EXPECT_EQ(queue->held(), 0u);
 }
 
 TEST(EpRecvQueue, BeginStartsANewConnectionOnlyWhenNothingIsInFlight) {
   auto queue = MakeQueue(4);
   ASSERT_TRUE(PostTagged(*queue, 1).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(1, buffer), TakeResult::kTaken);
-  EXPECT_EQ(queue->Begin(1).code(), Code::kInvalidState);
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken);
+  EXPECT_EQ(queue->BeginConnection().code(), Code::kInvalidState);
   queue->Close();
   EXPECT_EQ(PopAll(*queue).size(), 1u);
   ASSERT_TRUE(PostTagged(*queue, 2).ok());
-  ASSERT_TRUE(queue->Begin(1).ok());
-  ASSERT_EQ(queue->Take(1, buffer), TakeResult::kTaken) << "reopened";
+  ASSERT_TRUE(queue->BeginConnection().ok());
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken) << "reopened";
   EXPECT_EQ(buffer.cookie.as_64, 2u);
 }
 
@@ -150,8 +153,8 @@ TEST(EpRecvQueue, RecvQueryCountsPostedBuffersAsAllocatedWithEqualSpan) {
   EXPECT_EQ(span, 0);
   for (std::uint64_t tag = 1; tag <= 3; ++tag) ASSERT_TRUE(PostTagged(*queue, tag).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(1, buffer), TakeResult::kTaken);
-  ASSERT_TRUE(queue->Place(1, 1, DAT_DTO_SUCCESS).ok());
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken);
+  ASSERT_TRUE(queue->Place(1, 1, DAT_DTO_SUCCESS, {}).ok());
   RecvCompletion completion{};
   ASSERT_TRUE(queue->PopCompletion(completion));
   queue->RecvQuery(&n, &span);
@@ -162,13 +165,13 @@ TEST(EpRecvQueue, RecvQueryCountsPostedBuffersAsAllocatedWithEqualSpan) {
 
 TEST(EpRecvQueue, MsnWrapsAroundTwoToTheThirtyTwo) {
   auto queue = MakeQueue(4);
-  ASSERT_TRUE(queue->Begin(0xFFFFFFFFu).ok());
+  ASSERT_TRUE(queue->BeginConnectionAt(0xFFFFFFFFu).ok());
   ASSERT_TRUE(PostTagged(*queue, 1).ok());
   ASSERT_TRUE(PostTagged(*queue, 2).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(0, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(0, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.cookie.as_64, 2u);
-  ASSERT_EQ(queue->Take(0xFFFFFFFFu, buffer), TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(0xFFFFFFFFu, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.cookie.as_64, 1u);
 }
 
@@ -182,9 +185,10 @@ TEST(EpRecvQueueNotes, PostFlagsAndMessageNotesReachTheCompletion) {
   std::unique_ptr<EpRecvQueue> queue;
   ASSERT_TRUE(EpRecvQueue::Create(4, 1, queue).ok());
   const RecvSegment segment = testing::Segment(1);
-  ASSERT_TRUE(queue->Post(testing::Cookie(1), {&segment, 1}, DAT_COMPLETION_UNSIGNALLED_FLAG).ok());
+  ReceiveSource::Posted posted;
+  ASSERT_TRUE(queue->Post(testing::Cookie(1), {&segment, 1}, DAT_COMPLETION_UNSIGNALLED_FLAG, posted).ok());
   RecvBuffer buffer{};
-  ASSERT_EQ(queue->Take(1, buffer), EpRecvQueue::TakeResult::kTaken);
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), EpRecvQueue::TakeResult::kTaken);
   ASSERT_TRUE(queue->Place(1, 3, DAT_DTO_SUCCESS, RecvNotes{true, true, 0x4242}).ok());
   RecvCompletion completion{};
   ASSERT_TRUE(queue->PopCompletion(completion));

@@ -7,8 +7,10 @@
 namespace softdat::srq {
 namespace {
 
+using testing::Complete;
+using testing::FlushEndpoint;
 using testing::CountingListener;
-using testing::MakeAccount;
+using testing::MakeWindow;
 using testing::MakePool;
 using testing::PostTagged;
 using TakeResult = SrqPool::TakeResult;
@@ -16,7 +18,7 @@ using TakeResult = SrqPool::TakeResult;
 constexpr Status kBadArg2(Code::kInvalidParameter, Detail::kArg2);
 
 // Takes the next buffer under the next MSN.
-void TakeOne(SrqPool& pool, EndpointRecvAccount& ep, std::uint32_t& msn) {
+void TakeOne(SrqPool& pool, MsnWindow& ep, std::uint32_t& msn) {
   RecvBuffer buffer{};
   ASSERT_EQ(pool.Take(ep, msn++, buffer), TakeResult::kTaken);
 }
@@ -24,7 +26,7 @@ void TakeOne(SrqPool& pool, EndpointRecvAccount& ep, std::uint32_t& msn) {
 TEST(SrqLowWatermark, LowWatermarkFiresOnceWhenBelow) {
   CountingListener listener;
   auto pool = MakePool(8, 1, &listener);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   std::uint32_t msn = 1;
   for (std::uint64_t tag = 0; tag < 4; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   ASSERT_TRUE(pool->SetLowWatermark(2).ok());
@@ -47,7 +49,7 @@ TEST(SrqLowWatermark, LowWatermarkFiresOnceWhenBelow) {
 TEST(SrqLowWatermark, LowWatermarkFiresAtOnceIfAlreadyBelow) {
   CountingListener listener;
   auto pool = MakePool(8, 1, &listener);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
   ASSERT_TRUE(pool->SetLowWatermark(3).ok());
   EXPECT_EQ(listener.count(), 1);  // during the call
@@ -71,7 +73,7 @@ TEST(SrqLowWatermark, LowWatermarkNotFiredAtExactlyTheWatermark) {
 TEST(SrqLowWatermark, LowWatermarkRearmsOnEverySet) {
   CountingListener listener;
   auto pool = MakePool(8, 1, &listener);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   std::uint32_t msn = 1;
   for (std::uint64_t tag = 0; tag < 4; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   ASSERT_TRUE(pool->SetLowWatermark(4).ok());
@@ -104,7 +106,7 @@ TEST(SrqLowWatermark, LowWatermarkAboveMaxIsInvalid) {
 TEST(SrqLowWatermark, LowWatermarkDefaultDisarms) {
   CountingListener listener;
   auto pool = MakePool(8, 1, &listener);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   for (std::uint64_t tag = 0; tag < 4; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   ASSERT_TRUE(pool->SetLowWatermark(3).ok());
   ASSERT_TRUE(pool->SetLowWatermark(DAT_SRQ_LW_DEFAULT).ok());
@@ -117,7 +119,7 @@ TEST(SrqLowWatermark, LowWatermarkDefaultDisarms) {
 TEST(SrqLowWatermark, LowWatermarkWithoutListenerIsConsumedQuietly) {
   CountingListener listener;
   auto pool = MakePool(8, 1, nullptr);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
   ASSERT_TRUE(PostTagged(*pool, 2).ok());
   ASSERT_TRUE(pool->SetLowWatermark(2).ok());
@@ -147,7 +149,7 @@ TEST(SrqLowWatermark, LowWatermarkListenerIsCalledOutsideTheLock) {
   QueryingListener listener;
   auto pool = MakePool(8, 1, &listener);
   listener.pool = pool.get();
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
   ASSERT_TRUE(PostTagged(*pool, 2).ok());
   ASSERT_TRUE(pool->SetLowWatermark(2).ok());

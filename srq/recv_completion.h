@@ -17,12 +17,13 @@ struct RecvNotes {
 
 struct RecvCompletion {
   DAT_DTO_COOKIE cookie;
-  std::uint32_t slot;  // hand back to SrqPool::Reaped once the consumer dequeued the event
+  std::uint32_t slot;  // from_srq: hand back to SrqPool::Reaped once the consumer dequeued it
   std::uint32_t msn;
   std::uint64_t transferred_length;  // not defined by the spec unless status is DAT_DTO_SUCCESS
   DAT_DTO_COMPLETION_STATUS status;
   RecvNotes notes{};
   DAT_COMPLETION_FLAGS post_flags = DAT_COMPLETION_DEFAULT_FLAG;  // what the post asked for
+  bool from_srq = false;  // the buffer stays outstanding on its SRQ until reaped
 };
 
 }  // namespace softdat::srq

@@ -9,7 +9,9 @@
 namespace softdat::srq {
 namespace {
 
-using testing::MakeAccount;
+using testing::Complete;
+using testing::FlushEndpoint;
+using testing::MakeWindow;
 using testing::MakePool;
 using testing::PostTagged;
 using testing::Segment;
@@ -28,7 +30,7 @@ TEST(SrqResize, ResizeRefusesZeroAndAboveLimit) {
 
 TEST(SrqResize, ResizeBelowOutstandingIsInvalidState) {
   auto pool = MakePool(8, 1);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   for (std::uint64_t tag = 1; tag <= 5; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   // Outstanding 5: 2 on the SRQ, 1 held by the EP, 2 completed but not reaped.
   RecvBuffer buffer{};
@@ -36,9 +38,9 @@ TEST(SrqResize, ResizeBelowOutstandingIsInvalidState) {
   std::size_t delivered = 0;
   for (std::uint32_t msn = 1; msn <= 3; ++msn)
     ASSERT_EQ(pool->Take(*ep, msn, buffer), TakeResult::kTaken);
-  ASSERT_TRUE(pool->Complete(*ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  ASSERT_TRUE(Complete(*pool, *ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   const std::uint32_t first_slot = out[0].slot;
-  ASSERT_TRUE(pool->Complete(*ep, 2, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+  ASSERT_TRUE(Complete(*pool, *ep, 2, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   EXPECT_EQ(pool->Resize(4), kInUse);
   EXPECT_EQ(pool->Query().max_recv_dtos, 8u);  // unchanged
   EXPECT_EQ(pool->Query().outstanding_dto_count, 5u);
@@ -65,7 +67,7 @@ TEST(SrqResize, ResizeBelowLowWatermarkIsInvalidState) {
 
 TEST(SrqResize, ResizeGrowKeepsEveryBuffer) {
   auto pool = MakePool(4, 2);
-  auto ep = MakeAccount(*pool, 64);
+  auto ep = MakeWindow(*pool, 64);
   for (std::uint64_t tag = 1; tag <= 4; ++tag) ASSERT_TRUE(PostTagged(*pool, tag, 64).ok());
   RecvBuffer held{};
   ASSERT_EQ(pool->Take(*ep, 1, held), TakeResult::kTaken);
@@ -98,10 +100,10 @@ TEST(SrqResize, ResizeGrowKeepsEveryBuffer) {
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
   for (std::uint32_t msn = 64; msn >= 2; --msn) {
-    ASSERT_TRUE(pool->Complete(*ep, msn, 64, DAT_DTO_SUCCESS, out, delivered).ok());
+    ASSERT_TRUE(Complete(*pool, *ep, msn, 64, DAT_DTO_SUCCESS, out, delivered).ok());
     ASSERT_EQ(delivered, 0u);
   }
-  ASSERT_TRUE(pool->Complete(*ep, 1, 64, DAT_DTO_SUCCESS, out, delivered).ok());
+  ASSERT_TRUE(Complete(*pool, *ep, 1, 64, DAT_DTO_SUCCESS, out, delivered).ok());
   ASSERT_EQ(delivered, 64u);
   for (std::uint32_t i = 0; i < 64; ++i) {
     EXPECT_EQ(out[i].msn, i + 1);
@@ -111,7 +113,7 @@ TEST(SrqResize, ResizeGrowKeepsEveryBuffer) {
 
 TEST(SrqResize, ResizeShrinkKeepsEveryBuffer) {
   auto pool = MakePool(16, 1);
-  auto ep = MakeAccount(*pool);
+  auto ep = MakeWindow(*pool);
   for (std::uint64_t tag = 1; tag <= 3; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   RecvBuffer held{};
   ASSERT_EQ(pool->Take(*ep, 1, held), TakeResult::kTaken);
@@ -136,14 +138,14 @@ TEST(SrqResize, ResizeShrinkKeepsEveryBuffer) {
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
   for (std::uint32_t msn = 4; msn >= 1; --msn)
-    ASSERT_TRUE(pool->Complete(*ep, msn, 0, DAT_DTO_SUCCESS, out, delivered).ok());
+    ASSERT_TRUE(Complete(*pool, *ep, msn, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   ASSERT_EQ(delivered, 4u);
   for (std::uint32_t i = 0; i < 4; ++i) EXPECT_EQ(out[i].cookie.as_64, i + 1);
 }
 
 TEST(SrqResize, ResizeGrowRepeatedlyKeepsPostingOrder) {
   auto pool = MakePool(2, 1);
-  auto ep = MakeAccount(*pool, 1024);
+  auto ep = MakeWindow(*pool, 1024);
   std::uint64_t posted = 0;
   std::uint32_t next_msn = 1;
   // Take a buffer now and then so the posted ring wraps before each grow.

@@ -7,6 +7,8 @@
 #include <new>
 #include <utility>
 
+#include "base/log.h"
+
 namespace softdat::srq {
 
 // Everything a growing slab needs, allocated without the lock held so that posts and takes are
@@ -68,6 +70,11 @@ void SrqPool::SetListener(LowWatermarkListener* listener) {
   listener_ = listener;
 }
 
+void SrqPool::AttachDevice(DeviceQueue* device) {
+  std::lock_guard lock(mu_);
+  device_ = device;
+}
+
 void SrqPool::CommitGrowthLocked(Growth& growth) {
   const auto old_size = static_cast<std::uint32_t>(slots_.size());
   const auto new_size = static_cast<std::uint32_t>(growth.slots.size());
@@ -90,10 +97,9 @@ void SrqPool::CommitGrowthLocked(Growth& growth) {
   chunks_ = std::move(growth.chunk);
 }
 
-Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
-                     std::uint32_t* slot_out) {
+Status SrqPool::PostLocked(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
+                           std::uint32_t& slot_out) {
   if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kArg2);
-  std::lock_guard lock(mu_);
   if (OutstandingLocked() >= limit_)
     return Status(Code::kInsufficientResources, Detail::kResourceSrq);
   const std::uint32_t index = free_[--free_count_];
@@ -110,8 +116,42 @@ Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segment
   const auto mask = static_cast<std::uint32_t>(posted_.size()) - 1;
   posted_[(posted_head_ + posted_count_) & mask] = index;
   ++posted_count_;
-  if (slot_out != nullptr) *slot_out = index;
+  slot_out = index;
   return Status::Ok();
+}
+
+Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
+                     std::uint32_t* slot_out) {
+  std::uint32_t slot = 0;
+  bool wake = false;
+  DeviceQueue* device = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (Status status = PostLocked(cookie, segments, slot); !status.ok()) return status;
+    wake = !waiting_.empty();
+    device = device_;
+  }
+  if (device != nullptr) {
+    // The pool first: it enforces the queue limit, and a completion racing the post finds the slot.
+    if (Status status = device->PostRecv(slot, segments); !status.ok()) {
+      (void)Withdraw(slot);
+      return status;
+    }
+  }
+  if (slot_out != nullptr) *slot_out = slot;
+  if (wake) WakeWaiters();
+  return Status::Ok();
+}
+
+void SrqPool::WakeWaiters() {
+  std::lock_guard wake(wake_mutex_);
+  {
+    std::lock_guard lock(mu_);
+    waking_.swap(waiting_);  // both have room for every user: no allocation
+    for (BufferWaiter* waiter : waking_) waiter->queued_ = false;
+  }
+  for (BufferWaiter* waiter : waking_) waiter->OnBuffersPosted();
+  waking_.clear();
 }
 
 bool SrqPool::RemovePostedLocked(std::uint32_t index) {
@@ -148,6 +188,10 @@ LowWatermarkListener* SrqPool::LowWatermarkCrossedLocked() {
 
 Status SrqPool::SetLowWatermark(DAT_COUNT low_watermark) {
   if (low_watermark < 0) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (device_ != nullptr && !device_->has_limit_event()) {
+    SOFTDAT_LOG(kWarn, "dat_srq_set_lw: this device has no SRQ limit event");
+    return Status(Code::kModelNotSupported);
+  }
   LowWatermarkListener* notify = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -155,12 +199,63 @@ Status SrqPool::SetLowWatermark(DAT_COUNT low_watermark) {
       return Status(Code::kInvalidParameter, Detail::kArg2);
     low_watermark_ = static_cast<std::uint32_t>(low_watermark);
     low_watermark_armed_ = low_watermark != DAT_SRQ_LW_DEFAULT;
-    // The man page's USAGE words this the other way round ("if the new low watermark value is
-    // below the current number"); its DESCRIPTION is the rule: fire when the SRQ is below it.
-    notify = LowWatermarkCrossedLocked();
+    if (device_ == nullptr) {
+      // The man page's USAGE words this the other way round ("if the new low watermark value is
+      // below the current number"); its DESCRIPTION is the rule: fire when the SRQ is below it.
+      notify = LowWatermarkCrossedLocked();
+    }
   }
+  if (device_ != nullptr) return SetDeviceLowWatermark(static_cast<std::uint32_t>(low_watermark));
   if (notify != nullptr) notify->OnLowWatermark();
   return Status::Ok();
+}
+
+Status SrqPool::SetDeviceLowWatermark(std::uint32_t limit) {
+  bool below = false;
+  {
+    std::lock_guard lock(mu_);
+    // The pool counts buffers the device took but has not completed as still on the SRQ, so if
+    // even its count is below the watermark the device's is too: fire now, as the software path
+    // does, and leave the device disarmed.
+    below = limit != 0 && AvailableLocked() < limit;
+    if (below) low_watermark_armed_ = false;
+  }
+  const Status armed = device_->ArmLimit(below ? 0 : limit);
+  if (!armed.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      low_watermark_armed_ = false;
+    }
+    if (limit == 0 || below || armed.code() != Code::kInvalidParameter) return armed;
+    // The value is in range (checked above), so the device refuses because it already holds
+    // fewer buffers than that (rxe: EINVAL): the event is due now.
+    SOFTDAT_LOG(kInfo, "dat_srq_set_lw: the device already holds fewer than %u buffers", limit);
+    below = true;
+  }
+  if (below) {
+    LowWatermarkListener* notify = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      notify = listener_;
+    }
+    if (notify != nullptr) notify->OnLowWatermark();
+  }
+  return Status::Ok();
+}
+
+void SrqPool::OnDeviceLimitReached() {
+  LowWatermarkListener* notify = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (!low_watermark_armed_) {
+      SOFTDAT_LOG(kInfo, "SRQ pool %p: device limit event without an armed low watermark, ignored",
+                  static_cast<void*>(this));
+      return;
+    }
+    low_watermark_armed_ = false;  // one event per arming, whatever the device says
+    notify = listener_;
+  }
+  if (notify != nullptr) notify->OnLowWatermark();
 }
 
 Status SrqPool::CheckResizeLocked(std::uint32_t new_max) const {
@@ -175,8 +270,24 @@ Status SrqPool::CheckResize(std::uint32_t new_max) const {
   return CheckResizeLocked(new_max);
 }
 
+Status SrqPool::GrowDevice(std::uint32_t new_max) {
+  // srq/'s rules first (outstanding buffers, low watermark): a refused resize touches no device.
+  if (Status status = CheckResize(new_max); !status.ok()) return status;
+  // As large as the pool, but never past what the device offers (the pool rounds sizes up to a
+  // power of two; the device's maximum need not be one, and the consumer asked for no more).
+  const std::uint32_t size = std::min(std::bit_ceil(new_max), device_->max_size());
+  // Serialized, so the device queue only grows. Shrinking leaves it as it is: the pool's limit is
+  // what keeps posts within the new size.
+  std::lock_guard lock(device_mutex_);
+  if (size > device_->size()) return device_->Grow(size);
+  return Status::Ok();
+}
+
 Status SrqPool::Resize(std::uint32_t new_max) {
   if (new_max == 0 || new_max > kMaxRecvDtos) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (device_ != nullptr) {
+    if (Status status = GrowDevice(new_max); !status.ok()) return status;
+  }
   const std::uint32_t new_size = std::bit_ceil(new_max);
   for (;;) {
     std::uint32_t slab_size;
@@ -206,41 +317,74 @@ SrqPool::Snapshot SrqPool::Query() const {
   return Snapshot{limit_, max_iov_, low_watermark_, AvailableLocked(), OutstandingLocked()};
 }
 
-Status SrqPool::Attach(EndpointRecvAccount& ep) {
+Status SrqPool::Attach(MsnWindow& ep) {
   std::lock_guard lock(mu_);
   if (ep.pool_ != nullptr) return Status(Code::kInvalidParameter, Detail::kArg1);
   ep.pool_ = this;
-  ++attached_;
   return Status::Ok();
 }
 
-Status SrqPool::Detach(EndpointRecvAccount& ep) {
+Status SrqPool::Detach(MsnWindow& ep) {
   std::lock_guard lock(mu_);
   if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
   // Detaching now would leave those buffers outstanding forever.
   if (ep.held() > 0) return Status(Code::kInvalidState, Detail::kEpCompletionPending);
   ep.pool_ = nullptr;
-  --attached_;
   return Status::Ok();
 }
 
-std::uint32_t SrqPool::attached_count() const {
+Status SrqPool::AddUser() {
+  std::lock_guard wake(wake_mutex_);
   std::lock_guard lock(mu_);
-  return attached_;
+  try {
+    waiting_.reserve(users_ + 1);
+    waking_.reserve(users_ + 1);
+  } catch (const std::bad_alloc&) {
+    return Status(Code::kInsufficientResources, Detail::kMemory);
+  }
+  ++users_;
+  return Status::Ok();
 }
 
-SrqPool::TakeResult SrqPool::Take(EndpointRecvAccount& ep, std::uint32_t msn, RecvBuffer& out) {
+void SrqPool::RemoveUser() {
+  std::lock_guard lock(mu_);
+  if (users_ > 0) --users_;
+}
+
+void SrqPool::CancelWait(BufferWaiter* waiter) {
+  std::lock_guard wake(wake_mutex_);  // waits out a wake-up that may be calling `waiter`
+  std::lock_guard lock(mu_);
+  if (waiter->queued_) {
+    std::erase(waiting_, waiter);
+    waiter->queued_ = false;
+  }
+}
+
+std::uint32_t SrqPool::user_count() const {
+  std::lock_guard lock(mu_);
+  return users_;
+}
+
+SrqPool::TakeResult SrqPool::Take(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out, BufferWaiter* waiter) {
   LowWatermarkListener* notify = nullptr;
   std::uint32_t index = 0;
   RecvBuffer view;
   {
     std::lock_guard lock(mu_);
-    if (ep.pool_ != this) return TakeResult::kRefused;
+    // The device picks buffers in the device model; a software take would race it.
+    if (ep.pool_ != this || device_ != nullptr) return TakeResult::kRefused;
     switch (ep.Find(msn, index)) {
-      case EndpointRecvAccount::Lookup::kRefused: return TakeResult::kRefused;
-      case EndpointRecvAccount::Lookup::kHeld: break;  // a later segment of the same message
-      case EndpointRecvAccount::Lookup::kFree:
-        if (posted_count_ == 0) return TakeResult::kEmpty;
+      case MsnWindow::Lookup::kRefused: return TakeResult::kRefused;
+      case MsnWindow::Lookup::kHeld: break;  // a later segment of the same message
+      case MsnWindow::Lookup::kFree:
+        if (posted_count_ == 0) {
+          // AddUser made room for every user, so this never allocates.
+          if (waiter != nullptr && !waiter->queued_) {
+            waiter->queued_ = true;
+            waiting_.push_back(waiter);
+          }
+          return TakeResult::kEmpty;
+        }
         index = posted_[posted_head_];
         posted_head_ = (posted_head_ + 1) & (static_cast<std::uint32_t>(posted_.size()) - 1);
         --posted_count_;
@@ -257,13 +401,13 @@ SrqPool::TakeResult SrqPool::Take(EndpointRecvAccount& ep, std::uint32_t msn, Re
   return TakeResult::kTaken;
 }
 
-SrqPool::TakeResult SrqPool::TakePosted(EndpointRecvAccount& ep, std::uint32_t msn,
+SrqPool::TakeResult SrqPool::TakePosted(MsnWindow& ep, std::uint32_t msn,
                                         std::uint32_t slot, RecvBuffer& out) {
   std::lock_guard lock(mu_);
   if (ep.pool_ != this || slot >= slots_.size() || slots_[slot].state != SlotState::kPosted)
     return TakeResult::kRefused;
   std::uint32_t held = 0;
-  if (ep.Find(msn, held) != EndpointRecvAccount::Lookup::kFree) return TakeResult::kRefused;
+  if (ep.Find(msn, held) != MsnWindow::Lookup::kFree) return TakeResult::kRefused;
   if (!RemovePostedLocked(slot)) return TakeResult::kRefused;
   Slot& taken = slots_[slot];
   taken.state = SlotState::kHeld;
@@ -272,13 +416,13 @@ SrqPool::TakeResult SrqPool::TakePosted(EndpointRecvAccount& ep, std::uint32_t m
   return TakeResult::kTaken;
 }
 
-RecvCompletion SrqPool::CompletionLocked(const EndpointRecvAccount::Ready& ready) {
+RecvCompletion SrqPool::CompletionLocked(const MsnWindow::Ready& ready) {
   Slot& slot = slots_[ready.slot];
   slot.state = SlotState::kCompleted;
   return RecvCompletion{slot.cookie, ready.slot, ready.msn, ready.length, ready.status, ready.notes};
 }
 
-Status SrqPool::Place(EndpointRecvAccount& ep, std::uint32_t msn, std::uint64_t transferred_length,
+Status SrqPool::Place(MsnWindow& ep, std::uint32_t msn, std::uint64_t transferred_length,
                       DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes) {
   std::lock_guard lock(mu_);
   if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
@@ -290,41 +434,20 @@ Status SrqPool::Place(EndpointRecvAccount& ep, std::uint32_t msn, std::uint64_t 
   return Status::Ok();
 }
 
-Status SrqPool::Close(EndpointRecvAccount& ep) {
+Status SrqPool::Close(MsnWindow& ep) {
   std::lock_guard lock(mu_);
   if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
   ep.Close();
   return Status::Ok();
 }
 
-bool SrqPool::PopCompletion(EndpointRecvAccount& ep, RecvCompletion& out) {
+bool SrqPool::PopCompletion(MsnWindow& ep, RecvCompletion& out) {
   std::lock_guard lock(mu_);
   if (ep.pool_ != this) return false;
-  EndpointRecvAccount::Ready ready;
+  MsnWindow::Ready ready;
   if (!ep.PopNext(ready)) return false;
   out = CompletionLocked(ready);
   return true;
-}
-
-Status SrqPool::Complete(EndpointRecvAccount& ep, std::uint32_t msn,
-                         std::uint64_t transferred_length, DAT_DTO_COMPLETION_STATUS status,
-                         std::span<RecvCompletion> out, std::size_t& delivered) {
-  if (out.size() < ep.window()) return Status(Code::kInvalidParameter, Detail::kArg5);
-  if (Status placed = Place(ep, msn, transferred_length, status); !placed.ok()) return placed;
-  std::size_t count = 0;
-  while (count < out.size() && PopCompletion(ep, out[count])) ++count;
-  delivered = count;
-  return Status::Ok();
-}
-
-Status SrqPool::FlushEndpoint(EndpointRecvAccount& ep, std::span<RecvCompletion> out,
-                              std::size_t& delivered) {
-  if (out.size() < ep.window()) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (Status closed = Close(ep); !closed.ok()) return closed;
-  std::size_t count = 0;
-  while (count < out.size() && PopCompletion(ep, out[count])) ++count;
-  delivered = count;
-  return Status::Ok();
 }
 
 Status SrqPool::Reaped(std::uint32_t slot) {
@@ -336,7 +459,7 @@ Status SrqPool::Reaped(std::uint32_t slot) {
   return Status::Ok();
 }
 
-Status SrqPool::RecvQuery(const EndpointRecvAccount& ep, DAT_COUNT* nbufs_allocated,
+Status SrqPool::RecvQuery(const MsnWindow& ep, DAT_COUNT* nbufs_allocated,
                           DAT_COUNT* bufs_alloc_span) const {
   std::uint32_t held;
   std::uint32_t span;

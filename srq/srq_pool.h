@@ -1,16 +1,23 @@
 // The SRQ's buffer store and every rule dat_srq_* puts on it: posting checks, the one-shot low
 // watermark, resize without losing a buffer, who holds which buffer under which MSN, completion
-// order per connection, flush on disconnect, and dat_ep_recv_query's snapshot.
+// order per connection, flush on disconnect, dat_ep_recv_query's snapshot, and which endpoints
+// wait for a buffer (told once when one is posted).
 //
 // Transport-independent: it knows nothing of handles, LMRs or EVDs. core/ validates segments
-// before Post and turns the completions and watermark events it gets back into DAT events.
+// before Post and turns the completions and watermark events it gets back into DAT events. Each
+// EP reaches the pool through its SrqAccount (srq_account.h), one MsnWindow per connection.
 //
-// A buffer's life: free -> Post -> on the SRQ -> Take -> held by an EP -> Complete (or
-// FlushEndpoint) -> completion generated -> Reaped -> free. "Outstanding" (what dat_srq_resize and
+// Device receive model (AttachDevice): every posted buffer is also posted to the device's queue
+// under its slot number, the device picks which buffer a message takes (TakePosted), the low
+// watermark is the device's limit event (armed here, one event per arming as in software), and a
+// resize that grows past the device queue asks the device first.
+//
+// A buffer's life: free -> Post -> on the SRQ -> Take -> held by an EP -> Place (or Close) ->
+// PopCompletion: completion generated -> Reaped -> free. "Outstanding" (what dat_srq_resize and
 // the queue limit count) is every state but free.
 //
-// Everything is allocated at Create (and by a growing Resize): Post, Take, Complete, Reaped and
-// FlushEndpoint never allocate and block only on the one internal mutex, held briefly.
+// Everything is allocated at Create (and by a growing Resize, and AddUser): Post, Take, Place,
+// PopCompletion and Reaped never allocate and block only on the internal mutex, held briefly.
 // MT-safe (dat_srq_create: MT-Level Safe).
 #pragma once
 
@@ -24,7 +31,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "srq/endpoint_recv_account.h"
+#include "srq/buffer_waiter.h"
+#include "srq/device_queue.h"
+#include "srq/msn_window.h"
 #include "srq/low_watermark_listener.h"
 #include "srq/recv_buffer.h"
 #include "srq/recv_completion.h"
@@ -67,10 +76,16 @@ class SrqPool {
   // Replaces the listener (null: none). A call already past the lock may still reach the old one.
   void SetListener(LowWatermarkListener* listener);
 
+  // Device receive model: from now on buffers are posted to `device` too (see above). Once, right
+  // after Create, before any post; `device` must outlive the pool's use of it.
+  void AttachDevice(DeviceQueue* device);
+
   // dat_srq_post_recv, with segments already validated. More segments than max_recv_iov:
   // kInvalidParameter, kArg2. Queue full, counting every outstanding buffer:
   // kInsufficientResources, kResourceSrq. A refused post changes nothing. Valid in every state.
   // `slot`, if given, gets the pool's name for the buffer (what a device receive is posted as).
+  // Wakes every waiting endpoint (software model); posts to the device (device model), and a
+  // buffer the device refuses is withdrawn and its error returned.
   Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
               std::uint32_t* slot = nullptr);
 
@@ -81,7 +96,12 @@ class SrqPool {
   // dat_srq_set_lw: negative or above the actual queue size: kInvalidParameter, kArg2.
   // DAT_SRQ_LW_DEFAULT (0) disarms. Otherwise arms one event for the first time the number of
   // buffers on the SRQ is below `low_watermark`, delivered before returning if it already is.
+  // Device model: arms the device's limit event instead (its error if the device refuses).
   Status SetLowWatermark(DAT_COUNT low_watermark);
+
+  // Device model: the device's limit event fired. Delivers the low-watermark event if one is
+  // armed (and disarms); otherwise it is stale and ignored.
+  void OnDeviceLimitReached();
 
   // The rules of Resize without resizing: kOk when Resize(new_max) would be allowed now. A
   // device SRQ is grown only once this says yes, so that a refused resize changes nothing.
@@ -89,7 +109,9 @@ class SrqPool {
 
   // dat_srq_resize. 0 or above kMaxRecvDtos: kInvalidParameter, kArg2. Below the outstanding
   // count or below the low watermark: kInvalidState, kSrqInUse (no state subtype fits better;
-  // both mean "what the SRQ holds or promises forbids this size"), and nothing changes.
+  // both mean "what the SRQ holds or promises forbids this size"), and nothing changes. Device
+  // model: growing past the device queue grows it first (its error, and nothing changes, if it
+  // cannot).
   // Growing allocates (kInsufficientResources, kMemory if it cannot). Either way the queue size
   // becomes `new_max` rounded up to a power of two. Shrinking only lowers the limit Post enforces:
   // memory stays allocated, so no buffer moves, every held buffer's segments stay where they are,
@@ -99,54 +121,51 @@ class SrqPool {
   // dat_srq_query's counts.
   Snapshot Query() const;
 
-  // An EP starts or stops using this SRQ; core/ refuses dat_srq_free while attached_count() > 0.
+  // An EP starts or stops using this SRQ (its SrqAccount is made or destroyed); dat_srq_free is
+  // refused while user_count() > 0. AddUser reserves the waiting list's room for one more
+  // endpoint, so waiting never allocates (kInsufficientResources, kMemory if it cannot).
+  Status AddUser();
+  void RemoveUser();
+  std::uint32_t user_count() const;
+  // Takes `waiter` off the waiting list; returns only once no wake-up of it is running.
+  void CancelWait(BufferWaiter* waiter);
+
+  // A connection's MSN window starts or stops taking buffers from this SRQ.
   // Attach: already attached anywhere: kInvalidParameter, kArg1. Detach: not attached here:
   // kInvalidParameter, kArg1; still holds buffers (flush first): kInvalidState,
   // kEpCompletionPending.
-  Status Attach(EndpointRecvAccount& ep);
-  Status Detach(EndpointRecvAccount& ep);
-  std::uint32_t attached_count() const;
+  Status Attach(MsnWindow& ep);
+  Status Detach(MsnWindow& ep);
 
   // The first segment of message `msn` arrived on `ep`: give it the oldest posted buffer. May fire
-  // the low watermark.
-  TakeResult Take(EndpointRecvAccount& ep, std::uint32_t msn, RecvBuffer& out);
+  // the low watermark. kEmpty with a `waiter`: it is told once when a buffer is posted (the
+  // check and the registration are one step, so no post can slip between them).
+  TakeResult Take(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out, BufferWaiter* waiter = nullptr);
 
   // Device receive model: the device gave buffer `slot` to message `msn` of `ep` (the device,
   // not the pool, chose it, usually but not necessarily the oldest). kRefused when `slot` is not
   // on the SRQ or `msn` may not take a buffer. Never fires the low watermark: the device's limit
   // event does.
-  TakeResult TakePosted(EndpointRecvAccount& ep, std::uint32_t msn, std::uint32_t slot,
+  TakeResult TakePosted(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot,
                         RecvBuffer& out);
 
   // Message `msn` on `ep` is fully placed (or failed with `status`). Its completion becomes
   // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing: `ep` not
   // attached here (kArg1), `msn` not holding an unplaced buffer (kArg2), length above the
   // buffer's capacity (kArg3); all kInvalidParameter.
-  Status Place(EndpointRecvAccount& ep, std::uint32_t msn, std::uint64_t transferred_length,
+  Status Place(MsnWindow& ep, std::uint32_t msn, std::uint64_t transferred_length,
                DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes = {});
 
   // The EP was disconnected: it takes no more buffers, and PopCompletion now hands out every
   // buffer it holds, in MSN order: placed ones with their status, the others
   // DAT_DTO_ERR_FLUSHED. Buffers still on the SRQ stay for the other EPs. kInvalidParameter,
   // kArg1 when `ep` is not attached here.
-  Status Close(EndpointRecvAccount& ep);
+  Status Close(MsnWindow& ep);
 
   // The next completion of `ep` that may be generated now, in MSN order (none while an earlier
   // MSN is still open, unless the account is closed). One at a time, so the caller can hand each
   // to an EVD without holding any lock of the pool.
-  bool PopCompletion(EndpointRecvAccount& ep, RecvCompletion& out);
-
-  // Place, then pop every completion that became deliverable into `out`, setting `delivered`.
-  // `out` shorter than ep.window(): kInvalidParameter, kArg5 (checked first, so a too-short
-  // array fails every time, not only under reordering).
-  Status Complete(EndpointRecvAccount& ep, std::uint32_t msn, std::uint64_t transferred_length,
-                  DAT_DTO_COMPLETION_STATUS status, std::span<RecvCompletion> out,
-                  std::size_t& delivered);
-
-  // Close, then pop every held buffer into `out`. Errors: not attached here (kArg1), `out`
-  // shorter than ep.window() (kArg2).
-  Status FlushEndpoint(EndpointRecvAccount& ep, std::span<RecvCompletion> out,
-                       std::size_t& delivered);
+  bool PopCompletion(MsnWindow& ep, RecvCompletion& out);
 
   // The consumer dequeued the completion of `slot` from its recv_evd (or it was dropped by an
   // overflowed EVD): the buffer stops being outstanding. A slot without a generated completion:
@@ -155,7 +174,7 @@ class SrqPool {
 
   // dat_ep_recv_query for `ep` (not attached here: kInvalidParameter, kArg1): buffers held
   // without a generated completion, and their MSN span; either pointer may be null.
-  Status RecvQuery(const EndpointRecvAccount& ep, DAT_COUNT* nbufs_allocated,
+  Status RecvQuery(const MsnWindow& ep, DAT_COUNT* nbufs_allocated,
                    DAT_COUNT* bufs_alloc_span) const;
 
  private:
@@ -177,6 +196,7 @@ class SrqPool {
   SrqPool(std::uint32_t limit, std::uint32_t max_iov, LowWatermarkListener* listener);
 
   // Everything named *Locked runs under mu_.
+  Status PostLocked(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments, std::uint32_t& slot);
   Status CheckResizeLocked(std::uint32_t new_max) const;
   void CommitGrowthLocked(Growth& growth);
   std::uint32_t OutstandingLocked() const {
@@ -185,17 +205,21 @@ class SrqPool {
   std::uint32_t AvailableLocked() const { return posted_count_; }
   // Disarms and returns the listener when the watermark is armed and the SRQ is below it.
   LowWatermarkListener* LowWatermarkCrossedLocked();
-  RecvCompletion CompletionLocked(const EndpointRecvAccount::Ready& ready);
+  RecvCompletion CompletionLocked(const MsnWindow::Ready& ready);
   // Takes posted slot `index` out of the FIFO wherever it is (the oldest in practice).
   bool RemovePostedLocked(std::uint32_t index);
+  void WakeWaiters();
+  Status SetDeviceLowWatermark(std::uint32_t low_watermark);
+  Status GrowDevice(std::uint32_t new_max);
 
   const std::uint32_t max_iov_;
   mutable std::mutex mu_;
   std::uint32_t limit_;  // the queue size: most outstanding buffers
   std::uint32_t low_watermark_ = 0;
   bool low_watermark_armed_ = false;
-  std::uint32_t attached_ = 0;
   LowWatermarkListener* listener_;
+  DeviceQueue* device_ = nullptr;  // set once, before any post
+  std::mutex device_mutex_;        // serializes device resizes
   // The slab: slots_.size() is a power of two >= limit_; it only grows.
   std::vector<Slot> slots_;
   std::unique_ptr<SegmentChunk> chunks_;
@@ -206,6 +230,15 @@ class SrqPool {
   std::vector<std::uint32_t> posted_;
   std::uint32_t posted_head_ = 0;  // index of the oldest, modulo the ring size
   std::uint32_t posted_count_ = 0;
+
+  // Endpoints using the SRQ and those waiting for a buffer. Control path and receiver-not-ready
+  // path only; both lists have room for every user (AddUser), so waiting never allocates.
+  // Lock order: wake_mutex_, then mu_. A waker holds wake_mutex_ while it calls the waiters it
+  // took off waiting_, so RemoveUser (which takes it too) never returns while its waiter runs.
+  std::uint32_t users_ = 0;
+  std::vector<BufferWaiter*> waiting_;  // guarded by mu_
+  std::vector<BufferWaiter*> waking_;   // guarded by wake_mutex_
+  std::mutex wake_mutex_;
 };
 
 }  // namespace softdat::srq

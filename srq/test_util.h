@@ -8,10 +8,11 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
-#include "srq/endpoint_recv_account.h"
+#include "srq/msn_window.h"
 #include "srq/low_watermark_listener.h"
 #include "srq/srq_pool.h"
 
@@ -35,13 +36,37 @@ inline std::unique_ptr<SrqPool> MakePool(std::uint32_t max_recv_dtos, std::uint3
   return pool;
 }
 
-// An account for `pool`, already attached.
-inline std::unique_ptr<EndpointRecvAccount> MakeAccount(SrqPool& pool, std::uint32_t window = 16,
-                                                        std::uint32_t first_msn = 1) {
-  std::unique_ptr<EndpointRecvAccount> account;
-  EXPECT_TRUE(EndpointRecvAccount::Create(window, first_msn, account).ok());
-  EXPECT_TRUE(pool.Attach(*account).ok());
-  return account;
+// An MSN window for `pool`, already attached.
+inline std::unique_ptr<MsnWindow> MakeWindow(SrqPool& pool, std::uint32_t window = 16,
+                                             std::uint32_t first_msn = 1) {
+  std::unique_ptr<MsnWindow> made;
+  EXPECT_TRUE(MsnWindow::Create(window, first_msn, made).ok());
+  EXPECT_TRUE(pool.Attach(*made).ok());
+  return made;
+}
+
+// Place, then pop every completion that became deliverable into `out` (at least ep.window()
+// entries), as a receive source does.
+inline Status Complete(SrqPool& pool, MsnWindow& ep, std::uint32_t msn, std::uint64_t length,
+                       DAT_DTO_COMPLETION_STATUS status, std::span<RecvCompletion> out,
+                       std::size_t& delivered) {
+  EXPECT_GE(out.size(), ep.window());
+  if (Status placed = pool.Place(ep, msn, length, status); !placed.ok()) return placed;
+  std::size_t count = 0;
+  while (count < out.size() && pool.PopCompletion(ep, out[count])) ++count;
+  delivered = count;
+  return Status::Ok();
+}
+
+// Close, then pop every held buffer into `out`.
+inline Status FlushEndpoint(SrqPool& pool, MsnWindow& ep, std::span<RecvCompletion> out,
+                            std::size_t& delivered) {
+  EXPECT_GE(out.size(), ep.window());
+  if (Status closed = pool.Close(ep); !closed.ok()) return closed;
+  std::size_t count = 0;
+  while (count < out.size() && pool.PopCompletion(ep, out[count])) ++count;
+  delivered = count;
+  return Status::Ok();
 }
 
 // Posts one single-segment buffer tagged `tag` (cookie == tag).

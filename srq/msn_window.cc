@@ -1,5 +1,5 @@
 // MSN bookkeeping of one endpoint on an SRQ: the window ring, in-order delivery and flush order.
-#include "srq/endpoint_recv_account.h"
+#include "srq/msn_window.h"
 
 #include <bit>
 #include <new>
@@ -7,20 +7,20 @@
 
 namespace softdat::srq {
 
-Status EndpointRecvAccount::Create(std::uint32_t window, std::uint32_t first_expected_msn,
-                                   std::unique_ptr<EndpointRecvAccount>& out) {
+Status MsnWindow::Create(std::uint32_t window, std::uint32_t first_expected_msn,
+                                   std::unique_ptr<MsnWindow>& out) {
   if (window == 0 || window > kMaxWindow || !std::has_single_bit(window))
     return Status(Code::kInvalidParameter, Detail::kArg1);
   try {
     auto entries = std::make_unique<Entry[]>(window);
-    out.reset(new EndpointRecvAccount(window, first_expected_msn, std::move(entries)));
+    out.reset(new MsnWindow(window, first_expected_msn, std::move(entries)));
   } catch (const std::bad_alloc&) {
     return Status(Code::kInsufficientResources, Detail::kMemory);
   }
   return Status::Ok();
 }
 
-EndpointRecvAccount::EndpointRecvAccount(std::uint32_t window, std::uint32_t first_expected_msn,
+MsnWindow::MsnWindow(std::uint32_t window, std::uint32_t first_expected_msn,
                                          std::unique_ptr<Entry[]> entries)
     : window_(window),
       entries_(std::move(entries)),
@@ -28,7 +28,7 @@ EndpointRecvAccount::EndpointRecvAccount(std::uint32_t window, std::uint32_t fir
       last_delivered_(first_expected_msn - 1),
       latest_allocated_(first_expected_msn - 1) {}
 
-EndpointRecvAccount::Lookup EndpointRecvAccount::Find(std::uint32_t msn,
+MsnWindow::Lookup MsnWindow::Find(std::uint32_t msn,
                                                       std::uint32_t& slot) const {
   if (closed_ || !InWindow(msn)) return Lookup::kRefused;
   const Entry& entry = EntryOf(msn);
@@ -40,7 +40,7 @@ EndpointRecvAccount::Lookup EndpointRecvAccount::Find(std::uint32_t msn,
   return Lookup::kRefused;
 }
 
-void EndpointRecvAccount::Allocate(std::uint32_t msn, std::uint32_t slot) {
+void MsnWindow::Allocate(std::uint32_t msn, std::uint32_t slot) {
   Entry& entry = EntryOf(msn);
   entry.state = EntryState::kHeld;
   entry.slot = slot;
@@ -48,7 +48,7 @@ void EndpointRecvAccount::Allocate(std::uint32_t msn, std::uint32_t slot) {
   if (Ahead(msn) > span()) latest_allocated_ = msn;
 }
 
-bool EndpointRecvAccount::HeldUnplaced(std::uint32_t msn, std::uint32_t& slot) const {
+bool MsnWindow::HeldUnplaced(std::uint32_t msn, std::uint32_t& slot) const {
   if (!InWindow(msn)) return false;
   const Entry& entry = EntryOf(msn);
   if (entry.state != EntryState::kHeld) return false;
@@ -56,7 +56,7 @@ bool EndpointRecvAccount::HeldUnplaced(std::uint32_t msn, std::uint32_t& slot) c
   return true;
 }
 
-void EndpointRecvAccount::Place(std::uint32_t msn, std::uint64_t length,
+void MsnWindow::Place(std::uint32_t msn, std::uint64_t length,
                                 DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes) {
   Entry& entry = EntryOf(msn);
   entry.state = EntryState::kPlaced;
@@ -65,7 +65,7 @@ void EndpointRecvAccount::Place(std::uint32_t msn, std::uint64_t length,
   entry.notes = notes;
 }
 
-bool EndpointRecvAccount::PopInOrder(Ready& ready) {
+bool MsnWindow::PopInOrder(Ready& ready) {
   const std::uint32_t next = last_delivered_ + 1;
   Entry& entry = EntryOf(next);
   // The entry for `next` can only belong to `next`: every live MSN is within the window.
@@ -77,7 +77,7 @@ bool EndpointRecvAccount::PopInOrder(Ready& ready) {
   return true;
 }
 
-bool EndpointRecvAccount::PopForFlush(Ready& ready) {
+bool MsnWindow::PopForFlush(Ready& ready) {
   while (last_delivered_ != latest_allocated_) {
     const std::uint32_t next = ++last_delivered_;
     Entry& entry = EntryOf(next);

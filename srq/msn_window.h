@@ -1,12 +1,13 @@
-// One endpoint's share of an SRQ: which buffers it took, under which MSN, and when each one's
-// completion may be generated. Completions of one connection must follow the remote Send order
-// (the MSN order) even when messages finish placement out of order, so the account keeps a small
-// window of MSNs, preallocated when the EP is created, indexed by MSN modulo its size.
+// One connection's window of MSNs on an SRQ: which buffers it took, under which MSN, and when
+// each one's completion may be generated. Completions of one connection must follow the remote
+// Send order (the MSN order) even when messages finish placement out of order, so the window is a
+// small ring of MSNs, preallocated when the connection begins, indexed by MSN modulo its size.
 //
-// The account is passive: all of its state changes happen inside SrqPool calls, under the pool's
+// The window is passive: all of its state changes happen inside SrqPool calls, under the pool's
 // lock, which is what makes dat_ep_recv_query one consistent snapshot. It therefore has no public
-// mutators; core/ creates one per EP that uses an SRQ and passes it to the pool. A flushed account
-// (the EP disconnected) takes no buffers again: a new connection gets a new account.
+// mutators; an EP's SrqAccount (srq_account.h) makes one per connection and passes it to the
+// pool. A closed window (the connection ended) takes no buffers again: a new connection gets a
+// new window.
 #pragma once
 
 #include <dat2/udat.h>
@@ -21,7 +22,7 @@ namespace softdat::srq {
 
 class SrqPool;
 
-class EndpointRecvAccount {
+class MsnWindow {
  public:
   // Largest MSN window: the most messages one connection may have in flight past the oldest one
   // whose completion is not generated yet.
@@ -30,10 +31,10 @@ class EndpointRecvAccount {
   // `window` must be a power of two in [1, kMaxWindow] (kInvalidParameter, kArg1). The first
   // message the connection will carry has MSN `first_expected_msn` (1 for iWARP).
   static Status Create(std::uint32_t window, std::uint32_t first_expected_msn,
-                       std::unique_ptr<EndpointRecvAccount>& out);
+                       std::unique_ptr<MsnWindow>& out);
 
-  EndpointRecvAccount(const EndpointRecvAccount&) = delete;
-  EndpointRecvAccount& operator=(const EndpointRecvAccount&) = delete;
+  MsnWindow(const MsnWindow&) = delete;
+  MsnWindow& operator=(const MsnWindow&) = delete;
 
   // Immutable: the number of MSNs tracked, and so the most completions one Complete or
   // FlushEndpoint call can produce (their output arrays need this many entries).
@@ -50,7 +51,7 @@ class EndpointRecvAccount {
     RecvNotes notes{};
     EntryState state = EntryState::kEmpty;
   };
-  // A completion leaving the account, in MSN order.
+  // A completion leaving the window, in MSN order.
   struct Ready {
     std::uint32_t msn;
     std::uint32_t slot;
@@ -60,13 +61,13 @@ class EndpointRecvAccount {
   };
   enum class Lookup : std::uint8_t { kFree, kHeld, kRefused };
 
-  EndpointRecvAccount(std::uint32_t window, std::uint32_t first_expected_msn,
+  MsnWindow(std::uint32_t window, std::uint32_t first_expected_msn,
                       std::unique_ptr<Entry[]> entries);
 
   // Everything below runs under the owning pool's lock.
 
   // Whether `msn` may take a buffer now (kFree), already holds one (kHeld, `slot` set), or must
-  // not take one: already placed or delivered, beyond the window, or the account is flushed.
+  // not take one: already placed or delivered, beyond the window, or the window is closed.
   Lookup Find(std::uint32_t msn, std::uint32_t& slot) const;
   // Records that `msn` holds pool slot `slot` (after Find said kFree).
   void Allocate(std::uint32_t msn, std::uint32_t slot);
@@ -75,7 +76,7 @@ class EndpointRecvAccount {
   // The message for `msn` is fully placed (after HeldUnplaced said yes).
   void Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
              const RecvNotes& notes);
-  // Disconnect: the account takes no more buffers and PopNext flushes.
+  // Disconnect: the window takes no more buffers and PopNext flushes.
   void Close() { closed_ = true; }
   // The next completion in MSN order: while open, only if its message is placed; once closed,
   // every held buffer, placed ones with their status and the others DAT_DTO_ERR_FLUSHED (MSNs
@@ -103,7 +104,7 @@ class EndpointRecvAccount {
   std::uint32_t latest_allocated_;  // latest MSN holding a buffer (== last_delivered_ if none)
   std::uint32_t held_ = 0;
   bool closed_ = false;              // flushed: takes no more buffers
-  const SrqPool* pool_ = nullptr;    // the pool this account is attached to
+  const SrqPool* pool_ = nullptr;    // the pool this window is attached to
 };
 
 }  // namespace softdat::srq

@@ -1,0 +1,84 @@
+// The high-watermark rule every receive source shares, and the choice of source for a new EP.
+#include "srq/receive_source.h"
+
+#include <algorithm>
+
+#include "srq/ep_recv_queue.h"
+#include "srq/srq_account.h"
+
+namespace softdat::srq {
+
+Status ReceiveSource::SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool connected, Crossing& crossed) {
+  if (soft < 0 && soft != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (hard < 0 && hard != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (soft != DAT_WATERMARK_INFINITE || hard != DAT_WATERMARK_INFINITE) {
+    if (Status supported = HighWatermarksSupported(); !supported.ok()) return supported;
+  }
+  const std::uint32_t now = held();
+  std::lock_guard lock(watermark_mutex_);
+  soft_high_watermark_ = soft;
+  hard_high_watermark_ = hard;
+  soft_armed_ = soft != DAT_WATERMARK_INFINITE;
+  crossed = CrossingLocked(now, connected);
+  return Status::Ok();
+}
+
+ReceiveSource::Crossing ReceiveSource::CheckHighWatermarks(bool connected) {
+  const std::uint32_t now = held();
+  std::lock_guard lock(watermark_mutex_);
+  return CrossingLocked(now, connected);
+}
+
+ReceiveSource::Crossing ReceiveSource::CrossingLocked(std::uint32_t held, bool connected) {
+  Crossing crossed;
+  // "Above" the watermark: more buffers held than its value.
+  if (soft_armed_ && held > static_cast<std::uint32_t>(soft_high_watermark_)) {
+    soft_armed_ = false;  // one event per setting
+    crossed.soft = true;
+  }
+  if (hard_high_watermark_ != DAT_WATERMARK_INFINITE && !hard_tripped_ && connected &&
+      held > static_cast<std::uint32_t>(hard_high_watermark_)) {
+    hard_tripped_ = true;  // one break per connection
+    crossed.hard = true;
+  }
+  return crossed;
+}
+
+void ReceiveSource::RearmHardWatermark() {
+  std::lock_guard lock(watermark_mutex_);
+  hard_tripped_ = false;
+}
+
+Status CreateReceiveSource(const ReceiveSourceConfig& config, std::unique_ptr<ReceiveSource>& out) {
+  if (config.pool != nullptr) {
+    std::unique_ptr<SrqAccount> account;
+    if (Status status = SrqAccount::Create(*config.pool, config.waiter, config.device_model, account);
+        !status.ok())
+      return status;
+    out = std::move(account);
+    return Status::Ok();
+  }
+  std::unique_ptr<EpRecvQueue> queue;
+  if (Status status = EpRecvQueue::Create(config.max_recv_dtos, config.max_recv_iov, queue); !status.ok())
+    return status;
+  out = std::move(queue);
+  return Status::Ok();
+}
+
+const char* RefusedReceiveAttribute(const ReceiveSourceConfig& config, DAT_COUNT max_recv_dtos,
+                                    DAT_COUNT max_recv_iov, DAT_COMPLETION_FLAGS recv_completion_flags,
+                                    std::uint32_t max_recv_work, std::uint32_t max_segments) {
+  const bool shared = config.pool != nullptr;
+  const auto in_range = [](DAT_COUNT value, std::uint32_t max) {
+    return value >= 0 && static_cast<std::uint32_t>(value) <= max;
+  };
+  if (!shared && !in_range(max_recv_dtos, std::min(max_recv_work, EpRecvQueue::kMaxRecvDtos)))
+    return "max_recv_dtos";
+  if (!in_range(max_recv_iov, std::min(max_segments, EpRecvQueue::kMaxRecvIov))) return "max_recv_iov";
+  if (!shared && (recv_completion_flags & DAT_COMPLETION_EVD_THRESHOLD_FLAG) &&
+      (recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG))
+    return "recv_completion_flags";
+  return nullptr;
+}
+
+}  // namespace softdat::srq
