@@ -683,6 +683,7 @@ Status FakeDeviceTransport::CreateDeviceSrq(transport::ProtectionDomain&, std::u
 Status FakeDeviceTransport::CreateEndpoint(const transport::EndpointConfig& config,
                                            transport::EndpointEvents* events,
                                            std::unique_ptr<transport::Endpoint>& out) {
+  if (behaviour_.refuse_endpoints) return Status(Code::kInsufficientResources, Detail::kTep);
   out = std::make_unique<FakeEndpoint>(this, config, events);
   return Status::Ok();
 }

@@ -36,6 +36,8 @@ struct Behaviour {
   // ArmLimit on an SRQ already holding fewer buffers than the limit fails with
   // kInvalidParameter, as rxe's ibv_modify_srq does (EINVAL); otherwise the event fires at once.
   bool refuse_limit_below_depth = false;
+  // CreateEndpoint fails with kInsufficientResources (kTep), as a NIC out of QPs does.
+  bool refuse_endpoints = false;
 };
 
 class FakeDeviceTransport : public transport::Transport {
