@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace softdat::conformance {
 
@@ -15,6 +16,11 @@ const char* SuiteIaName() {
 }
 
 bool SuiteIsTcp() { return std::strncmp(SuiteIaName(), "softdat-tcp", 11) == 0; }
+
+bool ProgressIsPolled() {
+  const char* progress = std::getenv("SOFTDAT_PROGRESS");
+  return progress != nullptr && std::string_view(progress) == "poll";
+}
 
 std::string DatReturnName(DAT_RETURN value) {
   char text[64];

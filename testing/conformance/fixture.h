@@ -63,6 +63,10 @@ struct ReceiverOptions {
 const char* SuiteIaName();
 // True when the suite runs over softdat-tcp (IA options such as rnr_timeout_ms are tcp's).
 bool SuiteIsTcp();
+// True in the progress=poll variant (SOFTDAT_PROGRESS=poll): every IA then moves only inside the
+// test's own waits, so a test can stop a receiver in the middle of a message deterministically.
+// Tests that need that run in this variant only (and say so when skipped in the other).
+bool ProgressIsPolled();
 
 class ConformanceTest : public ::testing::Test {
  protected:
