@@ -40,7 +40,8 @@ class DeviceTest : public ::testing::Test {
 
   void SetUp() override {
     DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
-    ASSERT_TRUE(Ia::Open(&provider_, "fake-device", "fake 127.0.0.1", 64, &async, &ia_).ok());
+    ASSERT_TRUE(
+        Ia::Open(&provider_, "fake-device", "tcp 127.0.0.1", FakeDeviceTransport::Create, 64, async, &ia_).ok());
     async_ = static_cast<Evd*>(async);
     ASSERT_TRUE(Pz::Create(ia_, &pz_).ok());
     buffer_.assign(kBufferSize, 0);

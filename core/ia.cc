@@ -28,13 +28,13 @@ Ia::Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> 
 Ia::~Ia() = default;
 
 Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& params_text,
-                DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE* async_evd, Ia** out) {
-  if (async_evd == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+                transport::TransportFactory factory, DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE& async_evd,
+                Ia** out) {
   if (async_evd_qlen < 0) return Status(Code::kInvalidParameter, Detail::kArg2);
   Evd* adopted = nullptr;
-  const bool async_exists = *async_evd == DAT_EVD_ASYNC_EXISTS;
-  if (*async_evd != DAT_HANDLE_NULL && !async_exists) {
-    adopted = HandleAs<Evd>(*async_evd);
+  const bool async_exists = async_evd == DAT_EVD_ASYNC_EXISTS;
+  if (async_evd != DAT_HANDLE_NULL && !async_exists) {
+    adopted = HandleAs<Evd>(async_evd);
     if (adopted == nullptr || (adopted->flags() & DAT_EVD_ASYNC_FLAG) == 0)
       return Status(Code::kInvalidHandle, Detail::kEvdAsync);
   }
@@ -47,7 +47,7 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
     return status;
   }
   std::unique_ptr<transport::Transport> transport;
-  if (Status status = transport::CreateTransport(params, why, transport); !status.ok()) {
+  if (Status status = factory(params, why, transport); !status.ok()) {
     SOFTDAT_LOG(kError, "dat_ia_open(%s): cannot open the transport of \"%s\": %s", ia_name,
                 params_text.c_str(), why.empty() ? CodeName(status.code()) : why.c_str());
     return status;
@@ -65,7 +65,7 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
   }
   if (ia->async_evd_ != nullptr) ia->async_base_qlen_ = ia->async_evd_->queue().Query().qlen;
   SOFTDAT_LOG(kInfo, "dat_ia_open(%s): opened, params \"%s\"", ia_name, params_text.c_str());
-  if (!async_exists) *async_evd = ia->async_evd_;
+  if (!async_exists) async_evd = ia->async_evd_;
   *out = ia;
   return Status::Ok();
 }

@@ -31,11 +31,14 @@ class Ia : public HandleHeader {
  public:
   static constexpr HandleKind kKind = HandleKind::kIa;
 
-  // Opens the IA named `ia_name` whose dat.conf params are `params_text`. `async_evd` follows
-  // dat_ia_open: DAT_HANDLE_NULL asks us to create the async EVD with at least `async_evd_qlen`
-  // entries; an existing async EVD handle is adopted. Output parameters are set only on success.
+  // Opens the IA named `ia_name` whose dat.conf params are `params_text`, on the transport
+  // `factory` makes for them (the provider passes transport::CreateTransport; tests pass fakes).
+  // `async_evd` follows dat_ia_open: DAT_HANDLE_NULL asks us to create the async EVD with at
+  // least `async_evd_qlen` entries; an existing async EVD handle is adopted. Output parameters
+  // are set only on success.
   static Status Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& params_text,
-                     DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE* async_evd, Ia** out);
+                     transport::TransportFactory factory, DAT_COUNT async_evd_qlen,
+                     DAT_EVD_HANDLE& async_evd, Ia** out);
 
   // dat_ia_close. Graceful close refuses (kInvalidState, kIaInUse) while consumer objects other
   // than the async EVD we created exist; abrupt close destroys them. Frees `ia` on success.

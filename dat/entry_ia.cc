@@ -3,6 +3,7 @@
 #include "dat/entries.h"
 #include "dat/provider_entry.h"
 #include "dat/status_map.h"
+#include "transport/factory.h"
 
 namespace softdat::dat {
 
@@ -10,6 +11,7 @@ DAT_RETURN IaOpen(const DAT_NAME_PTR name, DAT_COUNT async_evd_qlen, DAT_EVD_HAN
                   DAT_IA_HANDLE* ia_handle) noexcept {
   return Guarded("dat_ia_open", [&]() -> Status {
     if (name == nullptr) return Status(Code::kInvalidParameter, Detail::kArg1);
+    if (async_evd == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
     if (ia_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
     ProviderEntry* entry = FindProvider(name);
     if (entry == nullptr) {
@@ -18,7 +20,8 @@ DAT_RETURN IaOpen(const DAT_NAME_PTR name, DAT_COUNT async_evd_qlen, DAT_EVD_HAN
     }
     core::Ia* ia = nullptr;
     Status status =
-        core::Ia::Open(&entry->table, name, entry->params, async_evd_qlen, async_evd, &ia);
+        core::Ia::Open(&entry->table, name, entry->params, transport::CreateTransport, async_evd_qlen,
+                       *async_evd, &ia);
     if (status.ok()) *ia_handle = ia;
     return status;
   });

@@ -136,18 +136,6 @@ Status ParseIaParams(std::string_view text, IaParams& out, std::string& why) {
     parsed.kind = TransportKind::kVerbs;
     parsed.device = std::string(words[1]);
     parsed.port = static_cast<std::uint8_t>(port);
-  } else if (words[0] == "fake") {
-    if (words.size() > 2) {
-      why = "fake IA params take at most one word, an IPv4 address: \"fake 10.0.0.1\"";
-      return kBadParams;
-    }
-    in_addr ignored;
-    if (words.size() == 2 && inet_pton(AF_INET, std::string(words[1]).c_str(), &ignored) != 1) {
-      why = "fake IA address must be an IPv4 literal, got \"" + std::string(words[1]) + "\"";
-      return kBadParams;
-    }
-    parsed.kind = TransportKind::kFake;
-    parsed.address = words.size() == 2 ? std::string(words[1]) : "127.0.0.1";
   } else {
     why = "unknown transport \"" + std::string(words[0]) + "\"; expected tcp or verbs";
     return kBadParams;

@@ -1,6 +1,6 @@
 // The IA parameter string of a dat.conf line, parsed. It picks the transport and names its
-// device: "tcp <IPv4 address or interface name>" or "verbs <device> <port>" (and, for tests,
-// "fake [<IPv4 address>]"), followed by optional key=value words:
+// device: "tcp <IPv4 address or interface name>" or "verbs <device> <port>", followed by
+// optional key=value words:
 //
 //   progress=thread|poll   who drives the transport: a progress thread per IA (default), or the
 //                          consumer's dat_evd_wait/dat_evd_dequeue calls (busy-poll)
@@ -22,7 +22,7 @@
 
 namespace softdat {
 
-enum class TransportKind : std::uint8_t { kTcp, kVerbs, kFake };
+enum class TransportKind : std::uint8_t { kTcp, kVerbs };
 
 enum class ProgressMode : std::uint8_t { kThread, kPoll };
 
@@ -34,7 +34,7 @@ struct IaOptions {
 
 struct IaParams {
   TransportKind kind = TransportKind::kTcp;
-  std::string address;  // tcp: the IPv4 literal or interface name as written; fake: optional IPv4
+  std::string address;  // tcp: the IPv4 literal or interface name as written
   std::string device;   // verbs: the rdma-core device name (rxe0, siw0, mlx5_0, ...)
   std::uint8_t port = 0;  // verbs: the device port, 1-based
   IaOptions options;

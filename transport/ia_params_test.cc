@@ -26,8 +26,8 @@ TEST(IaParams, ExtraBlanksAreIgnored) {
 
 TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
   for (const char* text : {"", "   ", "tcp", "tcp a b", "verbs rxe0", "verbs rxe0 0", "verbs rxe0 256",
-                           "verbs rxe0 1x", "verbs rxe0 -1", "udp 1.2.3.4", "fake extra",
-                           "fake 1.2.3.4 more", "tcp \x01\x02", "tcp lo progress=fast",
+                           "verbs rxe0 1x", "verbs rxe0 -1", "udp 1.2.3.4", "fake",
+                           "fake 1.2.3.4", "tcp \x01\x02", "tcp lo progress=fast",
                            "tcp lo rnr_timeout_ms=-1", "tcp lo crc=maybe", "tcp lo color=red",
                            "tcp lo =x"}) {
     IaParams params;
@@ -54,9 +54,8 @@ TEST(IaParams, OptionsFollowThePositionalWords) {
 TEST(IaParams, DefaultsAreThreadInfiniteRnrAndCrc) {
   IaParams params;
   std::string why;
-  ASSERT_TRUE(ParseIaParams("fake", params, why).ok()) << why;
-  EXPECT_EQ(params.kind, TransportKind::kFake);
-  EXPECT_EQ(params.address, "127.0.0.1");
+  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1", params, why).ok()) << why;
+  EXPECT_EQ(params.kind, TransportKind::kTcp);
   EXPECT_EQ(params.options.progress, ProgressMode::kThread);
   EXPECT_EQ(params.options.rnr_timeout_ms, 0u);
   EXPECT_TRUE(params.options.mpa_crc);

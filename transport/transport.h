@@ -1,8 +1,9 @@
 // The transport interface: one Transport per open IA, chosen by the dat.conf IA params. It
 // creates endpoints, listeners and device resources, and drives its own progress (a progress
 // thread, or Progress() from the consumer's thread in busy-poll mode). Mechanism only: every DAT
-// rule lives in core/, srq/ and evd/, which never name a concrete transport; backends register
-// a factory here (RegisterTransport) and core picks one by TransportKind.
+// rule lives in core/, srq/ and evd/, which never name a concrete transport: core is handed a
+// TransportFactory (transport/factory.h picks the backend by the IA params' first word; tests
+// hand in fakes).
 //
 // Two receive models, told apart by Capabilities::receive_model:
 //  - kSoftware (tcp, fake): the transport asks core for a buffer when a message starts arriving
@@ -14,7 +15,6 @@
 #include <netinet/in.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 
@@ -84,12 +84,6 @@ class Transport {
 
 // Creates the transport an IA's params ask for (the factory resolves and checks the address or
 // device). kInvalidParameter with a reason in `why` for a bad address or device.
-using TransportFactory = std::function<Status(const IaParams& params, std::string& why,
-                                              std::unique_ptr<Transport>& out)>;
-
-// Called at load time by each transport library linked in (a static registrar).
-void RegisterTransport(TransportKind kind, TransportFactory factory);
-// kNotImplemented with a log line when no factory for params.kind is linked in.
-Status CreateTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out);
+using TransportFactory = Status (*)(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out);
 
 }  // namespace softdat::transport

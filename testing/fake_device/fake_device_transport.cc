@@ -725,22 +725,15 @@ bool FakeDeviceTransport::Progress() noexcept {
   return any;
 }
 
-namespace {
-
-const bool registered = [] {
-  transport::RegisterTransport(
-      TransportKind::kFake, [](const IaParams& params, std::string& why, std::unique_ptr<transport::Transport>& out) {
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        if (inet_pton(AF_INET, params.address.c_str(), &address.sin_addr) != 1) {
-          why = "the fake device wants an IPv4 literal";
-          return Status(Code::kInvalidParameter);
-        }
-        out = std::make_unique<FakeDeviceTransport>(address);
-        return Status::Ok();
-      });
-  return true;
-}();
-
-}  // namespace
+Status FakeDeviceTransport::Create(const IaParams& params, std::string& why,
+                                   std::unique_ptr<transport::Transport>& out) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  if (inet_pton(AF_INET, params.address.c_str(), &address.sin_addr) != 1) {
+    why = "the fake device wants an IPv4 literal";
+    return Status(Code::kInvalidParameter);
+  }
+  out = std::make_unique<FakeDeviceTransport>(address);
+  return Status::Ok();
+}
 }  // namespace softdat::testing::fake_device

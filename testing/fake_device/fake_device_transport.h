@@ -9,8 +9,9 @@
 // fake IAs share one "fabric" with one queue of pending device work, so any of them progresses
 // all. Test-only: it allocates freely and takes one global lock.
 //
-// Registered under TransportKind::kFake by a static registrar in this library: open an IA with
-// params "fake" or "fake <IPv4>" and reach the fake through Of(ia->transport()).
+// Injected, not registered: open a core::Ia with FakeDeviceTransport::Create as its transport
+// factory and tcp-style params naming an IPv4 literal ("tcp 127.0.0.1"), and reach the fake
+// through Of(ia->transport()).
 #pragma once
 
 #include <netinet/in.h>
@@ -18,6 +19,9 @@
 #include <cstdint>
 #include <memory>
 
+#include <string>
+
+#include "transport/ia_params.h"
 #include "transport/transport.h"
 
 namespace softdat::testing::fake_device {
@@ -42,6 +46,8 @@ struct Behaviour {
 
 class FakeDeviceTransport : public transport::Transport {
  public:
+  // A transport::TransportFactory: a fake device on the IPv4 literal `params.address`.
+  static Status Create(const IaParams& params, std::string& why, std::unique_ptr<transport::Transport>& out);
   // The fake under `transport` (which must be one).
   static FakeDeviceTransport& Of(transport::Transport& transport);
 

@@ -44,11 +44,6 @@ Capabilities TcpCapabilities(const IaOptions& options) {
   return c;
 }
 
-const bool kRegistered = [] {
-  RegisterTransport(TransportKind::kTcp, CreateTcpTransport);
-  return true;
-}();
-
 }  // namespace
 
 TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)

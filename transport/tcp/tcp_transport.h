@@ -49,7 +49,8 @@ class TcpTransport final : public Transport {
   std::thread thread_;     // progress-thread mode
 };
 
-// The TransportFactory registered for TransportKind::kTcp.
+// Resolves the IA address of `params` and makes the transport: a transport::TransportFactory
+// (transport/factory.h).
 Status CreateTcpTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out);
 
 }  // namespace softdat::transport::tcp

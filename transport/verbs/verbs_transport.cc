@@ -24,6 +24,8 @@ bool SetNonBlocking(int fd) {
   return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 
+}  // namespace
+
 Status CreateVerbsTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out) {
   Device device;
   if (Status s = OpenDevice(params.device, params.port, device, why); !s.ok()) return s;
@@ -32,13 +34,6 @@ Status CreateVerbsTransport(const IaParams& params, std::string& why, std::uniqu
   out = std::move(transport);
   return Status::Ok();
 }
-
-const bool kRegistered = [] {
-  RegisterTransport(TransportKind::kVerbs, CreateVerbsTransport);
-  return true;
-}();
-
-}  // namespace
 
 VerbsTransport::VerbsTransport(const Device& device, const IaOptions& options)
     : device_(device),

@@ -94,4 +94,8 @@ class VerbsTransport final : public Transport {
   std::thread thread_;
 };
 
+// Opens the device `params` names ("verbs <device> <port>") and starts its transport. A
+// transport::TransportFactory (transport/factory.h).
+Status CreateVerbsTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out);
+
 }  // namespace softdat::transport::verbs

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "transport/transport.h"
+#include "transport/verbs/verbs_transport.h"
 
 namespace softdat::transport {
 namespace {
@@ -169,7 +170,7 @@ class VerbsTransportTest : public ::testing::Test {
     params.port = static_cast<std::uint8_t>(port);
     params.options.progress = progress_;
     std::string why;
-    Status s = CreateTransport(params, why, transport_);
+    Status s = verbs::CreateVerbsTransport(params, why, transport_);
     if (s.code() == Code::kInvalidParameter) GTEST_SKIP() << "no usable RDMA device: " << why;
     ASSERT_TRUE(s.ok()) << CodeName(s.code()) << ": " << why;
     ASSERT_TRUE(transport_->CreateProtectionDomain(pd_).ok());
