@@ -29,4 +29,71 @@ const char* CodeName(Code code) {
   return "unknown";
 }
 
+const char* ParamName(Detail detail) {
+  switch (detail) {
+    case Detail::kParamHandle: return "handle";
+    case Detail::kParamIaName: return "ia_name";
+    case Detail::kParamQlen: return "qlen";
+    case Detail::kParamAsyncEvd: return "async_evd_handle";
+    case Detail::kParamHandleOut: return "handle (output)";
+    case Detail::kParamMask: return "param_mask";
+    case Detail::kParamParam: return "param";
+    case Detail::kParamAttributes: return "attributes";
+    case Detail::kParamProviderMask: return "provider_attr_mask";
+    case Detail::kParamProviderAttributes: return "provider_attributes";
+    case Detail::kParamFlags: return "flags";
+    case Detail::kParamContext: return "context";
+    case Detail::kParamHandleType: return "handle_type";
+    case Detail::kParamEp: return "ep_handle";
+    case Detail::kParamPz: return "pz_handle";
+    case Detail::kParamSrq: return "srq_handle";
+    case Detail::kParamLmr: return "lmr_handle";
+    case Detail::kParamCno: return "cno_handle";
+    case Detail::kParamEvd: return "evd_handle";
+    case Detail::kParamRecvEvd: return "recv_evd_handle";
+    case Detail::kParamRequestEvd: return "request_evd_handle";
+    case Detail::kParamConnectEvd: return "connect_evd_handle";
+    case Detail::kParamDupEp: return "ep_dup_handle";
+    case Detail::kParamPrivateDataSize: return "private_data_size";
+    case Detail::kParamPrivateData: return "private_data";
+    case Detail::kParamHandoff: return "handoff";
+    case Detail::kParamTimeout: return "timeout";
+    case Detail::kParamThreshold: return "threshold";
+    case Detail::kParamEvent: return "event";
+    case Detail::kParamNmore: return "nmore";
+    case Detail::kParamAgent: return "agent";
+    case Detail::kParamFd: return "fd";
+    case Detail::kParamRemoteAddress: return "remote_ia_address";
+    case Detail::kParamConnQual: return "conn_qual";
+    case Detail::kParamQos: return "qos";
+    case Detail::kParamNumSegments: return "num_segments";
+    case Detail::kParamLocalIov: return "local_iov";
+    case Detail::kParamCookie: return "user_cookie";
+    case Detail::kParamCompletionFlags: return "completion_flags";
+    case Detail::kParamInvalidateFlag: return "invalidate_flag";
+    case Detail::kParamRmrContext: return "rmr_context";
+    case Detail::kParamRemoteBuffer: return "remote_buffer";
+    case Detail::kParamEpState: return "ep_state";
+    case Detail::kParamRecvIdle: return "recv_idle";
+    case Detail::kParamRequestIdle: return "request_idle";
+    case Detail::kParamNbufsAllocated: return "nbufs_allocated";
+    case Detail::kParamBufsAllocSpan: return "bufs_alloc_span";
+    case Detail::kParamSoftWatermark: return "soft_high_watermark";
+    case Detail::kParamHardWatermark: return "hard_high_watermark";
+    case Detail::kParamMemType: return "mem_type";
+    case Detail::kParamRegion: return "region_description";
+    case Detail::kParamLength: return "length";
+    case Detail::kParamPrivileges: return "privileges";
+    case Detail::kParamVaType: return "va_type";
+    case Detail::kParamLmrContext: return "lmr_context";
+    case Detail::kParamRegisteredLength: return "registered_length";
+    case Detail::kParamRegisteredAddress: return "registered_address";
+    case Detail::kParamLmrTriplet: return "lmr_triplet";
+    case Detail::kParamSrqMaxRecvDto: return "srq_max_recv_dto";
+    case Detail::kParamLowWatermark: return "low_watermark";
+    case Detail::kParamSegments: return "local_segments";
+    default: return nullptr;
+  }
+}
+
 }  // namespace softdat

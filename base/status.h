@@ -34,8 +34,23 @@ enum class Code : std::uint8_t {
 // here so that srq/, evd/ and the transports never include the DAT error header.
 enum class Detail : std::uint8_t {
   kNone = 0,
-  // Arguments, counted from 1 as the DAT man pages count them.
-  kArg1, kArg2, kArg3, kArg4, kArg5, kArg6, kArg7, kArg8, kArg9, kArg10,
+  // Parameters, named as the DAT man pages name them. Code says which parameter was wrong; dat/
+  // turns the name into the DAT_INVALID_ARGn (or, for an invalid handle argument that has no
+  // handle-type subtype, DAT_INVALID_HANDLEn) of its position in the call being served
+  // (dat/argument_positions.cc: the one place DAT argument positions are written down).
+  kParamHandle,  // the object the call acts on: its first argument
+  kParamIaName, kParamQlen, kParamAsyncEvd, kParamHandleOut, kParamMask, kParamParam,
+  kParamAttributes, kParamProviderMask, kParamProviderAttributes, kParamFlags, kParamContext,
+  kParamHandleType, kParamEp, kParamPz, kParamSrq, kParamLmr, kParamCno, kParamEvd,
+  kParamRecvEvd, kParamRequestEvd, kParamConnectEvd, kParamDupEp, kParamPrivateDataSize,
+  kParamPrivateData, kParamHandoff, kParamTimeout, kParamThreshold, kParamEvent, kParamNmore,
+  kParamAgent, kParamFd, kParamRemoteAddress, kParamConnQual, kParamQos, kParamNumSegments,
+  kParamLocalIov, kParamCookie, kParamCompletionFlags, kParamInvalidateFlag, kParamRmrContext,
+  kParamRemoteBuffer, kParamEpState, kParamRecvIdle, kParamRequestIdle, kParamNbufsAllocated,
+  kParamBufsAllocSpan, kParamSoftWatermark, kParamHardWatermark, kParamMemType, kParamRegion,
+  kParamLength, kParamPrivileges, kParamVaType, kParamLmrContext, kParamRegisteredLength,
+  kParamRegisteredAddress, kParamLmrTriplet, kParamSrqMaxRecvDto, kParamLowWatermark,
+  kParamSegments,
   // Handle types (DAT_INVALID_HANDLE_*).
   kIa, kEp, kLmr, kRmr, kPz, kPsp, kRsp, kCr, kCno, kEvdCr, kEvdRequest, kEvdRecv, kEvdConnect,
   kEvdAsync, kSrq, kCsp,
@@ -76,5 +91,7 @@ class [[nodiscard]] Status {
 
 // A short stable name of a code, for log lines and test failure messages.
 const char* CodeName(Code code);
+// The man-page name of a parameter detail ("num_segments"), or null for other details.
+const char* ParamName(Detail detail);
 
 }  // namespace softdat

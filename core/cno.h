@@ -17,10 +17,17 @@ class Cno : public HandleHeader {
 
   static Status Create(Ia* ia, const DAT_OS_WAIT_PROXY_AGENT& agent, Cno** out);
   // dat_cno_fd_create: a CNO whose triggers also make `fd` readable.
-  static Status CreateWithFd(Ia* ia, DAT_FD* fd, Cno** out);
+  static Status CreateWithFd(Ia* ia, DAT_FD& fd, Cno** out);
   // kInvalidState/kCnoInUse while an EVD is attached or a thread waits.
   static Status Free(Cno* cno);
-  Status Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM* param) const;
+  void Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM& param) const;
+
+  // dat_cno_wait: the EVD that triggered it, or DAT_HANDLE_NULL (on a timeout too).
+  Status Wait(DAT_TIMEOUT timeout, DAT_EVD_HANDLE& evd);
+  // dat_cno_trigger: the EVD that triggered the CNO since the last wait, or DAT_HANDLE_NULL.
+  DAT_EVD_HANDLE Trigger();
+  // dat_cno_modify_agent.
+  void ModifyAgent(const DAT_OS_WAIT_PROXY_AGENT& agent) { cno_.ModifyAgent(agent); }
 
   Ia* ia() const { return ia_; }
   evd::Cno& cno() { return cno_; }

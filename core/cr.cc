@@ -48,7 +48,7 @@ Status Cr::Accept(Cr* cr, Ep* ep, DAT_COUNT private_data_size, const void* priva
   if (ep == nullptr) ep = cr->local_ep_;
   if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
   if (ep->ia() != cr->ia_) return Status(Code::kInvalidHandle, Detail::kEp);
-  if (cr->local_ep_ != nullptr && ep != cr->local_ep_) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (cr->local_ep_ != nullptr && ep != cr->local_ep_) return Status(Code::kInvalidParameter, Detail::kParamEp);
   const Status status = ep->Accept(*cr->pending_, cr->rsp_, private_data_size, private_data);
   if (status.code() == Code::kInvalidParameter || status.code() == Code::kInvalidState) return status;
   // Accepted, or the transport failed the accept: the request is answered either way.
@@ -59,8 +59,8 @@ Status Cr::Accept(Cr* cr, Ep* ep, DAT_COUNT private_data_size, const void* priva
 
 Status Cr::Reject(Cr* cr, DAT_COUNT private_data_size, const void* private_data) {
   if (private_data_size < 0 || static_cast<std::uint32_t>(private_data_size) > cr->ia_->capabilities().max_private_data)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
   cr->pending_->Reject({static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)});
   if (cr->rsp_ != nullptr) cr->local_ep_->ReservedRequestRejected(cr->rsp_);
   cr->ia_->Untrack(cr);
@@ -75,23 +75,21 @@ Status Cr::Handoff(Cr* cr, DAT_CONN_QUAL conn_qual) {
     Psp* psp = HandleAs<Psp>(object);
     if (psp != nullptr && psp->conn_qual() == conn_qual) target = psp;
   });
-  if (target == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (target == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandoff);
   cr->conn_qual_ = conn_qual;
   target->Report(cr);
   return Status::Ok();
 }
 
-Status Cr::Query(DAT_CR_PARAM_MASK mask, DAT_CR_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+void Cr::Query(DAT_CR_PARAM_MASK mask, DAT_CR_PARAM& param) const {
   const std::span<const std::uint8_t> data = pending_->private_data();
   if (mask & DAT_CR_FIELD_REMOTE_IA_ADDRESS_PTR)
-    param->remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&remote_address_));
-  if (mask & DAT_CR_FIELD_REMOTE_PORT_QUAL) param->remote_port_qual = ntohs(remote_address_.sin_port);
-  if (mask & DAT_CR_FIELD_PRIVATE_DATA_SIZE) param->private_data_size = static_cast<DAT_COUNT>(data.size());
+    param.remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&remote_address_));
+  if (mask & DAT_CR_FIELD_REMOTE_PORT_QUAL) param.remote_port_qual = ntohs(remote_address_.sin_port);
+  if (mask & DAT_CR_FIELD_PRIVATE_DATA_SIZE) param.private_data_size = static_cast<DAT_COUNT>(data.size());
   if (mask & DAT_CR_FIELD_PRIVATE_DATA)
-    param->private_data = data.empty() ? nullptr : const_cast<std::uint8_t*>(data.data());
-  if (mask & DAT_CR_FIELD_LOCAL_EP_HANDLE) param->local_ep_handle = local_ep_;
-  return Status::Ok();
+    param.private_data = data.empty() ? nullptr : const_cast<std::uint8_t*>(data.data());
+  if (mask & DAT_CR_FIELD_LOCAL_EP_HANDLE) param.local_ep_handle = local_ep_;
 }
 
 }  // namespace softdat::core

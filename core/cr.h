@@ -34,7 +34,7 @@ class Cr : public HandleHeader {
   static Status Handoff(Cr* cr, DAT_CONN_QUAL conn_qual);
   static void Destroy(Cr* cr);
 
-  Status Query(DAT_CR_PARAM_MASK mask, DAT_CR_PARAM* param) const;
+  void Query(DAT_CR_PARAM_MASK mask, DAT_CR_PARAM& param) const;
   DAT_EVENT ArrivalEvent(DAT_EVD_HANDLE evd, DAT_HANDLE sp) const;
 
   Cr(Ia* ia, std::unique_ptr<transport::PendingConnection> pending, DAT_CONN_QUAL conn_qual, Ep* local_ep,

@@ -14,7 +14,7 @@ TEST_F(DeviceTest, DeviceLmrReturnsTheDeviceKeys) {
   EXPECT_EQ(rmr_context_ & 0xF0000000u, 0x20000000u);
   EXPECT_NE(lmr_context_, rmr_context_);
   DAT_LMR_PARAM param{};
-  ASSERT_TRUE(lmr_->Query(static_cast<DAT_LMR_PARAM_MASK>(DAT_LMR_FIELD_LMR_CONTEXT | DAT_LMR_FIELD_RMR_CONTEXT), &param).ok());
+  lmr_->Query(static_cast<DAT_LMR_PARAM_MASK>(DAT_LMR_FIELD_LMR_CONTEXT | DAT_LMR_FIELD_RMR_CONTEXT), param);
   EXPECT_EQ(param.lmr_context, lmr_context_);
   EXPECT_EQ(param.rmr_context, rmr_context_);
 }

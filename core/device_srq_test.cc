@@ -299,8 +299,8 @@ TEST_F(DeviceSrqTest, DeviceSrqPostsRacingCompletionsLoseNothingAndKeepOrder) {
     if (sent < kMessages && sent - sends_done < 16 && Send(client, 20, "m", sent).ok()) ++sent;
     fake().Progress();
     DAT_EVENT event;
-    while (request_evd_->Dequeue(&event).ok()) ++sends_done;
-    while (recv_evd_->Dequeue(&event).ok()) {
+    while (request_evd_->Dequeue(event).ok()) ++sends_done;
+    while (recv_evd_->Dequeue(event).ok()) {
       EXPECT_EQ(Dto(event).status, DAT_DTO_SUCCESS);
       EXPECT_EQ(Dto(event).user_cookie.as_64, received) << "buffers are consumed in posting order";
       ++received;

@@ -73,7 +73,7 @@ class DeviceTest : public ::testing::Test {
   // The next event of `evd` once the device is idle; false when there is none.
   bool Next(Evd* evd, DAT_EVENT& event) {
     Settle();
-    return evd->Dequeue(&event).ok();
+    return evd->Dequeue(event).ok();
   }
 
   // Every event of `evd` once the device is idle.

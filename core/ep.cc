@@ -107,7 +107,7 @@ Status Ep::CheckAttributes(const DAT_EP_ATTR& attr) {
               std::min(caps.max_recv_work, srq::EpRecvQueue::kMaxRecvDtos),
               std::min(caps.max_send_work, RequestQueue::kMaxRequests), caps.max_segments, caps.max_rdma_read_in,
               caps.max_rdma_read_out);
-  return Status(Code::kInvalidParameter, Detail::kArg6);
+  return Status(Code::kInvalidParameter, Detail::kParamAttributes);
 }
 
 srq::ReceiveSourceConfig Ep::ReceiveConfig(const DAT_EP_ATTR& attr) {
@@ -127,9 +127,8 @@ Status Ep::MakeResources(const DAT_EP_ATTR& attr, Resources& out) {
           std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr.max_request_dtos)), max_request_iov,
           out.requests);
       !status.ok())
-    return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
-  if (Status status = srq::CreateReceiveSource(ReceiveConfig(attr), out.receive); !status.ok())
-    return status.code() == Code::kInvalidParameter ? Status(Code::kInvalidParameter, Detail::kArg6) : status;
+    return status;
+  if (Status status = srq::CreateReceiveSource(ReceiveConfig(attr), out.receive); !status.ok()) return status;
   return NewTransportEndpoint(attr, *out.requests, out.endpoint);
 }
 
@@ -221,38 +220,35 @@ void Ep::Destroy(Ep* ep) {
   DeleteHandle(ep);
 }
 
-Status Ep::Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+void Ep::Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM& param) const {
   std::lock_guard lock(mutex_);
-  if (mask & DAT_EP_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_EP_FIELD_EP_STATE) param->ep_state = state();
+  if (mask & DAT_EP_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_EP_FIELD_EP_STATE) param.ep_state = state();
   if (mask & DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR)
-    param->local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&ia_->address()));
-  if (mask & DAT_EP_FIELD_LOCAL_PORT_QUAL) param->local_port_qual = ntohs(local_address_.sin_port);
+    param.local_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&ia_->address()));
+  if (mask & DAT_EP_FIELD_LOCAL_PORT_QUAL) param.local_port_qual = ntohs(local_address_.sin_port);
   if (mask & DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR)
-    param->remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&remote_address_));
-  if (mask & DAT_EP_FIELD_REMOTE_PORT_QUAL) param->remote_port_qual = remote_port_;
-  if (mask & DAT_EP_FIELD_PZ_HANDLE) param->pz_handle = pz_;
-  if (mask & DAT_EP_FIELD_RECV_EVD_HANDLE) param->recv_evd_handle = recv_evd_;
-  if (mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) param->request_evd_handle = request_evd_;
-  if (mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) param->connect_evd_handle = connect_evd_;
-  if (mask & DAT_EP_FIELD_SRQ_HANDLE) param->srq_handle = srq_;
-  if (mask & DAT_EP_FIELD_EP_ATTR_ALL) param->ep_attr = attr_;
-  return Status::Ok();
+    param.remote_ia_address_ptr = reinterpret_cast<DAT_IA_ADDRESS_PTR>(const_cast<sockaddr_in*>(&remote_address_));
+  if (mask & DAT_EP_FIELD_REMOTE_PORT_QUAL) param.remote_port_qual = remote_port_;
+  if (mask & DAT_EP_FIELD_PZ_HANDLE) param.pz_handle = pz_;
+  if (mask & DAT_EP_FIELD_RECV_EVD_HANDLE) param.recv_evd_handle = recv_evd_;
+  if (mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) param.request_evd_handle = request_evd_;
+  if (mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) param.connect_evd_handle = connect_evd_;
+  if (mask & DAT_EP_FIELD_SRQ_HANDLE) param.srq_handle = srq_;
+  if (mask & DAT_EP_FIELD_EP_ATTR_ALL) param.ep_attr = attr_;
 }
 
-Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
   constexpr DAT_EP_PARAM_MASK kModifiable = DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
                                             DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
-  if ((mask & ~kModifiable) != 0) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if ((mask & ~kModifiable) != 0) return Status(Code::kInvalidParameter, Detail::kParamMask);
   if (state() != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, Detail::kEpConnected);
   // Resolve every new value before changing anything: a refused modify changes nothing.
   Evd* evds[3] = {recv_evd_, request_evd_, connect_evd_};
   const DAT_EP_PARAM_MASK evd_fields[3] = {DAT_EP_FIELD_RECV_EVD_HANDLE, DAT_EP_FIELD_REQUEST_EVD_HANDLE,
                                            DAT_EP_FIELD_CONNECT_EVD_HANDLE};
-  const DAT_EVD_HANDLE requested[3] = {param->recv_evd_handle, param->request_evd_handle,
-                                       param->connect_evd_handle};
+  const DAT_EVD_HANDLE requested[3] = {param.recv_evd_handle, param.request_evd_handle,
+                                       param.connect_evd_handle};
   const DAT_EVD_FLAGS needed[3] = {DAT_EVD_DTO_FLAG, DAT_EVD_DTO_FLAG, DAT_EVD_CONNECTION_FLAG};
   const Detail subtypes[3] = {Detail::kEvdRecv, Detail::kEvdRequest, Detail::kEvdConnect};
   for (int i = 0; i < 3; ++i) {
@@ -267,8 +263,8 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) {
   }
   DAT_EP_ATTR attr = attr_;
   if (mask & DAT_EP_FIELD_EP_ATTR_ALL) {
-    attr = param->ep_attr;
-    if (Status status = CheckAttributes(attr); !status.ok()) return Status(Code::kInvalidParameter, Detail::kArg3);
+    attr = param.ep_attr;
+    if (Status status = CheckAttributes(attr); !status.ok()) return status;
     FillZeroLimits(ia_->capabilities(), attr);
   }
   std::lock_guard post(post_mutex_);
@@ -298,12 +294,10 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) {
   return Status::Ok();
 }
 
-Status Ep::GetStatus(DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
-  if (state == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-  *state = this->state();
+void Ep::GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
+  state = this->state();
   if (recv_idle != nullptr) *recv_idle = receive_->held() == 0 ? DAT_TRUE : DAT_FALSE;
   if (request_idle != nullptr) *request_idle = requests_->count() == 0 ? DAT_TRUE : DAT_FALSE;
-  return Status::Ok();
 }
 
 void Ep::Deliver() {

@@ -61,13 +61,16 @@ class Ep : public HandleHeader {
   // Abrupt IA close: the same, in any state.
   static void Destroy(Ep* ep);
 
-  Status Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* param) const;
-  Status Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param);
-  Status GetStatus(DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const;
+  void Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM& param) const;
+  Status Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param);
+  // recv_idle and request_idle may be null (not asked for).
+  void GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const;
 
   // Active side. `remote` is the peer IA address (AF_INET); conn_qual its PSP/RSP port.
   Status Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
                  DAT_COUNT private_data_size, const void* private_data);
+  // dat_ep_dup_connect: connects to where `dup` is connected (kInvalidState unless it is).
+  Status DupConnect(const Ep& dup, DAT_TIMEOUT timeout, DAT_COUNT private_data_size, const void* private_data);
   Status Disconnect(DAT_CLOSE_FLAGS flags);
   Status Reset();
 

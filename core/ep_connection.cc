@@ -58,7 +58,7 @@ std::uint64_t TransportTimeout(DAT_TIMEOUT timeout) {
 
 Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
                    DAT_COUNT private_data_size, const void* private_data) {
-  if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteAddress);
   if (remote->sa_family != AF_INET) {
     SOFTDAT_LOG(kInfo, "dat_ep_connect: address family %d is not supported, only AF_INET", remote->sa_family);
     return Status(Code::kInvalidAddress, Detail::kAddressUnsupported);
@@ -66,13 +66,13 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   if (conn_qual == 0 || conn_qual > 0xFFFF) {
     SOFTDAT_LOG(kInfo, "dat_ep_connect: connection qualifier %llu is not a port (1..65535)",
                 static_cast<unsigned long long>(conn_qual));
-    return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kParamConnQual);
   }
   if (private_data_size < 0 ||
       static_cast<std::uint32_t>(private_data_size) > ia_->capabilities().max_private_data ||
       static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
-    return Status(Code::kInvalidParameter, Detail::kArg5);
-  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kArg6);
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
   sockaddr_in address;
   std::memcpy(&address, remote, sizeof address);
   {
@@ -101,13 +101,25 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   return status;
 }
 
+Status Ep::DupConnect(const Ep& dup, DAT_TIMEOUT timeout, DAT_COUNT private_data_size, const void* private_data) {
+  sockaddr_in remote;
+  DAT_CONN_QUAL port;
+  {
+    std::lock_guard lock(dup.mutex_);
+    if (dup.state() != DAT_EP_STATE_CONNECTED) return Status(Code::kInvalidState, Detail::kEpUnconnected);
+    remote = dup.remote_address_;
+    port = dup.remote_port_;
+  }
+  return Connect(reinterpret_cast<const sockaddr*>(&remote), port, timeout, private_data_size, private_data);
+}
+
 Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT private_data_size,
                   const void* private_data) {
   if (private_data_size < 0 ||
       static_cast<std::uint32_t>(private_data_size) > ia_->capabilities().max_private_data ||
       static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
-    return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
   DAT_EP_STATE before;
   {
     std::lock_guard lock(mutex_);
@@ -170,7 +182,7 @@ void Ep::ReservedRequestRejected(Rsp* rsp) {
 
 Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
+    return Status(Code::kInvalidParameter, Detail::kParamFlags);
   bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
   {
     std::lock_guard lock(mutex_);

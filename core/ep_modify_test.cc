@@ -14,7 +14,7 @@ class EpModifyTest : public DeviceTest {};
 
 DAT_EP_ATTR AttributesOf(Ep* ep) {
   DAT_EP_PARAM param{};
-  EXPECT_TRUE(ep->Query(DAT_EP_FIELD_EP_ATTR_ALL, &param).ok());
+  ep->Query(DAT_EP_FIELD_EP_ATTR_ALL, param);
   return param.ep_attr;
 }
 
@@ -26,7 +26,7 @@ TEST_F(EpModifyTest, ARefusedModifyChangesNothingAndTheEpStillConnects) {
   param.ep_attr = before;
   param.ep_attr.max_request_dtos = before.max_request_dtos + 8;
   fake().behaviour().refuse_endpoints = true;
-  EXPECT_EQ(client->Modify(DAT_EP_FIELD_EP_ATTR_ALL, &param), Status(Code::kInsufficientResources, Detail::kTep));
+  EXPECT_EQ(client->Modify(DAT_EP_FIELD_EP_ATTR_ALL, param), Status(Code::kInsufficientResources, Detail::kTep));
   fake().behaviour().refuse_endpoints = false;
   EXPECT_EQ(AttributesOf(client).max_request_dtos, before.max_request_dtos);
 
@@ -46,7 +46,7 @@ TEST_F(EpModifyTest, AnAcceptedModifyGetsANewEndpointThatConnects) {
   DAT_EP_PARAM param{};
   param.ep_attr = AttributesOf(client);
   param.ep_attr.max_request_dtos += 8;
-  ASSERT_TRUE(client->Modify(DAT_EP_FIELD_EP_ATTR_ALL, &param).ok());
+  ASSERT_TRUE(client->Modify(DAT_EP_FIELD_EP_ATTR_ALL, param).ok());
   EXPECT_EQ(AttributesOf(client).max_request_dtos, param.ep_attr.max_request_dtos);
   ASSERT_TRUE(PostRecv(server, 0, 9).ok());
   Connect(client, server);

@@ -28,16 +28,16 @@ transport::RecvTarget TargetOf(const srq::RecvBuffer& buffer) {
 Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags) {
   if (Status postable = receive_->CanPost(); !postable.ok()) return postable;
-  if (num_segments < 0 || num_segments > attr_.max_recv_iov) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (num_segments < 0 || num_segments > attr_.max_recv_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   if ((flags & ~DAT_COMPLETION_UNSIGNALLED_FLAG) != 0 ||
       ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
        (attr_.recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0))
-    return Status(Code::kInvalidParameter, Detail::kArg5);
+    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
   Segment segments[srq::EpRecvQueue::kMaxRecvIov];
   CheckedIov checked;
   if (Status status = CheckLocalIov(ia_->memory(), pz_, {local_iov, static_cast<std::size_t>(num_segments)},
-                                    LocalUse::kReceive, Detail::kArg3, segments, checked);
+                                    LocalUse::kReceive, Detail::kParamLocalIov, segments, checked);
       !status.ok())
     return status;
   const std::span<const Segment> posted_segments(segments, checked.count);
@@ -84,8 +84,8 @@ Status Ep::PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> 
 
 Status Ep::PostSend(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags, bool invalidate, DAT_RMR_CONTEXT invalidate_key) {
-  if (num_segments < 0 || num_segments > attr_.max_request_iov) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (num_segments < 0 || num_segments > attr_.max_request_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   return PostRequest(DAT_DTO_SEND, {local_iov, static_cast<std::size_t>(num_segments)}, cookie, nullptr, flags,
                      invalidate, invalidate_key);
 }
@@ -93,9 +93,9 @@ Status Ep::PostSend(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
 Status Ep::PostRdma(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
                     DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote_iov, DAT_COMPLETION_FLAGS flags) {
   const DAT_COUNT max_iov = operation == DAT_DTO_RDMA_READ ? attr_.max_rdma_read_iov : attr_.max_rdma_write_iov;
-  if (num_segments < 0 || num_segments > max_iov) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (remote_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
+  if (num_segments < 0 || num_segments > max_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
+  if (remote_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
   if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
   return PostRequest(operation, {local_iov, static_cast<std::size_t>(num_segments)}, cookie, remote_iov, flags,
                      false, 0);
@@ -104,12 +104,11 @@ Status Ep::PostRdma(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TR
 Status Ep::PostRequest(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov, DAT_DTO_COOKIE cookie,
                        const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags, bool invalidate,
                        DAT_RMR_CONTEXT invalidate_key) {
-  const Detail flags_argument = remote != nullptr ? Detail::kArg6 : Detail::kArg5;
   if ((flags & ~kRequestPostFlags) != 0 ||
       ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
        (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0) ||
       (operation != DAT_DTO_SEND && (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)))
-    return Status(Code::kInvalidParameter, flags_argument);
+    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
   if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
 
   bool flushed = false;
@@ -130,7 +129,7 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
   if (request == nullptr) return Status(Code::kInsufficientResources);
   const LocalUse use = operation == DAT_DTO_RDMA_READ ? LocalUse::kReceive : LocalUse::kTransmit;
   CheckedIov checked;
-  if (Status status = CheckLocalIov(ia_->memory(), pz_, local_iov, use, Detail::kArg3,
+  if (Status status = CheckLocalIov(ia_->memory(), pz_, local_iov, use, Detail::kParamLocalIov,
                                     {request->segments, requests_->max_iov()}, checked);
       !status.ok())
     return status;
@@ -141,16 +140,16 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
   std::uint64_t length = checked.length;
   if (operation == DAT_DTO_RDMA_READ) {
     // A Read brings the remote segment's length into the local vector, which must hold it.
-    if (remote->segment_length > checked.length) return Status(Code::kInvalidParameter, Detail::kArg5);
+    if (remote->segment_length > checked.length) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
     length = remote->segment_length;
   } else if (operation == DAT_DTO_RDMA_WRITE && checked.length > remote->segment_length) {
-    return Status(Code::kInvalidParameter, Detail::kArg5);
+    return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
   }
   if (length > limit) {
     SOFTDAT_LOG(kInfo, "dat_ep_post: %llu bytes exceed the transport's max %s size of %llu",
                 static_cast<unsigned long long>(length), operation == DAT_DTO_SEND ? "message" : "RDMA",
                 static_cast<unsigned long long>(limit));
-    return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   }
   request->cookie = cookie;
   request->operation = operation;
@@ -200,7 +199,7 @@ Status Ep::PostBind(Rmr* rmr, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
   if ((flags & ~(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG)) != 0 ||
       ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
        (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0))
-    return Status(Code::kInvalidParameter, Detail::kArg8);
+    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
   std::lock_guard post(post_mutex_);
   std::lock_guard lock(mutex_);
   const DAT_EP_STATE current = state();

@@ -22,13 +22,12 @@ Evd::Evd(Ia* ia, DAT_EVD_FLAGS flags, std::unique_ptr<evd::EventQueue> queue)
 }
 
 Status Evd::Create(Ia* ia, DAT_COUNT min_qlen, Cno* cno, DAT_EVD_FLAGS flags, Evd** out) {
-  if ((flags & ~kKnownFlags) != 0 || flags == 0) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if ((flags & ~kKnownFlags) != 0 || flags == 0) return Status(Code::kInvalidParameter, Detail::kParamFlags);
   if ((flags & DAT_EVD_ASYNC_FLAG) != 0) {
     // One async EVD per IA: dat_ia_open made it (or the consumer said one exists elsewhere).
     SOFTDAT_LOG(kInfo, "dat_evd_create: the IA already has its asynchronous EVD");
-    return Status(Code::kInvalidParameter, Detail::kArg4);
+    return Status(Code::kInvalidParameter, Detail::kParamFlags);
   }
-  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
   std::unique_ptr<evd::EventQueue> queue;
   if (Status status = evd::EventQueue::Create(min_qlen, &queue); !status.ok()) return status;
   Evd* evd = NewHandle<Evd>(ia->provider, ia, flags, std::move(queue));
@@ -68,32 +67,36 @@ void Evd::Destroy(Evd* evd) {
   DeleteHandle(evd);
 }
 
-Status Evd::Dequeue(DAT_EVENT* event) {
+Status Evd::Dequeue(DAT_EVENT& event) {
   if (evd::ProgressHook* hook = ia_->progress_hook(); hook != nullptr) (void)hook->Progress();
-  Status status = queue_->Dequeue(event);
-  if (status.ok()) ReleaseSrqBuffer(*event);
+  Status status = queue_->Dequeue(&event);
+  if (status.ok()) ReleaseSrqBuffer(event);
   return status;
 }
 
-Status Evd::Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore) {
-  Status status = queue_->Wait(timeout, threshold, event, nmore);
-  if (status.ok()) ReleaseSrqBuffer(*event);
+Status Evd::Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT& event, DAT_COUNT* nmore) {
+  Status status = queue_->Wait(timeout, threshold, &event, nmore);
+  if (status.ok()) ReleaseSrqBuffer(event);
   return status;
 }
 
-Status Evd::Query(DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+void Evd::Enable() { queue_->Enable(); }
+void Evd::Disable() { queue_->Disable(); }
+Status Evd::Resize(DAT_COUNT qlen) { return queue_->Resize(qlen); }
+void Evd::SetUnwaitable() { queue_->SetUnwaitable(); }
+void Evd::ClearUnwaitable() { queue_->ClearUnwaitable(); }
+
+void Evd::Query(DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM& param) const {
   const evd::EventQueueInfo info = queue_->Query();
-  if (mask & DAT_EVD_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_EVD_FIELD_EVD_QLEN) param->evd_qlen = info.qlen;
+  if (mask & DAT_EVD_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_EVD_FIELD_EVD_QLEN) param.evd_qlen = info.qlen;
   if (mask & DAT_EVD_FIELD_EVD_STATE) {
-    param->evd_state = static_cast<DAT_EVD_STATE>(
+    param.evd_state = static_cast<DAT_EVD_STATE>(
         (info.enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
         (info.waitable ? DAT_EVD_STATE_WAITABLE : DAT_EVD_STATE_UNWAITABLE));
   }
-  if (mask & DAT_EVD_FIELD_CNO) param->cno_handle = cno();
-  if (mask & DAT_EVD_FIELD_EVD_FLAGS) param->evd_flags = flags_;
-  return Status::Ok();
+  if (mask & DAT_EVD_FIELD_CNO) param.cno_handle = cno();
+  if (mask & DAT_EVD_FIELD_EVD_FLAGS) param.evd_flags = flags_;
 }
 
 Status Evd::ModifyCno(Cno* cno) {
@@ -102,10 +105,9 @@ Status Evd::ModifyCno(Cno* cno) {
   return Status::Ok();
 }
 
-Status Evd::PostSoftware(const DAT_EVENT* event) {
-  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if ((flags_ & DAT_EVD_SOFTWARE_FLAG) == 0) return Status(Code::kInvalidParameter, Detail::kArg1);
-  DAT_EVENT copy = *event;
+Status Evd::PostSoftware(const DAT_EVENT& event) {
+  if ((flags_ & DAT_EVD_SOFTWARE_FLAG) == 0) return Status(Code::kInvalidParameter, Detail::kParamHandle);
+  DAT_EVENT copy = event;
   copy.evd_handle = this;
   return queue_->PostSoftware(copy);
 }
@@ -128,23 +130,20 @@ void Evd::Post(const DAT_EVENT& event, evd::EventQueue::Notify notify) {
 }
 
 Status Cno::Create(Ia* ia, const DAT_OS_WAIT_PROXY_AGENT& agent, Cno** out) {
-  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
   Cno* cno = NewHandle<Cno>(ia->provider, ia, agent);
   ia->Track(cno);
   *out = cno;
   return Status::Ok();
 }
 
-Status Cno::CreateWithFd(Ia* ia, DAT_FD* fd, Cno** out) {
-  if (fd == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+Status Cno::CreateWithFd(Ia* ia, DAT_FD& fd, Cno** out) {
   Cno* cno = NewHandle<Cno>(ia->provider, ia, DAT_OS_WAIT_PROXY_AGENT{});
   if (Status status = cno->cno_.EnableFd(cno->fd_); !status.ok()) {
     DeleteHandle(cno);
     return status;
   }
   ia->Track(cno);
-  *fd = cno->fd_;
+  fd = cno->fd_;
   *out = cno;
   return Status::Ok();
 }
@@ -156,18 +155,29 @@ Status Cno::Free(Cno* cno) {
   return Status::Ok();
 }
 
-Status Cno::Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+void Cno::Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM& param) const {
   const evd::CnoInfo info = cno_.Query();
-  if (mask & DAT_CNO_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_CNO_FIELD_PROXY_TYPE) param->proxy_type = fd_ >= 0 ? DAT_PROXY_TYPE_FD : DAT_PROXY_TYPE_AGENT;
+  if (mask & DAT_CNO_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_CNO_FIELD_PROXY_TYPE) param.proxy_type = fd_ >= 0 ? DAT_PROXY_TYPE_FD : DAT_PROXY_TYPE_AGENT;
   if (mask & DAT_CNO_FIELD_PROXY) {
     if (fd_ >= 0)
-      param->proxy.fd = fd_;
+      param.proxy.fd = fd_;
     else
-      param->proxy.agent = info.agent;
+      param.proxy.agent = info.agent;
   }
-  return Status::Ok();
+}
+
+Status Cno::Wait(DAT_TIMEOUT timeout, DAT_EVD_HANDLE& evd) {
+  evd::EventQueue* triggered = nullptr;
+  const Status status = cno_.Wait(timeout, &triggered);
+  // "On a timeout, evd_handle is explicitly set to a null handle."
+  evd = status.ok() && triggered != nullptr ? triggered->Query().owner : DAT_HANDLE_NULL;
+  return status;
+}
+
+DAT_EVD_HANDLE Cno::Trigger() {
+  evd::EventQueue* triggered = cno_.Take();
+  return triggered != nullptr ? triggered->Query().owner : DAT_HANDLE_NULL;
 }
 
 }  // namespace softdat::core

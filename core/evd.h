@@ -29,9 +29,15 @@ class Evd : public HandleHeader {
   // Destroys without checks (abrupt IA close).
   static void Destroy(Evd* evd);
 
-  Status Query(DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* param) const;
+  void Query(DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM& param) const;
   Status ModifyCno(Cno* cno);
-  Status PostSoftware(const DAT_EVENT* event);
+  Status PostSoftware(const DAT_EVENT& event);
+  // dat_evd_enable, dat_evd_disable, dat_evd_resize, dat_evd_set_unwaitable, dat_evd_clear_unwaitable.
+  void Enable();
+  void Disable();
+  Status Resize(DAT_COUNT qlen);
+  void SetUnwaitable();
+  void ClearUnwaitable();
 
   // A provider event. Never blocks, never allocates; on overflow the event is dropped (an SRQ
   // buffer it held is released) and the IA's async EVD gets one DAT_ASYNC_ERROR_EVD_OVERFLOW
@@ -40,8 +46,9 @@ class Evd : public HandleHeader {
 
   // dat_evd_dequeue / dat_evd_wait: the queue's rules, plus releasing the SRQ buffer a taken
   // receive completion held. In busy-poll mode a dequeue first drives the transport once.
-  Status Dequeue(DAT_EVENT* event);
-  Status Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore);
+  // `nmore` may be null.
+  Status Dequeue(DAT_EVENT& event);
+  Status Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT& event, DAT_COUNT* nmore);
 
   Ia* ia() const { return ia_; }
   DAT_EVD_FLAGS flags() const { return flags_; }

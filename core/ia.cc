@@ -30,7 +30,7 @@ Ia::~Ia() = default;
 Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& params_text,
                 transport::TransportFactory factory, DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE& async_evd,
                 Ia** out) {
-  if (async_evd_qlen < 0) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (async_evd_qlen < 0) return Status(Code::kInvalidParameter, Detail::kParamQlen);
   Evd* adopted = nullptr;
   const bool async_exists = async_evd == DAT_EVD_ASYNC_EXISTS;
   if (async_evd != DAT_HANDLE_NULL && !async_exists) {
@@ -150,7 +150,7 @@ std::size_t Ia::tracked() const {
 
 Status Ia::Close(Ia* ia, DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
+    return Status(Code::kInvalidParameter, Detail::kParamFlags);
   if (flags == DAT_CLOSE_GRACEFUL_FLAG && ia->tracked() > 0) {
     SOFTDAT_LOG(kInfo, "dat_ia_close(%s): graceful close refused, %zu objects still exist",
                 ia->name_.c_str(), ia->tracked());
@@ -174,9 +174,6 @@ Status Ia::Close(Ia* ia, DAT_CLOSE_FLAGS flags) {
 
 Status Ia::Query(DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_MASK ia_mask, DAT_IA_ATTR* ia_attr,
                  DAT_PROVIDER_ATTR_MASK provider_mask, DAT_PROVIDER_ATTR* provider_attr) const {
-  if (ia_mask != 0 && ia_attr == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
-  if (provider_mask != 0 && provider_attr == nullptr)
-    return Status(Code::kInvalidParameter, Detail::kArg6);
   if (async_evd != nullptr) *async_evd = async_evd_;
   if (ia_mask != 0) FillIaAttr(*this, *ia_attr);
   if (provider_mask != 0) FillProviderAttr(*this, *provider_attr);

@@ -41,17 +41,16 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
   if (mem_type != DAT_MEM_TYPE_VIRTUAL) {
     SOFTDAT_LOG(kWarn, "dat_lmr_create: memory type 0x%x is not supported, only DAT_MEM_TYPE_VIRTUAL",
                 static_cast<unsigned>(mem_type));
-    return Status(Code::kInvalidParameter, Detail::kArg2);
+    return Status(Code::kInvalidParameter, Detail::kParamMemType);
   }
   const auto address = reinterpret_cast<std::uint64_t>(region.for_va);
-  if (address == 0) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (length == 0 || address + length < address) return Status(Code::kInvalidParameter, Detail::kArg4);
-  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kArg6);
+  if (address == 0) return Status(Code::kInvalidParameter, Detail::kParamRegion);
+  if (length == 0 || address + length < address) return Status(Code::kInvalidParameter, Detail::kParamLength);
+  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kParamPrivileges);
   if (va_type != DAT_VA_TYPE_VA) {
     SOFTDAT_LOG(kWarn, "dat_lmr_create: zero-based virtual addresses are not supported");
-    return Status(Code::kInvalidParameter, Detail::kArg7);
+    return Status(Code::kInvalidParameter, Detail::kParamVaType);
   }
-  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg8);
   if (pz->ia() != ia) return Status(Code::kInvalidHandle, Detail::kPz);
 
   std::uint32_t key = 0;
@@ -102,19 +101,27 @@ Status Lmr::Free(Lmr* lmr) {
   return Status::Ok();
 }
 
-Status Lmr::Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (mask & DAT_LMR_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_LMR_FIELD_MEM_TYPE) param->mem_type = DAT_MEM_TYPE_VIRTUAL;
-  if (mask & DAT_LMR_FIELD_REGION_DESC) param->region_desc.for_va = reinterpret_cast<DAT_PVOID>(address_);
-  if (mask & DAT_LMR_FIELD_LENGTH) param->length = length_;
-  if (mask & DAT_LMR_FIELD_PZ_HANDLE) param->pz_handle = pz_;
-  if (mask & DAT_LMR_FIELD_MEM_PRIV) param->mem_priv = privileges_;
-  if (mask & DAT_LMR_FIELD_VA_TYPE) param->va_type = va_type_;
-  if (mask & DAT_LMR_FIELD_LMR_CONTEXT) param->lmr_context = context_;
-  if (mask & DAT_LMR_FIELD_RMR_CONTEXT) param->rmr_context = remote_context_;
-  if (mask & DAT_LMR_FIELD_REGISTERED_SIZE) param->registered_size = length_;
-  if (mask & DAT_LMR_FIELD_REGISTERED_ADDRESS) param->registered_address = address_;
+void Lmr::Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM& param) const {
+  if (mask & DAT_LMR_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_LMR_FIELD_MEM_TYPE) param.mem_type = DAT_MEM_TYPE_VIRTUAL;
+  if (mask & DAT_LMR_FIELD_REGION_DESC) param.region_desc.for_va = reinterpret_cast<DAT_PVOID>(address_);
+  if (mask & DAT_LMR_FIELD_LENGTH) param.length = length_;
+  if (mask & DAT_LMR_FIELD_PZ_HANDLE) param.pz_handle = pz_;
+  if (mask & DAT_LMR_FIELD_MEM_PRIV) param.mem_priv = privileges_;
+  if (mask & DAT_LMR_FIELD_VA_TYPE) param.va_type = va_type_;
+  if (mask & DAT_LMR_FIELD_LMR_CONTEXT) param.lmr_context = context_;
+  if (mask & DAT_LMR_FIELD_RMR_CONTEXT) param.rmr_context = remote_context_;
+  if (mask & DAT_LMR_FIELD_REGISTERED_SIZE) param.registered_size = length_;
+  if (mask & DAT_LMR_FIELD_REGISTERED_ADDRESS) param.registered_address = address_;
+}
+
+Status Lmr::SyncRdma(Ia& ia, std::span<const DAT_LMR_TRIPLET> segments) {
+  for (const DAT_LMR_TRIPLET& segment : segments) {
+    if (segment.segment_length == 0) continue;
+    const WindowView lmr = ia.memory().Find(segment.lmr_context);
+    if (!lmr.is_lmr || !lmr.Contains(segment.virtual_address, segment.segment_length))
+      return Status(Code::kInvalidParameter, Detail::kParamSegments);
+  }
   return Status::Ok();
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <memory>
 
 #include "base/status.h"
@@ -29,8 +30,12 @@ class Lmr : public HandleHeader {
                        DAT_RMR_CONTEXT* rmr_context, DAT_VLEN* registered_length,
                        DAT_VADDR* registered_address);
   static Status Free(Lmr* lmr);
+  // dat_lmr_sync_rdma_read / _write. Memory is coherent on the platforms softdat runs on, so
+  // there is nothing to flush, but each segment must still name registered memory of `ia`
+  // (kInvalidParameter otherwise).
+  static Status SyncRdma(Ia& ia, std::span<const DAT_LMR_TRIPLET> segments);
   // Fills the fields `mask` asks for; ia_handle is the provider's IA (dat/ wraps it).
-  Status Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM* param) const;
+  void Query(DAT_LMR_PARAM_MASK mask, DAT_LMR_PARAM& param) const;
 
   Lmr(Ia* ia, Pz* pz, std::uint64_t address, std::uint64_t length, DAT_MEM_PRIV_FLAGS privileges,
       DAT_VA_TYPE va_type, std::uint32_t context, std::uint32_t remote_context,

@@ -6,7 +6,6 @@
 namespace softdat::core {
 
 Status Pz::Create(Ia* ia, Pz** out) {
-  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
   std::unique_ptr<transport::ProtectionDomain> domain;
   if (Status status = ia->transport().CreateProtectionDomain(domain); !status.ok()) return status;
   Pz* pz = NewHandle<Pz>(ia->provider, ia, std::move(domain));
@@ -24,10 +23,8 @@ Status Pz::Free(Pz* pz) {
 
 void Pz::Destroy(Pz* pz) { DeleteHandle(pz); }
 
-Status Pz::Query(DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (mask & DAT_PZ_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  return Status::Ok();
+void Pz::Query(DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM& param) const {
+  if (mask & DAT_PZ_FIELD_IA_HANDLE) param.ia_handle = ia_;
 }
 
 }  // namespace softdat::core

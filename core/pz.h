@@ -24,7 +24,7 @@ class Pz : public HandleHeader {
   static Status Free(Pz* pz);
   // Abrupt IA close, after every user is gone.
   static void Destroy(Pz* pz);
-  Status Query(DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM* param) const;
+  void Query(DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM& param) const;
 
   Pz(Ia* ia, std::unique_ptr<transport::ProtectionDomain> domain) : ia_(ia), domain_(std::move(domain)) {}
 

@@ -8,8 +8,8 @@ namespace softdat::core {
 
 Status RequestQueue::Create(std::uint32_t max_requests, std::uint32_t max_iov,
                             std::unique_ptr<RequestQueue>& out) {
-  if (max_requests == 0 || max_requests > kMaxRequests) return Status(Code::kInvalidParameter, Detail::kArg1);
-  if (max_iov > kMaxIov) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (max_requests == 0 || max_requests > kMaxRequests) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
+  if (max_iov > kMaxIov) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   try {
     out.reset(new RequestQueue(max_requests, max_iov == 0 ? 1 : max_iov, std::bit_ceil(max_requests)));
   } catch (const std::bad_alloc&) {

@@ -36,11 +36,11 @@ std::vector<std::uint64_t> PopTags(RequestQueue& queue) {
 
 TEST(RequestQueue, CreateRefusesOutOfRange) {
   std::unique_ptr<RequestQueue> queue;
-  EXPECT_EQ(RequestQueue::Create(0, 1, queue), Status(Code::kInvalidParameter, Detail::kArg1));
+  EXPECT_EQ(RequestQueue::Create(0, 1, queue), Status(Code::kInvalidParameter, Detail::kParamAttributes));
   EXPECT_EQ(RequestQueue::Create(RequestQueue::kMaxRequests + 1, 1, queue),
-            Status(Code::kInvalidParameter, Detail::kArg1));
+            Status(Code::kInvalidParameter, Detail::kParamAttributes));
   EXPECT_EQ(RequestQueue::Create(4, RequestQueue::kMaxIov + 1, queue),
-            Status(Code::kInvalidParameter, Detail::kArg2));
+            Status(Code::kInvalidParameter, Detail::kParamAttributes));
 }
 
 TEST(RequestQueue, CompletionsFollowPostingOrder) {

@@ -11,7 +11,6 @@
 namespace softdat::core {
 
 Status Rmr::Create(Pz* pz, Rmr** out) {
-  if (out == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
   Ia* ia = pz->ia();
   if (ia->capabilities().device_memory_keys) {
     // A window's key would have to come from the device (ibv_alloc_mw / bind_mw), which the
@@ -42,35 +41,31 @@ void Rmr::Destroy(Rmr* rmr) {
   DeleteHandle(rmr);
 }
 
-Status Rmr::Query(DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+void Rmr::Query(DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM& param) const {
   std::lock_guard lock(mutex_);
   // A key a peer invalidated no longer names the window: report it unbound.
   const bool bound = key_ != 0 && ia_->memory().Find(key_).key == key_;
-  if (mask & DAT_RMR_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_RMR_FIELD_PZ_HANDLE) param->pz_handle = pz_;
-  if (mask & DAT_RMR_FIELD_LMR_TRIPLET) param->lmr_triplet = bound ? triplet_ : DAT_LMR_TRIPLET{};
-  if (mask & DAT_RMR_FIELD_MEM_PRIV) param->mem_priv = bound ? privileges_ : DAT_MEM_PRIV_NONE_FLAG;
-  if (mask & DAT_RMR_FIELD_RMR_CONTEXT) param->rmr_context = bound ? key_ : 0;
-  if (mask & DAT_RMR_FIELD_RMR_SCOPE) param->rmr_scope = DAT_RMR_SCOPE_EP;
-  if (mask & DAT_RMR_FIELD_VA_TYPE) param->va_type = DAT_VA_TYPE_VA;
-  return Status::Ok();
+  if (mask & DAT_RMR_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_RMR_FIELD_PZ_HANDLE) param.pz_handle = pz_;
+  if (mask & DAT_RMR_FIELD_LMR_TRIPLET) param.lmr_triplet = bound ? triplet_ : DAT_LMR_TRIPLET{};
+  if (mask & DAT_RMR_FIELD_MEM_PRIV) param.mem_priv = bound ? privileges_ : DAT_MEM_PRIV_NONE_FLAG;
+  if (mask & DAT_RMR_FIELD_RMR_CONTEXT) param.rmr_context = bound ? key_ : 0;
+  if (mask & DAT_RMR_FIELD_RMR_SCOPE) param.rmr_scope = DAT_RMR_SCOPE_EP;
+  if (mask & DAT_RMR_FIELD_VA_TYPE) param.va_type = DAT_VA_TYPE_VA;
 }
 
-Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
-                 Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT* context) {
-  if (triplet == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (context == nullptr) return Status(Code::kInvalidParameter, Detail::kArg9);
-  if (va_type != DAT_VA_TYPE_VA) return Status(Code::kInvalidParameter, Detail::kArg5);
-  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kArg4);
+Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET& triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
+                 Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT& context) {
+  if (va_type != DAT_VA_TYPE_VA) return Status(Code::kInvalidParameter, Detail::kParamVaType);
+  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kParamPrivileges);
   if (ep->ia() != ia_) return Status(Code::kInvalidHandle, Detail::kEp);
-  const bool unbind = triplet->segment_length == 0;
+  const bool unbind = triplet.segment_length == 0;
   if (!unbind) {
     if (lmr == nullptr || lmr->ia() != ia_) return Status(Code::kInvalidHandle, Detail::kLmr);
-    if (triplet->lmr_context != lmr->context()) return Status(Code::kInvalidParameter, Detail::kArg3);
+    if (triplet.lmr_context != lmr->context()) return Status(Code::kInvalidParameter, Detail::kParamLmrTriplet);
     const WindowView region = ia_->memory().Find(lmr->context());
-    if (!region.Contains(triplet->virtual_address, triplet->segment_length))
-      return Status(Code::kInvalidParameter, Detail::kArg3);
+    if (!region.Contains(triplet.virtual_address, triplet.segment_length))
+      return Status(Code::kInvalidParameter, Detail::kParamLmrTriplet);
     if (lmr->pz() != pz_ || ep->pz() != pz_) return Status(Code::kProtectionViolation);
     // The window may not grant the peer what the region does not grant locally.
     // (Local read is always granted, as on an RNIC: see core/local_iov.cc.)
@@ -93,7 +88,7 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privile
     // Flushed: nothing changes.
     if (key != 0) ia_->memory().Release(key);
     ep->FinishBind(request, false);
-    *context = key_;
+    context = key_;
     return Status::Ok();
   }
   if (key_ != 0) ia_->memory().Release(key_);  // the previous context stops working now
@@ -101,14 +96,14 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privile
   if (!unbind) {
     WindowView window;
     window.key = key;
-    window.address = triplet->virtual_address;
-    window.length = triplet->segment_length;
+    window.address = triplet.virtual_address;
+    window.length = triplet.segment_length;
     window.privileges = static_cast<DAT_MEM_PRIV_FLAGS>(privileges);
     window.pz = pz_;
     window.endpoint = ep;
     window.is_lmr = false;
     ia_->memory().Publish(window);
-    triplet_ = *triplet;
+    triplet_ = triplet;
     privileges_ = static_cast<DAT_MEM_PRIV_FLAGS>(privileges);
   } else {
     triplet_ = DAT_LMR_TRIPLET{};
@@ -116,7 +111,7 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privile
   }
   // The window is in place before its completion can be seen.
   ep->FinishBind(request, true);
-  *context = key;
+  context = key;
   return Status::Ok();
 }
 

@@ -24,12 +24,12 @@ class Rmr : public HandleHeader {
   static Status Create(Pz* pz, Rmr** out);
   static Status Free(Rmr* rmr);
   static void Destroy(Rmr* rmr);
-  Status Query(DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM* param) const;
+  void Query(DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM& param) const;
 
   // dat_rmr_bind. A zero-length triplet unbinds. The completion arrives on the EP's request EVD
   // in posting order; a bind posted to a DISCONNECTED EP is flushed and changes nothing.
-  Status Bind(Lmr* lmr, const DAT_LMR_TRIPLET* triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
-              Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT* context);
+  Status Bind(Lmr* lmr, const DAT_LMR_TRIPLET& triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
+              Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT& context);
 
   // A peer's Send with Invalidate named `key`: revoke it if it is an RMR window of `pz`.
   static bool InvalidateByPeer(Ia& ia, const Pz* pz, std::uint32_t key);

@@ -34,7 +34,7 @@ Status Psp::Listen(Ia* ia, std::uint16_t port, Evd* evd, DAT_PSP_FLAGS flags, Ps
       SOFTDAT_LOG(kInfo, "dat_psp_create: provider-created EPs are not supported (DAT_PSP_CREATES_EP_NEVER)");
       return Status(Code::kModelNotSupported);
     }
-    return Status(Code::kInvalidParameter, Detail::kArg4);
+    return Status(Code::kInvalidParameter, Detail::kParamFlags);
   }
   Psp* psp = NewHandle<Psp>(ia->provider, ia, evd, flags);
   psp->conn_qual_.store(port, std::memory_order_relaxed);
@@ -50,15 +50,14 @@ Status Psp::Listen(Ia* ia, std::uint16_t port, Evd* evd, DAT_PSP_FLAGS flags, Ps
 }
 
 Status Psp::Create(Ia* ia, DAT_CONN_QUAL conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out) {
-  if (Status status = CheckConnQual(conn_qual, Detail::kArg2); !status.ok()) return status;
+  if (Status status = CheckConnQual(conn_qual, Detail::kParamConnQual); !status.ok()) return status;
   return Listen(ia, static_cast<std::uint16_t>(conn_qual), evd, flags, out);
 }
 
-Status Psp::CreateAny(Ia* ia, DAT_CONN_QUAL* conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out) {
-  if (conn_qual == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+Status Psp::CreateAny(Ia* ia, DAT_CONN_QUAL& conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out) {
   Psp* psp = nullptr;
   if (Status status = Listen(ia, 0, evd, flags, &psp); !status.ok()) return status;
-  *conn_qual = psp->conn_qual();
+  conn_qual = psp->conn_qual();
   *out = psp;
   return Status::Ok();
 }
@@ -75,13 +74,11 @@ void Psp::Destroy(Psp* psp) {
   DeleteHandle(psp);
 }
 
-Status Psp::Query(DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (mask & DAT_PSP_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_PSP_FIELD_CONN_QUAL) param->conn_qual = conn_qual();
-  if (mask & DAT_PSP_FIELD_EVD_HANDLE) param->evd_handle = evd_;
-  if (mask & DAT_PSP_FIELD_PSP_FLAGS) param->psp_flags = flags_;
-  return Status::Ok();
+void Psp::Query(DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM& param) const {
+  if (mask & DAT_PSP_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_PSP_FIELD_CONN_QUAL) param.conn_qual = conn_qual();
+  if (mask & DAT_PSP_FIELD_EVD_HANDLE) param.evd_handle = evd_;
+  if (mask & DAT_PSP_FIELD_PSP_FLAGS) param.psp_flags = flags_;
 }
 
 void Psp::Report(HandleHeader* cr) {
@@ -94,7 +91,7 @@ void Psp::OnConnectRequest(std::unique_ptr<transport::PendingConnection> request
 }
 
 Status Rsp::Create(Ia* ia, DAT_CONN_QUAL conn_qual, Ep* ep, Evd* evd, Rsp** out) {
-  if (Status status = CheckConnQual(conn_qual, Detail::kArg2); !status.ok()) return status;
+  if (Status status = CheckConnQual(conn_qual, Detail::kParamConnQual); !status.ok()) return status;
   if (ep == nullptr) {
     SOFTDAT_LOG(kInfo, "dat_rsp_create: provider-created EPs are not supported");
     return Status(Code::kModelNotSupported);
@@ -133,13 +130,11 @@ void Rsp::Destroy(Rsp* rsp) {
   DeleteHandle(rsp);
 }
 
-Status Rsp::Query(DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM* param) const {
-  if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (mask & DAT_RSP_FIELD_IA_HANDLE) param->ia_handle = ia_;
-  if (mask & DAT_RSP_FIELD_CONN_QUAL) param->conn_qual = conn_qual_;
-  if (mask & DAT_RSP_FIELD_EVD_HANDLE) param->evd_handle = evd_;
-  if (mask & DAT_RSP_FIELD_EP_HANDLE) param->ep_handle = ep_;
-  return Status::Ok();
+void Rsp::Query(DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM& param) const {
+  if (mask & DAT_RSP_FIELD_IA_HANDLE) param.ia_handle = ia_;
+  if (mask & DAT_RSP_FIELD_CONN_QUAL) param.conn_qual = conn_qual_;
+  if (mask & DAT_RSP_FIELD_EVD_HANDLE) param.evd_handle = evd_;
+  if (mask & DAT_RSP_FIELD_EP_HANDLE) param.ep_handle = ep_;
 }
 
 void Rsp::OnConnectRequest(std::unique_ptr<transport::PendingConnection> request) {

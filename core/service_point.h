@@ -41,11 +41,11 @@ class Psp : public HandleHeader {
   // be a CR EVD of the same IA. DAT_PSP_PROVIDER_FLAG: kModelNotSupported (softdat reports
   // DAT_PSP_CREATES_EP_NEVER).
   static Status Create(Ia* ia, DAT_CONN_QUAL conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out);
-  static Status CreateAny(Ia* ia, DAT_CONN_QUAL* conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out);
+  static Status CreateAny(Ia* ia, DAT_CONN_QUAL& conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out);
   // Stops listening; requests already reported stay valid.
   static Status Free(Psp* psp);
   static void Destroy(Psp* psp);
-  Status Query(DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM* param) const;
+  void Query(DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM& param) const;
 
   Ia* ia() const { return ia_; }
   Evd* evd() const { return evd_; }
@@ -81,7 +81,7 @@ class Rsp : public HandleHeader {
   // Stops listening and, if its request was not accepted, returns the EP to UNCONNECTED.
   static Status Free(Rsp* rsp);
   static void Destroy(Rsp* rsp);
-  Status Query(DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM* param) const;
+  void Query(DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM& param) const;
 
   Ia* ia() const { return ia_; }
   Ep* ep() const { return ep_; }

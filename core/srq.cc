@@ -36,7 +36,7 @@ Status Srq::Create(Ia* ia, Pz* pz, const DAT_SRQ_ATTR& attr, Srq** out) {
                 "range for %s (max_recv_dtos 1..%u, max_recv_iov 0..%u, low_watermark 0..max_recv_dtos)",
                 attr.max_recv_dtos, attr.max_recv_iov, attr.low_watermark, ia->name().c_str(),
                 limits.max_recv_dtos, limits.max_recv_iov);
-    return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   }
   std::unique_ptr<srq::SrqPool> pool;
   if (Status status = srq::SrqPool::Create(static_cast<std::uint32_t>(attr.max_recv_dtos),
@@ -107,12 +107,12 @@ Status Srq::CheckEndpointPz(const Pz* pz) const {
 Status Srq::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie) {
   const srq::SrqPool::Snapshot shape = pool_->Query();
   if (num_segments < 0 || static_cast<std::uint32_t>(num_segments) > shape.max_recv_iov)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   Segment segments[srq::SrqPool::kMaxRecvIov];
   CheckedIov checked;
   const std::span<const DAT_LMR_TRIPLET> iov(local_iov, static_cast<std::size_t>(num_segments));
-  if (Status status = CheckLocalIov(ia_->memory(), pz_, iov, LocalUse::kReceive, Detail::kArg3,
+  if (Status status = CheckLocalIov(ia_->memory(), pz_, iov, LocalUse::kReceive, Detail::kParamLocalIov,
                                     segments, checked);
       !status.ok())
     return status;
@@ -135,7 +135,7 @@ void Srq::Query(DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM& param) const {
 
 Status Srq::Resize(DAT_COUNT max_recv_dtos) {
   if (max_recv_dtos < 1 || static_cast<std::uint32_t>(max_recv_dtos) > ia_->srq_limits().max_recv_dtos)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
+    return Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto);
   return pool_->Resize(static_cast<std::uint32_t>(max_recv_dtos));
 }
 

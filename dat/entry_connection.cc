@@ -1,7 +1,5 @@
 // DAT entry points for connection management: active connect and disconnect, public and reserved
 // service points, connection requests.
-#include <cstring>
-
 #include "core/cr.h"
 #include "core/ep.h"
 #include "core/evd.h"
@@ -20,7 +18,7 @@ DAT_RETURN EpConnect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote_ia_addre
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
     if (flags & ~(DAT_CONNECT_MULTIPATH_REQUESTED_FLAG | DAT_CONNECT_MULTIPATH_REQUIRED_FLAG))
-      return Status(Code::kInvalidParameter, Detail::kArg8);
+      return Status(Code::kInvalidParameter, Detail::kParamFlags);
     // One path only: a required multipath cannot be had, a requested one falls back to one.
     if (flags & DAT_CONNECT_MULTIPATH_REQUIRED_FLAG) return Status(Code::kModelNotSupported);
     (void)qos;  // best effort is all softdat offers; any QoS request gets it
@@ -36,17 +34,7 @@ DAT_RETURN EpDupConnect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE ep_dup_handle, DA
     const core::Ep* dup = core::HandleAs<core::Ep>(ep_dup_handle);
     if (dup == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
     (void)qos;
-    DAT_EP_PARAM param;
-    if (Status status = dup->Query(DAT_EP_FIELD_EP_STATE | DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR |
-                                       DAT_EP_FIELD_REMOTE_PORT_QUAL,
-                                   &param);
-        !status.ok())
-      return status;
-    if (param.ep_state != DAT_EP_STATE_CONNECTED) return Status(Code::kInvalidState, Detail::kEpUnconnected);
-    sockaddr_in remote;
-    std::memcpy(&remote, param.remote_ia_address_ptr, sizeof remote);
-    return ep->Connect(reinterpret_cast<const sockaddr*>(&remote), param.remote_port_qual, timeout,
-                       private_data_size, private_data);
+    return ep->DupConnect(*dup, timeout, private_data_size, private_data);
   });
 }
 
@@ -65,7 +53,7 @@ DAT_RETURN PspCreate(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_qual, DAT_EVD_H
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return Status(Code::kInvalidHandle, Detail::kEvdCr);
-    if (psp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
+    if (psp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Psp* psp = nullptr;
     Status status = core::Psp::Create(ia, conn_qual, evd, flags, &psp);
     if (status.ok()) *psp_handle = psp;
@@ -80,9 +68,10 @@ DAT_RETURN PspCreateAny(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL* conn_qual, DAT_E
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return Status(Code::kInvalidHandle, Detail::kEvdCr);
-    if (psp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
+    if (psp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Psp* psp = nullptr;
-    Status status = core::Psp::CreateAny(ia, conn_qual, evd, flags, &psp);
+    if (conn_qual == nullptr) return Status(Code::kInvalidParameter, Detail::kParamConnQual);
+    Status status = core::Psp::CreateAny(ia, *conn_qual, evd, flags, &psp);
     if (status.ok()) *psp_handle = psp;
     return status;
   });
@@ -92,9 +81,10 @@ DAT_RETURN PspQuery(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK mask, DAT_PSP_
   return Guarded("dat_psp_query", [&]() -> Status {
     const core::Psp* psp = core::HandleAs<core::Psp>(psp_handle);
     if (psp == nullptr) return Status(Code::kInvalidHandle, Detail::kPsp);
-    Status status = psp->Query(mask, param);
-    if (status.ok() && (mask & DAT_PSP_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(psp->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    psp->Query(mask, *param);
+    if (mask & DAT_PSP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(psp->ia());
+    return Status::Ok();
   });
 }
 
@@ -118,7 +108,7 @@ DAT_RETURN RspCreate(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_qual, DAT_EP_HA
     }
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return Status(Code::kInvalidHandle, Detail::kEvdCr);
-    if (rsp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
+    if (rsp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Rsp* rsp = nullptr;
     Status status = core::Rsp::Create(ia, conn_qual, ep, evd, &rsp);
     if (status.ok()) *rsp_handle = rsp;
@@ -130,9 +120,10 @@ DAT_RETURN RspQuery(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK mask, DAT_RSP_
   return Guarded("dat_rsp_query", [&]() -> Status {
     const core::Rsp* rsp = core::HandleAs<core::Rsp>(rsp_handle);
     if (rsp == nullptr) return Status(Code::kInvalidHandle, Detail::kRsp);
-    Status status = rsp->Query(mask, param);
-    if (status.ok() && (mask & DAT_RSP_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(rsp->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    rsp->Query(mask, *param);
+    if (mask & DAT_RSP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(rsp->ia());
+    return Status::Ok();
   });
 }
 
@@ -148,7 +139,9 @@ DAT_RETURN CrQuery(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM
   return Guarded("dat_cr_query", [&]() -> Status {
     const core::Cr* cr = core::HandleAs<core::Cr>(cr_handle);
     if (cr == nullptr) return Status(Code::kInvalidHandle, Detail::kCr);
-    return cr->Query(mask, param);
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    cr->Query(mask, *param);
+    return Status::Ok();
   });
 }
 

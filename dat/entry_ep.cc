@@ -33,7 +33,7 @@ Status CreateEp(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE
   if (!ResolveEvd(recv_handle, recv)) return Status(Code::kInvalidHandle, Detail::kEvdRecv);
   if (!ResolveEvd(request_handle, request)) return Status(Code::kInvalidHandle, Detail::kEvdRequest);
   if (!ResolveEvd(connect_handle, connect)) return Status(Code::kInvalidHandle, Detail::kEvdConnect);
-  if (ep_handle == nullptr) return Status(Code::kInvalidParameter, srq != nullptr ? Detail::kArg8 : Detail::kArg7);
+  if (ep_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
   core::Ep* ep = nullptr;
   Status status = core::Ep::Create(ia, pz, recv, request, connect, srq, attr, &ep);
   if (status.ok()) *ep_handle = ep;
@@ -64,9 +64,10 @@ DAT_RETURN EpQuery(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM
   return Guarded("dat_ep_query", [&]() -> Status {
     const core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    Status status = ep->Query(mask, param);
-    if (status.ok() && (mask & DAT_EP_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(ep->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    ep->Query(mask, *param);
+    if (mask & DAT_EP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(ep->ia());
+    return Status::Ok();
   });
 }
 
@@ -74,7 +75,8 @@ DAT_RETURN EpModify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, const DAT_E
   return Guarded("dat_ep_modify", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    return ep->Modify(mask, param);
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    return ep->Modify(mask, *param);
   });
 }
 
@@ -83,7 +85,9 @@ DAT_RETURN EpGetStatus(DAT_EP_HANDLE ep_handle, DAT_EP_STATE* state, DAT_BOOLEAN
   return Guarded("dat_ep_get_status", [&]() -> Status {
     const core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    return ep->GetStatus(state, recv_idle, request_idle);
+    if (state == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEpState);
+    ep->GetStatus(*state, recv_idle, request_idle);
+    return Status::Ok();
   });
 }
 

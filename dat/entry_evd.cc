@@ -10,7 +10,7 @@ namespace softdat::dat {
 namespace {
 
 // An EVD argument that is not a live EVD: DAT has no generic EVD subtype, so name the argument.
-constexpr Status kBadEvd(Code::kInvalidHandle, Detail::kArg1);
+constexpr Status kBadEvd(Code::kInvalidHandle, Detail::kParamHandle);
 
 }  // namespace
 
@@ -24,7 +24,7 @@ DAT_RETURN EvdCreate(DAT_IA_HANDLE ia_handle, DAT_COUNT min_qlen, DAT_CNO_HANDLE
       cno = core::HandleAs<core::Cno>(cno_handle);
       if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
     }
-    if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg5);
+    if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Evd* evd = nullptr;
     Status status = core::Evd::Create(ia, min_qlen, cno, flags, &evd);
     if (status.ok()) *evd_handle = evd;
@@ -36,9 +36,10 @@ DAT_RETURN EvdQuery(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK mask, DAT_EVD_
   return Guarded("dat_evd_query", [&]() -> Status {
     const core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    Status status = evd->Query(mask, param);
-    if (status.ok() && (mask & DAT_EVD_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(evd->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    evd->Query(mask, *param);
+    if (mask & DAT_EVD_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(evd->ia());
+    return Status::Ok();
   });
 }
 
@@ -59,7 +60,7 @@ DAT_RETURN EvdEnable(DAT_EVD_HANDLE evd_handle) noexcept {
   return Guarded("dat_evd_enable", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    evd->queue().Enable();
+    evd->Enable();
     return Status::Ok();
   });
 }
@@ -68,7 +69,7 @@ DAT_RETURN EvdDisable(DAT_EVD_HANDLE evd_handle) noexcept {
   return Guarded("dat_evd_disable", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    evd->queue().Disable();
+    evd->Disable();
     return Status::Ok();
   });
 }
@@ -78,7 +79,8 @@ DAT_RETURN EvdWait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout, DAT_COUNT thr
   return Guarded("dat_evd_wait", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    return evd->Wait(timeout, threshold, event, nmore);
+    if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
+    return evd->Wait(timeout, threshold, *event, nmore);
   });
 }
 
@@ -86,7 +88,7 @@ DAT_RETURN EvdResize(DAT_EVD_HANDLE evd_handle, DAT_COUNT qlen) noexcept {
   return Guarded("dat_evd_resize", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    return evd->queue().Resize(qlen);
+    return evd->Resize(qlen);
   });
 }
 
@@ -94,7 +96,8 @@ DAT_RETURN EvdPostSe(DAT_EVD_HANDLE evd_handle, const DAT_EVENT* event) noexcept
   return Guarded("dat_evd_post_se", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    return evd->PostSoftware(event);
+    if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
+    return evd->PostSoftware(*event);
   });
 }
 
@@ -102,7 +105,8 @@ DAT_RETURN EvdDequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT* event) noexcept {
   return Guarded("dat_evd_dequeue", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    return evd->Dequeue(event);
+    if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
+    return evd->Dequeue(*event);
   });
 }
 
@@ -118,7 +122,7 @@ DAT_RETURN EvdSetUnwaitable(DAT_EVD_HANDLE evd_handle) noexcept {
   return Guarded("dat_evd_set_unwaitable", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    evd->queue().SetUnwaitable();
+    evd->SetUnwaitable();
     return Status::Ok();
   });
 }
@@ -127,7 +131,7 @@ DAT_RETURN EvdClearUnwaitable(DAT_EVD_HANDLE evd_handle) noexcept {
   return Guarded("dat_evd_clear_unwaitable", [&]() -> Status {
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
-    evd->queue().ClearUnwaitable();
+    evd->ClearUnwaitable();
     return Status::Ok();
   });
 }
@@ -137,7 +141,7 @@ DAT_RETURN CnoCreate(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AGENT agent,
   return Guarded("dat_cno_create", [&]() -> Status {
     core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
-    if (cno_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+    if (cno_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Cno* cno = nullptr;
     Status status = core::Cno::Create(ia, agent, &cno);
     if (status.ok()) *cno_handle = cno;
@@ -149,7 +153,7 @@ DAT_RETURN CnoModifyAgent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_PROXY_AGENT age
   return Guarded("dat_cno_modify_agent", [&]() -> Status {
     core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
     if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    cno->cno().ModifyAgent(agent);
+    cno->ModifyAgent(agent);
     return Status::Ok();
   });
 }
@@ -158,9 +162,10 @@ DAT_RETURN CnoQuery(DAT_CNO_HANDLE cno_handle, DAT_CNO_PARAM_MASK mask, DAT_CNO_
   return Guarded("dat_cno_query", [&]() -> Status {
     const core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
     if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    Status status = cno->Query(mask, param);
-    if (status.ok() && (mask & DAT_CNO_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(cno->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    cno->Query(mask, *param);
+    if (mask & DAT_CNO_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(cno->ia());
+    return Status::Ok();
   });
 }
 
@@ -176,12 +181,8 @@ DAT_RETURN CnoWait(DAT_CNO_HANDLE cno_handle, DAT_TIMEOUT timeout, DAT_EVD_HANDL
   return Guarded("dat_cno_wait", [&]() -> Status {
     core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
     if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-    evd::EventQueue* triggered = nullptr;
-    Status status = cno->cno().Wait(timeout, &triggered);
-    // "On a timeout, evd_handle is explicitly set to a null handle."
-    *evd_handle = status.ok() && triggered != nullptr ? triggered->Query().owner : DAT_HANDLE_NULL;
-    return status;
+    if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
+    return cno->Wait(timeout, *evd_handle);
   });
 }
 
@@ -190,7 +191,9 @@ DAT_RETURN CnoFdCreate(DAT_IA_HANDLE ia_handle, DAT_FD* fd, DAT_CNO_HANDLE* cno_
     core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
     core::Cno* cno = nullptr;
-    Status status = core::Cno::CreateWithFd(ia, fd, cno_handle != nullptr ? &cno : nullptr);
+    if (fd == nullptr) return Status(Code::kInvalidParameter, Detail::kParamFd);
+    if (cno_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+    Status status = core::Cno::CreateWithFd(ia, *fd, &cno);
     if (status.ok()) *cno_handle = cno;
     return status;
   });
@@ -200,9 +203,8 @@ DAT_RETURN CnoTrigger(DAT_CNO_HANDLE cno_handle, DAT_EVD_HANDLE* evd_handle) noe
   return Guarded("dat_cno_trigger", [&]() -> Status {
     core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
     if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-    evd::EventQueue* triggered = cno->cno().Take();
-    *evd_handle = triggered != nullptr ? triggered->Query().owner : DAT_HANDLE_NULL;
+    if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
+    *evd_handle = cno->Trigger();
     return Status::Ok();
   });
 }

@@ -35,7 +35,7 @@ core::HandleHeader* LiveHeader(DAT_HANDLE handle) {
 DAT_RETURN SetConsumerContext(DAT_HANDLE handle, DAT_CONTEXT context) noexcept {
   return Guarded("dat_set_consumer_context", [&]() -> Status {
     core::HandleHeader* header = LiveHeader(handle);
-    if (header == nullptr) return Status(Code::kInvalidHandle, Detail::kArg1);
+    if (header == nullptr) return Status(Code::kInvalidHandle, Detail::kParamHandle);
     header->consumer_context.store(context, std::memory_order_relaxed);
     return Status::Ok();
   });
@@ -44,8 +44,8 @@ DAT_RETURN SetConsumerContext(DAT_HANDLE handle, DAT_CONTEXT context) noexcept {
 DAT_RETURN GetConsumerContext(DAT_HANDLE handle, DAT_CONTEXT* context) noexcept {
   return Guarded("dat_get_consumer_context", [&]() -> Status {
     core::HandleHeader* header = LiveHeader(handle);
-    if (header == nullptr) return Status(Code::kInvalidHandle, Detail::kArg1);
-    if (context == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+    if (header == nullptr) return Status(Code::kInvalidHandle, Detail::kParamHandle);
+    if (context == nullptr) return Status(Code::kInvalidParameter, Detail::kParamContext);
     *context = header->consumer_context.load(std::memory_order_relaxed);
     return Status::Ok();
   });
@@ -54,8 +54,8 @@ DAT_RETURN GetConsumerContext(DAT_HANDLE handle, DAT_CONTEXT* context) noexcept 
 DAT_RETURN GetHandleType(DAT_HANDLE handle, DAT_HANDLE_TYPE* type) noexcept {
   return Guarded("dat_get_handle_type", [&]() -> Status {
     DAT_HANDLE_TYPE value;
-    if (!ToDatType(core::KindOf(handle), value)) return Status(Code::kInvalidHandle, Detail::kArg1);
-    if (type == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+    if (!ToDatType(core::KindOf(handle), value)) return Status(Code::kInvalidHandle, Detail::kParamHandle);
+    if (type == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleType);
     *type = value;
     return Status::Ok();
   });

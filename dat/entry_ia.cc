@@ -10,9 +10,9 @@ namespace softdat::dat {
 DAT_RETURN IaOpen(const DAT_NAME_PTR name, DAT_COUNT async_evd_qlen, DAT_EVD_HANDLE* async_evd,
                   DAT_IA_HANDLE* ia_handle) noexcept {
   return Guarded("dat_ia_open", [&]() -> Status {
-    if (name == nullptr) return Status(Code::kInvalidParameter, Detail::kArg1);
-    if (async_evd == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-    if (ia_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+    if (name == nullptr) return Status(Code::kInvalidParameter, Detail::kParamIaName);
+    if (async_evd == nullptr) return Status(Code::kInvalidParameter, Detail::kParamAsyncEvd);
+    if (ia_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     ProviderEntry* entry = FindProvider(name);
     if (entry == nullptr) {
       SOFTDAT_LOG(kError, "dat_ia_open(%s): no such IA registered with softdat", name);
@@ -41,6 +41,9 @@ DAT_RETURN IaQuery(DAT_IA_HANDLE ia_handle, DAT_EVD_HANDLE* async_evd, DAT_IA_AT
   return Guarded("dat_ia_query", [&]() -> Status {
     const core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    if (ia_mask != 0 && ia_attr == nullptr) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
+    if (provider_mask != 0 && provider_attr == nullptr)
+      return Status(Code::kInvalidParameter, Detail::kParamProviderAttributes);
     return ia->Query(async_evd, ia_mask, ia_attr, provider_mask, provider_attr);
   });
 }

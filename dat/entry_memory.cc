@@ -14,7 +14,8 @@ DAT_RETURN PzCreate(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE* pz_handle) noexcept 
     core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
     core::Pz* pz = nullptr;
-    Status status = core::Pz::Create(ia, pz_handle != nullptr ? &pz : nullptr);
+    if (pz_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+    Status status = core::Pz::Create(ia, &pz);
     if (status.ok()) *pz_handle = pz;
     return status;
   });
@@ -24,9 +25,10 @@ DAT_RETURN PzQuery(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM
   return Guarded("dat_pz_query", [&]() -> Status {
     const core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
-    Status status = pz->Query(mask, param);
-    if (status.ok() && (mask & DAT_PZ_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(pz->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    pz->Query(mask, *param);
+    if (mask & DAT_PZ_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(pz->ia());
+    return Status::Ok();
   });
 }
 
@@ -49,7 +51,7 @@ DAT_RETURN LmrCreate(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
     core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
-    if (lmr_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg8);
+    if (lmr_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Lmr* lmr = nullptr;
     Status status = core::Lmr::Create(ia, mem_type, region, length, pz, privilege_bits, va_type, &lmr,
                                       lmr_context, rmr_context, registered_length, registered_address);
@@ -62,9 +64,10 @@ DAT_RETURN LmrQuery(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK mask, DAT_LMR_
   return Guarded("dat_lmr_query", [&]() -> Status {
     const core::Lmr* lmr = core::HandleAs<core::Lmr>(lmr_handle);
     if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
-    Status status = lmr->Query(mask, param);
-    if (status.ok() && (mask & DAT_LMR_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(lmr->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    lmr->Query(mask, *param);
+    if (mask & DAT_LMR_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(lmr->ia());
+    return Status::Ok();
   });
 }
 
@@ -76,21 +79,13 @@ DAT_RETURN LmrFree(DAT_LMR_HANDLE lmr_handle) noexcept {
   });
 }
 
-// Memory is coherent on the platforms softdat runs on: nothing to flush, but the segments must
-// still name registered memory.
 DAT_RETURN LmrSyncRdma(DAT_IA_HANDLE ia_handle, const DAT_LMR_TRIPLET* segments,
                        DAT_VLEN num_segments) noexcept {
   return Guarded("dat_lmr_sync_rdma", [&]() -> Status {
     core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
-    if (num_segments > 0 && segments == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-    for (DAT_VLEN i = 0; i < num_segments; ++i) {
-      if (segments[i].segment_length == 0) continue;
-      const core::WindowView lmr = ia->memory().Find(segments[i].lmr_context);
-      if (!lmr.is_lmr || !lmr.Contains(segments[i].virtual_address, segments[i].segment_length))
-        return Status(Code::kInvalidParameter, Detail::kArg2);
-    }
-    return Status::Ok();
+    if (num_segments > 0 && segments == nullptr) return Status(Code::kInvalidParameter, Detail::kParamSegments);
+    return core::Lmr::SyncRdma(*ia, {segments, static_cast<std::size_t>(num_segments)});
   });
 }
 

@@ -9,8 +9,8 @@ namespace softdat::dat {
 DAT_RETURN IaHaRelated(DAT_IA_HANDLE ia_handle, const DAT_NAME_PTR provider, DAT_BOOLEAN* answer) noexcept {
   return Guarded("dat_ia_ha_related", [&]() -> Status {
     if (core::HandleAs<core::Ia>(ia_handle) == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
-    if (provider == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
-    if (answer == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+    if (provider == nullptr) return Status(Code::kInvalidParameter, Detail::kParamIaName);
+    if (answer == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
     *answer = DAT_FALSE;
     return Status::Ok();
   });

@@ -16,7 +16,8 @@ DAT_RETURN RmrCreate(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE* rmr_handle) noexce
     core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
     core::Rmr* rmr = nullptr;
-    Status status = core::Rmr::Create(pz, rmr_handle != nullptr ? &rmr : nullptr);
+    if (rmr_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+    Status status = core::Rmr::Create(pz, &rmr);
     if (status.ok()) *rmr_handle = rmr;
     return status;
   });
@@ -26,9 +27,10 @@ DAT_RETURN RmrQuery(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask, DAT_RMR_
   return Guarded("dat_rmr_query", [&]() -> Status {
     const core::Rmr* rmr = core::HandleAs<core::Rmr>(rmr_handle);
     if (rmr == nullptr) return Status(Code::kInvalidHandle, Detail::kRmr);
-    Status status = rmr->Query(mask, param);
-    if (status.ok() && (mask & DAT_RMR_FIELD_IA_HANDLE)) param->ia_handle = ConsumerIaHandle(rmr->ia());
-    return status;
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    rmr->Query(mask, *param);
+    if (mask & DAT_RMR_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(rmr->ia());
+    return Status::Ok();
   });
 }
 
@@ -46,7 +48,9 @@ DAT_RETURN RmrBind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle, const D
       lmr = core::HandleAs<core::Lmr>(lmr_handle);
       if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
     }
-    return rmr->Bind(lmr, lmr_triplet, mem_priv_bits, va_type, ep, user_cookie, flags, context);
+    if (lmr_triplet == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLmrTriplet);
+    if (context == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRmrContext);
+    return rmr->Bind(lmr, *lmr_triplet, mem_priv_bits, va_type, ep, user_cookie, flags, *context);
   });
 }
 

@@ -15,8 +15,8 @@ DAT_RETURN SrqCreate(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_SRQ_A
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
     core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
-    if (srq_attr == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
-    if (srq_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+    if (srq_attr == nullptr) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
+    if (srq_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Srq* srq = nullptr;
     Status status = core::Srq::Create(ia, pz, *srq_attr, &srq);
     if (status.ok()) *srq_handle = srq;
@@ -45,7 +45,7 @@ DAT_RETURN SrqQuery(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_
   return Guarded("dat_srq_query", [&]() -> Status {
     const core::Srq* srq = core::HandleAs<core::Srq>(srq_handle);
     if (srq == nullptr) return Status(Code::kInvalidHandle, Detail::kSrq);
-    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
     srq->Query(mask, *param);
     if (mask & DAT_SRQ_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(srq->ia());
     return Status::Ok();

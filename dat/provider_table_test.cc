@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "dat/argument_positions.h"
 #include "dat/provider_entry.h"
 #include "dat/status_map.h"
 
@@ -44,14 +45,40 @@ TEST(ProviderTable, BuiltSlotRejectsBadHandle) {
 }
 
 TEST(StatusMap, TypeAndSubtype) {
-  EXPECT_EQ(ToDatReturn(Status::Ok()), DAT_SUCCESS);
-  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidState, Detail::kSrqInUse)),
+  EXPECT_EQ(ToDatReturn(Status::Ok(), "dat_srq_free"), DAT_SUCCESS);
+  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidState, Detail::kSrqInUse), "dat_srq_free"),
             DatReturn(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE));
-  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidParameter, Detail::kArg3)),
-            DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3));
-  EXPECT_EQ(ToDatReturn(Status(Code::kInsufficientResources)), DAT_INSUFFICIENT_RESOURCES);
-  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidHandle, Detail::kArg1)),
+  EXPECT_EQ(ToDatReturn(Status(Code::kInsufficientResources), "dat_srq_post_recv"), DAT_INSUFFICIENT_RESOURCES);
+}
+
+// A parameter named by the code below dat/ becomes its position in the call being served: the
+// same name is a different argument in different calls.
+TEST(StatusMap, ParametersBecomeThePositionInTheCallServed) {
+  const Status attributes(Code::kInvalidParameter, Detail::kParamAttributes);
+  EXPECT_EQ(ToDatReturn(attributes, "dat_ep_create"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6));
+  EXPECT_EQ(ToDatReturn(attributes, "dat_ep_create_with_srq"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7));
+  EXPECT_EQ(ToDatReturn(attributes, "dat_ep_modify"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3))
+      << "the attributes travel inside dat_ep_modify's param";
+  EXPECT_EQ(ToDatReturn(attributes, "dat_srq_create"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3));
+  const Status flags(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+  EXPECT_EQ(ToDatReturn(flags, "dat_ep_post_send"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5));
+  EXPECT_EQ(ToDatReturn(flags, "dat_ep_post_rdma_write"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6));
+  EXPECT_EQ(ToDatReturn(flags, "dat_rmr_bind"), DatReturn(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8));
+  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidHandle, Detail::kParamHandle), "dat_evd_wait"),
             DatReturn(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1));
+}
+
+TEST(StatusMap, AParameterTheCallDoesNotHaveGivesNoSubtype) {
+  EXPECT_EQ(ToDatReturn(Status(Code::kInvalidParameter, Detail::kParamThreshold), "dat_srq_resize"),
+            DAT_INVALID_PARAMETER);
+}
+
+// Every parameter name the code uses appears in at least one signature, and every position is
+// within DAT_INVALID_ARG10.
+TEST(ArgumentPositions, SignaturesStayWithinTenArguments) {
+  EXPECT_EQ(ArgumentPosition("dat_lmr_create", Detail::kParamRegisteredAddress), 12)
+      << "dat_lmr_create has twelve; only its first ten can be named by a subtype";
+  EXPECT_EQ(ArgumentPosition("dat_no_such_call", Detail::kParamHandle), 0);
 }
 
 TEST(StatusMap, GuardedTurnsExceptionsIntoStatuses) {

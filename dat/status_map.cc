@@ -1,6 +1,8 @@
 // Status -> DAT_RETURN: major type from the code, subtype from the detail.
 #include "dat/status_map.h"
 
+#include "dat/argument_positions.h"
+
 namespace softdat::dat {
 namespace {
 
@@ -33,16 +35,6 @@ DAT_RETURN TypeOf(Code code) {
 DAT_RETURN SubtypeOf(Detail detail) {
   switch (detail) {
     case Detail::kNone: return DAT_NO_SUBTYPE;
-    case Detail::kArg1: return DAT_INVALID_ARG1;
-    case Detail::kArg2: return DAT_INVALID_ARG2;
-    case Detail::kArg3: return DAT_INVALID_ARG3;
-    case Detail::kArg4: return DAT_INVALID_ARG4;
-    case Detail::kArg5: return DAT_INVALID_ARG5;
-    case Detail::kArg6: return DAT_INVALID_ARG6;
-    case Detail::kArg7: return DAT_INVALID_ARG7;
-    case Detail::kArg8: return DAT_INVALID_ARG8;
-    case Detail::kArg9: return DAT_INVALID_ARG9;
-    case Detail::kArg10: return DAT_INVALID_ARG10;
     case Detail::kIa: return DAT_INVALID_HANDLE_IA;
     case Detail::kEp: return DAT_INVALID_HANDLE_EP;
     case Detail::kLmr: return DAT_INVALID_HANDLE_LMR;
@@ -116,27 +108,36 @@ DAT_RETURN SubtypeOf(Detail detail) {
     case Detail::kAddressUnsupported: return DAT_INVALID_ADDRESS_UNSUPPORTED;
     case Detail::kAddressUnreachable: return DAT_INVALID_ADDRESS_UNREACHABLE;
     case Detail::kAddressMalformed: return DAT_INVALID_ADDRESS_MALFORMED;
+    default: break;  // parameters: ParameterSubtype, with the call
   }
   return DAT_NO_SUBTYPE;
 }
 
-// For an invalid handle, an argument number names the handle argument (DAT_INVALID_HANDLEn):
-// used where DAT has no handle-type subtype, such as the EVD of dat_evd_* calls.
-DAT_RETURN HandleArgumentSubtype(Detail detail) {
-  constexpr DAT_RETURN kByArgument[] = {
-      DAT_INVALID_HANDLE1, DAT_INVALID_HANDLE2, DAT_INVALID_HANDLE3, DAT_INVALID_HANDLE4,
-      DAT_INVALID_HANDLE5, DAT_INVALID_HANDLE6, DAT_INVALID_HANDLE7, DAT_INVALID_HANDLE8,
-      DAT_INVALID_HANDLE9, DAT_INVALID_HANDLE10};
-  return kByArgument[static_cast<int>(detail) - static_cast<int>(Detail::kArg1)];
+// A named parameter of `call`: its position's DAT_INVALID_ARGn, or for an invalid handle argument
+// (where DAT has no handle-type subtype, such as the EVD of dat_evd_* calls) DAT_INVALID_HANDLEn.
+DAT_RETURN ParameterSubtype(Code code, Detail param, const char* call) {
+  constexpr DAT_RETURN kArgument[] = {DAT_INVALID_ARG1, DAT_INVALID_ARG2, DAT_INVALID_ARG3, DAT_INVALID_ARG4,
+                                      DAT_INVALID_ARG5, DAT_INVALID_ARG6, DAT_INVALID_ARG7, DAT_INVALID_ARG8,
+                                      DAT_INVALID_ARG9, DAT_INVALID_ARG10};
+  constexpr DAT_RETURN kHandle[] = {DAT_INVALID_HANDLE1, DAT_INVALID_HANDLE2, DAT_INVALID_HANDLE3,
+                                    DAT_INVALID_HANDLE4, DAT_INVALID_HANDLE5, DAT_INVALID_HANDLE6,
+                                    DAT_INVALID_HANDLE7, DAT_INVALID_HANDLE8, DAT_INVALID_HANDLE9,
+                                    DAT_INVALID_HANDLE10};
+  const int position = ArgumentPosition(call, param);
+  if (position < 1 || position > 10) {
+    SOFTDAT_LOG(kError, "%s: internal: no parameter %s in its signature (dat/argument_positions.cc)", call,
+                ParamName(param));
+    return DAT_NO_SUBTYPE;
+  }
+  return code == Code::kInvalidHandle ? kHandle[position - 1] : kArgument[position - 1];
 }
 
 }  // namespace
 
-DAT_RETURN ToDatReturn(Status status) {
+DAT_RETURN ToDatReturn(Status status, const char* call) {
   if (status.ok()) return DAT_SUCCESS;
   const Detail detail = status.detail();
-  if (status.code() == Code::kInvalidHandle && detail >= Detail::kArg1 && detail <= Detail::kArg10)
-    return TypeOf(status.code()) | HandleArgumentSubtype(detail);
+  if (ParamName(detail) != nullptr) return TypeOf(status.code()) | ParameterSubtype(status.code(), detail, call);
   return TypeOf(status.code()) | SubtypeOf(detail);
 }
 

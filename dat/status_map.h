@@ -11,17 +11,19 @@
 
 namespace softdat::dat {
 
-DAT_RETURN ToDatReturn(Status status);
+// `call` names the DAT call being served ("dat_ep_connect"): a parameter detail becomes the
+// subtype of that parameter's position in it (dat/argument_positions.h).
+DAT_RETURN ToDatReturn(Status status, const char* call);
 
 // Runs `body` (returning Status) and maps the result; an allocation failure becomes
 // DAT_INSUFFICIENT_RESOURCES, any other exception DAT_INTERNAL_ERROR, each with a log line.
 template <class Body>
 DAT_RETURN Guarded(const char* call, Body&& body) noexcept {
   try {
-    return ToDatReturn(body());
+    return ToDatReturn(body(), call);
   } catch (const std::bad_alloc&) {
     SOFTDAT_LOG(kError, "%s: out of memory", call);
-    return ToDatReturn(Status(Code::kInsufficientResources, Detail::kMemory));
+    return ToDatReturn(Status(Code::kInsufficientResources, Detail::kMemory), call);
   } catch (...) {
     SOFTDAT_LOG(kError, "%s: unexpected internal exception", call);
     return DAT_INTERNAL_ERROR;

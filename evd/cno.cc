@@ -40,7 +40,7 @@ EventQueue* Cno::Take() {
 }
 
 Status Cno::Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered) {
-  if (triggered == nullptr) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (triggered == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
   const Deadline deadline(timeout_us);
   std::unique_lock lock(mutex_);
   ++waiters_;

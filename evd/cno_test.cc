@@ -115,7 +115,7 @@ TEST(Cno, WaitTimesOutWithoutTouchingTheOutput) {
   EXPECT_EQ(cno.Wait(0, &triggered), Status(Code::kTimeout));
   EXPECT_EQ(cno.Wait(1000, &triggered), Status(Code::kTimeout));
   EXPECT_EQ(triggered, reinterpret_cast<EventQueue*>(0x1));
-  EXPECT_EQ(cno.Wait(0, nullptr), Status(Code::kInvalidParameter, Detail::kArg3));
+  EXPECT_EQ(cno.Wait(0, nullptr), Status(Code::kInvalidParameter, Detail::kParamEvd));
 }
 
 TEST(Cno, ProxyAgentRunsOncePerArmingWithTheTriggeringEvd) {

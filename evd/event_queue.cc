@@ -32,7 +32,7 @@ std::unique_ptr<DAT_EVENT[]> AllocateRing(std::size_t capacity) {
 }  // namespace
 
 Status EventQueue::Create(DAT_COUNT min_qlen, std::unique_ptr<EventQueue>* out) {
-  if (!ValidQueueLength(min_qlen)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (!ValidQueueLength(min_qlen)) return Status(Code::kInvalidParameter, Detail::kParamQlen);
   const std::size_t capacity = RoundUpToPowerOfTwo(min_qlen);
   std::unique_ptr<DAT_EVENT[]> ring = AllocateRing(capacity);
   if (ring == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
@@ -53,7 +53,7 @@ Status EventQueue::Post(const DAT_EVENT& event, Notify notify) {
 
 Status EventQueue::PostSoftware(const DAT_EVENT& event) {
   if (event.event_number != DAT_SOFTWARE_EVENT)
-    return Status(Code::kInvalidParameter, Detail::kArg2);
+    return Status(Code::kInvalidParameter, Detail::kParamEvent);
   return PostInternal(event, OnFull::kRefuse, Notify::kSignal);
 }
 
@@ -101,7 +101,7 @@ void EventQueue::PopLocked(DAT_EVENT* event) {
 }
 
 Status EventQueue::Dequeue(DAT_EVENT* event) {
-  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
   std::lock_guard lock(mutex_);
   if (count_ == 0) return Status(Code::kQueueEmpty);
   PopLocked(event);
@@ -113,8 +113,8 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   const Deadline deadline(timeout_us);  // the timeout runs from the call, not from the lock
   std::unique_lock lock(mutex_);
   if (threshold < 1 || static_cast<std::size_t>(threshold) > capacity_)
-    return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kArg4);
+    return Status(Code::kInvalidParameter, Detail::kParamThreshold);
+  if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
   if (waiting_) return Status(Code::kInvalidState, Detail::kEvdWaiter);
   if (!waitable_) return Status(Code::kInvalidState, Detail::kEvdUnwaitable);
 
@@ -189,7 +189,7 @@ void EventQueue::ClearUnwaitable() {
 }
 
 Status EventQueue::Resize(DAT_COUNT qlen) {
-  if (!ValidQueueLength(qlen)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (!ValidQueueLength(qlen)) return Status(Code::kInvalidParameter, Detail::kParamQlen);
   const std::size_t capacity = RoundUpToPowerOfTwo(qlen);
   // Allocated before taking the lock so producers are not stalled behind the allocator.
   std::unique_ptr<DAT_EVENT[]> ring = AllocateRing(capacity);
@@ -207,7 +207,7 @@ Status EventQueue::Resize(DAT_COUNT qlen) {
 }
 
 Status EventQueue::Grow(DAT_COUNT qlen) {
-  if (!ValidQueueLength(qlen)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (!ValidQueueLength(qlen)) return Status(Code::kInvalidParameter, Detail::kParamQlen);
   const std::size_t capacity = RoundUpToPowerOfTwo(qlen);
   {
     std::lock_guard lock(mutex_);

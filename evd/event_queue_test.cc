@@ -48,7 +48,7 @@ TEST(EventQueue, DequeueEmptyIsQueueEmpty) {
   ASSERT_EQ(queue->Dequeue(&event), Status::Ok());
   EXPECT_EQ(SeqOf(event), 1u);
   EXPECT_EQ(queue->Dequeue(&event), Status(Code::kQueueEmpty));
-  EXPECT_EQ(queue->Dequeue(nullptr), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Dequeue(nullptr), Status(Code::kInvalidParameter, Detail::kParamEvent));
 }
 
 TEST(EventQueue, PostWhenFullOverflowsOnceAndKeepsOldEvents) {
@@ -87,7 +87,7 @@ TEST(EventQueue, PostSoftwareWhenFullIsRefusedWithoutOverflow) {
   ASSERT_NE(queue, nullptr);
   DAT_EVENT not_software = MakeEvent(0, 1);
   not_software.event_number = DAT_DTO_COMPLETION_EVENT;
-  EXPECT_EQ(queue->PostSoftware(not_software), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->PostSoftware(not_software), Status(Code::kInvalidParameter, Detail::kParamEvent));
   EXPECT_EQ(queue->Count(), 0u);
 
   ASSERT_EQ(queue->PostSoftware(MakeEvent(0, 1)), Status::Ok());
@@ -106,10 +106,10 @@ TEST(EventQueue, QlenRoundsUpToPowerOfTwoWithinLimits) {
   EXPECT_EQ(queue->Post(MakeEvent(0, 8)), Status(Code::kQueueFull));
 
   std::unique_ptr<EventQueue> out;
-  EXPECT_EQ(EventQueue::Create(0, &out), Status(Code::kInvalidParameter, Detail::kArg2));
-  EXPECT_EQ(EventQueue::Create(-3, &out), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(EventQueue::Create(0, &out), Status(Code::kInvalidParameter, Detail::kParamQlen));
+  EXPECT_EQ(EventQueue::Create(-3, &out), Status(Code::kInvalidParameter, Detail::kParamQlen));
   EXPECT_EQ(EventQueue::Create(EventQueue::kMaxQueueLength + 1, &out),
-            Status(Code::kInvalidParameter, Detail::kArg2));
+            Status(Code::kInvalidParameter, Detail::kParamQlen));
   EXPECT_EQ(out, nullptr);  // output set only on success
   ASSERT_EQ(EventQueue::Create(1, &out), Status::Ok());
   EXPECT_EQ(out->Query().qlen, 1);
@@ -120,9 +120,9 @@ TEST(EventQueue, ResizeBelowCountIsInvalidState) {
   ASSERT_NE(queue, nullptr);
   for (std::uint64_t seq = 1; seq <= 5; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
   EXPECT_EQ(queue->Resize(4), Status(Code::kInvalidState));
-  EXPECT_EQ(queue->Resize(0), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Resize(0), Status(Code::kInvalidParameter, Detail::kParamQlen));
   EXPECT_EQ(queue->Resize(EventQueue::kMaxQueueLength + 1),
-            Status(Code::kInvalidParameter, Detail::kArg2));
+            Status(Code::kInvalidParameter, Detail::kParamQlen));
   EXPECT_EQ(queue->Query().qlen, 8);  // failed resizes change nothing
   EXPECT_EQ(queue->Count(), 5u);
   EXPECT_EQ(queue->Resize(5), Status::Ok());  // exactly the queued count fits
@@ -144,8 +144,8 @@ TEST(EventQueue, GrowNeverShrinksAndKeepsOrder) {
   for (std::uint64_t seq = 5; seq <= 6; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
   EXPECT_EQ(queue->Grow(2), Status::Ok());  // already room: nothing changes
   EXPECT_EQ(queue->Query().qlen, 4);
-  EXPECT_EQ(queue->Grow(0), Status(Code::kInvalidParameter, Detail::kArg2));
-  EXPECT_EQ(queue->Grow(EventQueue::kMaxQueueLength + 1), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Grow(0), Status(Code::kInvalidParameter, Detail::kParamQlen));
+  EXPECT_EQ(queue->Grow(EventQueue::kMaxQueueLength + 1), Status(Code::kInvalidParameter, Detail::kParamQlen));
   EXPECT_EQ(queue->Grow(6), Status::Ok());
   EXPECT_EQ(queue->Query().qlen, 8);
   for (std::uint64_t seq = 7; seq <= 10; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());

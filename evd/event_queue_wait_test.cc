@@ -100,12 +100,12 @@ TEST(EventQueue, WaitThresholdAboveQlenIsInvalid) {
   ASSERT_NE(queue, nullptr);
   DAT_EVENT event{};
   DAT_COUNT nmore = 0;
-  const Status bad_threshold(Code::kInvalidParameter, Detail::kArg3);
+  const Status bad_threshold(Code::kInvalidParameter, Detail::kParamThreshold);
   EXPECT_EQ(queue->Wait(0, 9, &event, &nmore), bad_threshold);
   EXPECT_EQ(queue->Wait(0, 0, &event, &nmore), bad_threshold);
   EXPECT_EQ(queue->Wait(0, -1, &event, &nmore), bad_threshold);
   EXPECT_EQ(queue->Wait(0, 8, &event, &nmore), Status(Code::kTimeout));  // the actual qlen is valid
-  EXPECT_EQ(queue->Wait(0, 1, nullptr, &nmore), Status(Code::kInvalidParameter, Detail::kArg4));
+  EXPECT_EQ(queue->Wait(0, 1, nullptr, &nmore), Status(Code::kInvalidParameter, Detail::kParamEvent));
   // The threshold is checked against the length in force after a resize.
   ASSERT_EQ(queue->Resize(16), Status::Ok());
   EXPECT_EQ(queue->Wait(0, 9, &event, &nmore), Status(Code::kTimeout));

@@ -19,9 +19,10 @@ using testing::PostTagged;
 using testing::Segment;
 using TakeResult = SrqPool::TakeResult;
 
-constexpr Status kBadArg1(Code::kInvalidParameter, Detail::kArg1);
-constexpr Status kBadArg2(Code::kInvalidParameter, Detail::kArg2);
-constexpr Status kBadArg3(Code::kInvalidParameter, Detail::kArg3);
+constexpr Status kBadAttributes(Code::kInvalidParameter, Detail::kParamAttributes);
+constexpr Status kBadSegments(Code::kInvalidParameter, Detail::kParamNumSegments);
+// A caller's mistake inside the provider, not a consumer argument: no parameter is named.
+constexpr Status kMisuse(Code::kInvalidParameter);
 constexpr Status kSrqFull(Code::kInsufficientResources, Detail::kResourceSrq);
 
 // Takes `msn` on `ep`, completes it in full and returns its slot (the one completion delivered).
@@ -37,10 +38,10 @@ std::uint32_t TakeAndComplete(SrqPool& pool, MsnWindow& ep, std::uint32_t msn) {
 
 TEST(SrqCreate, CreateRefusesZeroAndOversizedAttributes) {
   std::unique_ptr<SrqPool> pool;
-  EXPECT_EQ(SrqPool::Create(0, 1, nullptr, pool), kBadArg3);
-  EXPECT_EQ(SrqPool::Create(SrqPool::kMaxRecvDtos + 1, 1, nullptr, pool), kBadArg3);
-  EXPECT_EQ(SrqPool::Create(static_cast<std::uint32_t>(-1), 1, nullptr, pool), kBadArg3);
-  EXPECT_EQ(SrqPool::Create(8, SrqPool::kMaxRecvIov + 1, nullptr, pool), kBadArg3);
+  EXPECT_EQ(SrqPool::Create(0, 1, nullptr, pool), kBadAttributes);
+  EXPECT_EQ(SrqPool::Create(SrqPool::kMaxRecvDtos + 1, 1, nullptr, pool), kBadAttributes);
+  EXPECT_EQ(SrqPool::Create(static_cast<std::uint32_t>(-1), 1, nullptr, pool), kBadAttributes);
+  EXPECT_EQ(SrqPool::Create(8, SrqPool::kMaxRecvIov + 1, nullptr, pool), kBadAttributes);
   EXPECT_EQ(pool, nullptr);  // output set only on success
 }
 
@@ -69,7 +70,7 @@ TEST(SrqCreate, CreateWithZeroIovReportsOneSegment) {
 TEST(SrqPost, PostRefusesMoreSegmentsThanMaxIov) {
   auto pool = MakePool(8, 2);
   const std::array<RecvSegment, 3> segments{Segment(1), Segment(2), Segment(3)};
-  EXPECT_EQ(pool->Post(Cookie(1), segments), kBadArg2);
+  EXPECT_EQ(pool->Post(Cookie(1), segments), kBadSegments);
   EXPECT_TRUE(pool->Post(Cookie(1), std::span(segments).first(2)).ok());
 }
 
@@ -78,7 +79,7 @@ TEST(SrqPost, PostRefusedChangesNothing) {
   auto ep = MakeWindow(*pool);
   ASSERT_TRUE(PostTagged(*pool, 7).ok());
   const std::array<RecvSegment, 2> too_many{Segment(8), Segment(9)};
-  EXPECT_EQ(pool->Post(Cookie(8), too_many), kBadArg2);
+  EXPECT_EQ(pool->Post(Cookie(8), too_many), kBadSegments);
   ASSERT_TRUE(PostTagged(*pool, 10).ok());
   EXPECT_EQ(PostTagged(*pool, 11), kSrqFull);
   const SrqPool::Snapshot query = pool->Query();
@@ -107,7 +108,7 @@ TEST(SrqPost, PostZeroSegmentsForZeroSizeMessage) {
   EXPECT_EQ(buffer.capacity, 0u);
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
-  EXPECT_EQ(Complete(*pool, *ep, 1, 1, DAT_DTO_SUCCESS, out, delivered), kBadArg3);  // no room
+  EXPECT_EQ(Complete(*pool, *ep, 1, 1, DAT_DTO_SUCCESS, out, delivered), kMisuse);  // no room
   ASSERT_TRUE(Complete(*pool, *ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   ASSERT_EQ(delivered, 1u);
   EXPECT_EQ(out[0].cookie.as_64, 42u);
@@ -236,13 +237,13 @@ TEST(SrqReap, ReapedRefusesSlotWithoutGeneratedCompletion) {
   ASSERT_TRUE(PostTagged(*pool, 2).ok());
   RecvBuffer held{};
   ASSERT_EQ(pool->Take(*ep, 1, held), TakeResult::kTaken);
-  EXPECT_EQ(pool->Reaped(held.slot), kBadArg1);  // held, not completed
-  EXPECT_EQ(pool->Reaped(4), kBadArg1);          // no such slot
+  EXPECT_EQ(pool->Reaped(held.slot), kMisuse);  // held, not completed
+  EXPECT_EQ(pool->Reaped(4), kMisuse);          // no such slot
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 0;
   ASSERT_TRUE(Complete(*pool, *ep, 1, 0, DAT_DTO_SUCCESS, out, delivered).ok());
   EXPECT_TRUE(pool->Reaped(held.slot).ok());
-  EXPECT_EQ(pool->Reaped(held.slot), kBadArg1);  // twice
+  EXPECT_EQ(pool->Reaped(held.slot), kMisuse);  // twice
   const SrqPool::Snapshot query = pool->Query();
   EXPECT_EQ(query.outstanding_dto_count, 1u);  // the posted one only
   EXPECT_EQ(query.available_dto_count, 1u);
@@ -256,9 +257,9 @@ TEST(SrqAttach, AWindowAttachesToOnePoolAtATime) {
   ASSERT_TRUE(MsnWindow::Create(4, 1, b).ok());
   ASSERT_TRUE(pool->Attach(*a).ok());
   ASSERT_TRUE(pool->Attach(*b).ok());
-  EXPECT_EQ(pool->Attach(*a), kBadArg1);  // already attached
+  EXPECT_EQ(pool->Attach(*a), kMisuse);  // already attached
   ASSERT_TRUE(pool->Detach(*a).ok());
-  EXPECT_EQ(pool->Detach(*a), kBadArg1);  // not attached any more
+  EXPECT_EQ(pool->Detach(*a), kMisuse);  // not attached any more
   ASSERT_TRUE(pool->Detach(*b).ok());
 }
 
@@ -288,10 +289,10 @@ TEST(SrqAttach, DetachRefusedWhileEndpointHoldsBuffers) {
 
 TEST(SrqMsnWindow, WindowMustBeAPowerOfTwoInRange) {
   std::unique_ptr<MsnWindow> account;
-  EXPECT_EQ(MsnWindow::Create(0, 1, account), kBadArg1);
-  EXPECT_EQ(MsnWindow::Create(12, 1, account), kBadArg1);
+  EXPECT_EQ(MsnWindow::Create(0, 1, account), kMisuse);
+  EXPECT_EQ(MsnWindow::Create(12, 1, account), kMisuse);
   EXPECT_EQ(MsnWindow::Create(MsnWindow::kMaxWindow * 2, 1, account),
-            kBadArg1);
+            kMisuse);
   EXPECT_EQ(account, nullptr);
   ASSERT_TRUE(MsnWindow::Create(1, 1, account).ok());
   EXPECT_EQ(account->window(), 1u);

@@ -58,7 +58,7 @@ TEST(SrqDeviceTake, WithdrawnBufferIsNoLongerOutstanding) {
   const std::uint32_t second = PostGettingSlot(*pool, 2);
   ASSERT_TRUE(pool->Withdraw(first).ok());
   EXPECT_EQ(pool->Query().outstanding_dto_count, 1u);
-  EXPECT_EQ(pool->Withdraw(first), Status(Code::kInvalidParameter, Detail::kArg1));
+  EXPECT_EQ(pool->Withdraw(first), Status(Code::kInvalidParameter));
   // The survivor keeps its place: it is the oldest posted.
   auto ep = MakeWindow(*pool);
   RecvBuffer buffer{};
@@ -72,7 +72,7 @@ TEST(SrqDeviceTake, CheckResizeAppliesTheResizeRulesWithoutResizing) {
   EXPECT_EQ(pool->CheckResize(2), Status(Code::kInvalidState, Detail::kSrqInUse));
   ASSERT_TRUE(pool->SetLowWatermark(0).ok());
   EXPECT_TRUE(pool->CheckResize(16).ok());
-  EXPECT_EQ(pool->CheckResize(0), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(pool->CheckResize(0), Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto));
   EXPECT_EQ(pool->Query().max_recv_dtos, 4u);
 }
 

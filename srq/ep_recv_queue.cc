@@ -13,8 +13,8 @@ namespace softdat::srq {
 Status EpRecvQueue::Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
                            std::unique_ptr<EpRecvQueue>& out) {
   if (max_recv_dtos == 0 || max_recv_dtos > kMaxRecvDtos)
-    return Status(Code::kInvalidParameter, Detail::kArg1);
-  if (max_recv_iov > kMaxRecvIov) return Status(Code::kInvalidParameter, Detail::kArg2);
+    return Status(Code::kInvalidParameter, Detail::kParamAttributes);
+  if (max_recv_iov > kMaxRecvIov) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   const std::uint32_t max_iov = std::max<std::uint32_t>(max_recv_iov, 1);
   const std::uint32_t ring_size = std::bit_ceil(max_recv_dtos);
   try {
@@ -38,7 +38,7 @@ EpRecvQueue::EpRecvQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint32
 
 Status EpRecvQueue::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
                          DAT_COMPLETION_FLAGS flags, Posted& out) {
-  if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   std::lock_guard lock(mu_);
   if (count_ >= limit_) return Status(Code::kInsufficientResources);
   Entry& entry = At(count_);
@@ -129,9 +129,9 @@ Status EpRecvQueue::Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPL
   std::lock_guard lock(mu_);
   const std::uint32_t offset = msn - next_msn_;
   if (offset >= count_ || At(offset).state != State::kTaken)
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return Status(Code::kInvalidParameter, Detail::kNone);
   Entry& entry = At(offset);
-  if (length > entry.capacity) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (length > entry.capacity) return Status(Code::kInvalidParameter, Detail::kNone);
   entry.length = length;
   entry.status = status;
   entry.notes = notes;

@@ -37,11 +37,11 @@ std::vector<std::pair<std::uint64_t, DAT_DTO_COMPLETION_STATUS>> PopAll(EpRecvQu
 
 TEST(EpRecvQueue, CreateRefusesOutOfRangeSizes) {
   std::unique_ptr<EpRecvQueue> queue;
-  EXPECT_EQ(EpRecvQueue::Create(0, 1, queue), Status(Code::kInvalidParameter, Detail::kArg1));
+  EXPECT_EQ(EpRecvQueue::Create(0, 1, queue), Status(Code::kInvalidParameter, Detail::kParamAttributes));
   EXPECT_EQ(EpRecvQueue::Create(EpRecvQueue::kMaxRecvDtos + 1, 1, queue),
-            Status(Code::kInvalidParameter, Detail::kArg1));
+            Status(Code::kInvalidParameter, Detail::kParamAttributes));
   EXPECT_EQ(EpRecvQueue::Create(4, EpRecvQueue::kMaxRecvIov + 1, queue),
-            Status(Code::kInvalidParameter, Detail::kArg2));
+            Status(Code::kInvalidParameter, Detail::kParamAttributes));
   EXPECT_EQ(queue, nullptr);
 }
 
@@ -89,7 +89,7 @@ TEST(EpRecvQueue, PostRefusalsChangeNothing) {
   auto queue = MakeQueue(2, 2);
   const RecvSegment three[3] = {Segment(1), Segment(2), Segment(3)};
   ReceiveSource::Posted posted;
-  EXPECT_EQ(queue->Post(Cookie(1), three, DAT_COMPLETION_DEFAULT_FLAG, posted), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Post(Cookie(1), three, DAT_COMPLETION_DEFAULT_FLAG, posted), Status(Code::kInvalidParameter, Detail::kParamNumSegments));
   ASSERT_TRUE(PostTagged(*queue, 1).ok());
   ASSERT_TRUE(PostTagged(*queue, 2).ok());
   EXPECT_EQ(PostTagged(*queue, 3).code(), Code::kInsufficientResources);
@@ -106,7 +106,7 @@ TEST(EpRecvQueue, ZeroSegmentBufferTakesAZeroSizeMessage) {
   RecvBuffer buffer{};
   ASSERT_EQ(queue->TakeForMessage(1, buffer), TakeResult::kTaken);
   EXPECT_EQ(buffer.capacity, 0u);
-  EXPECT_EQ(queue->Place(1, 1, DAT_DTO_SUCCESS, {}), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(queue->Place(1, 1, DAT_DTO_SUCCESS, {}), Status(Code::kInvalidParameter));
   ASSERT_TRUE(queue->Place(1, 0, DAT_DTO_SUCCESS, {}).ok());
   EXPECT_EQ(PopAll(*queue).size(), 1u);
 }

@@ -35,9 +35,9 @@ class HighWatermarkTest : public ::testing::Test {
 TEST_F(HighWatermarkTest, NegativeValuesOtherThanInfiniteAreRefused) {
   ReceiveSource::Crossing crossed;
   EXPECT_EQ(account_->SetHighWatermarks(-2, DAT_WATERMARK_INFINITE, true, crossed),
-            Status(Code::kInvalidParameter, Detail::kArg2));
+            Status(Code::kInvalidParameter, Detail::kParamSoftWatermark));
   EXPECT_EQ(account_->SetHighWatermarks(DAT_WATERMARK_INFINITE, -2, true, crossed),
-            Status(Code::kInvalidParameter, Detail::kArg3));
+            Status(Code::kInvalidParameter, Detail::kParamHardWatermark));
 }
 
 TEST_F(HighWatermarkTest, SoftFiresOncePerSettingWhenTheCountGoesAbove) {

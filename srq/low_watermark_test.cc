@@ -15,7 +15,7 @@ using testing::MakePool;
 using testing::PostTagged;
 using TakeResult = SrqPool::TakeResult;
 
-constexpr Status kBadArg2(Code::kInvalidParameter, Detail::kArg2);
+constexpr Status kBadValue(Code::kInvalidParameter, Detail::kParamLowWatermark);
 
 // Takes the next buffer under the next MSN.
 void TakeOne(SrqPool& pool, MsnWindow& ep, std::uint32_t& msn) {
@@ -94,8 +94,8 @@ TEST(SrqLowWatermark, LowWatermarkRearmsOnEverySet) {
 TEST(SrqLowWatermark, LowWatermarkAboveMaxIsInvalid) {
   CountingListener listener;
   auto pool = MakePool(5, 1, &listener);  // actual size 8
-  EXPECT_EQ(pool->SetLowWatermark(9), kBadArg2);
-  EXPECT_EQ(pool->SetLowWatermark(-1), kBadArg2);
+  EXPECT_EQ(pool->SetLowWatermark(9), kBadValue);
+  EXPECT_EQ(pool->SetLowWatermark(-1), kBadValue);
   EXPECT_EQ(pool->Query().low_watermark, 0u);  // unchanged
   EXPECT_EQ(listener.count(), 0);              // and not armed
   EXPECT_TRUE(pool->SetLowWatermark(8).ok());  // the actual size is allowed

@@ -22,9 +22,8 @@ using testing::MakePool;
 using testing::PostTagged;
 using TakeResult = SrqPool::TakeResult;
 
-constexpr Status kBadArg1(Code::kInvalidParameter, Detail::kArg1);
-constexpr Status kBadArg2(Code::kInvalidParameter, Detail::kArg2);
-constexpr Status kBadArg3(Code::kInvalidParameter, Detail::kArg3);
+// A caller's mistake inside the provider, not a consumer argument: no parameter is named.
+constexpr Status kMisuse(Code::kInvalidParameter);
 
 struct Query {
   DAT_COUNT n = -1;
@@ -119,16 +118,16 @@ TEST(SrqMsnOrder, CompleteRefusalsChangeNothing) {
   ASSERT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kTaken);
   std::vector<RecvCompletion> out(ep->window());
   std::size_t delivered = 99;
-  EXPECT_EQ(Complete(*pool, *ep, 2, 0, DAT_DTO_SUCCESS, out, delivered), kBadArg2);  // not held
-  EXPECT_EQ(Complete(*pool, *ep, 1, 51, DAT_DTO_SUCCESS, out, delivered), kBadArg3);
+  EXPECT_EQ(Complete(*pool, *ep, 2, 0, DAT_DTO_SUCCESS, out, delivered), kMisuse);  // not held
+  EXPECT_EQ(Complete(*pool, *ep, 1, 51, DAT_DTO_SUCCESS, out, delivered), kMisuse);
   std::unique_ptr<MsnWindow> stranger;
   ASSERT_TRUE(MsnWindow::Create(4, 1, stranger).ok());
-  EXPECT_EQ(Complete(*pool, *stranger, 1, 0, DAT_DTO_SUCCESS, out, delivered), kBadArg1);
+  EXPECT_EQ(Complete(*pool, *stranger, 1, 0, DAT_DTO_SUCCESS, out, delivered), kMisuse);
   EXPECT_EQ(delivered, 99u);  // output untouched
   EXPECT_EQ(RecvQuery(*pool, *ep).n, 1);
   ASSERT_TRUE(Complete(*pool, *ep, 1, 50, DAT_DTO_SUCCESS, out, delivered).ok());
   EXPECT_EQ(delivered, 1u);
-  EXPECT_EQ(Complete(*pool, *ep, 1, 50, DAT_DTO_SUCCESS, out, delivered), kBadArg2);  // twice
+  EXPECT_EQ(Complete(*pool, *ep, 1, 50, DAT_DTO_SUCCESS, out, delivered), kMisuse);  // twice
 }
 
 TEST(SrqRecvQuery, RecvQueryMsnGaps19_22_23) {
@@ -163,7 +162,7 @@ TEST(SrqRecvQuery, RecvQueryAcceptsNullOutputsAndRefusesStrangers) {
   std::unique_ptr<MsnWindow> stranger;
   ASSERT_TRUE(MsnWindow::Create(4, 1, stranger).ok());
   n = -1;
-  EXPECT_EQ(pool->RecvQuery(*stranger, &n, &span), kBadArg1);
+  EXPECT_EQ(pool->RecvQuery(*stranger, &n, &span), kMisuse);
   EXPECT_EQ(n, -1);
 }
 
@@ -323,9 +322,9 @@ TEST(SrqPopCompletion, PlaceRefusesWhatItCannotAccountAndChangesNothing) {
   ASSERT_TRUE(PostTagged(*pool, 1, 100).ok());
   RecvBuffer buffer{};
   ASSERT_EQ(pool->Take(*ep, 1, buffer), SrqPool::TakeResult::kTaken);
-  EXPECT_EQ(pool->Place(*stranger, 1, 1, DAT_DTO_SUCCESS), Status(Code::kInvalidParameter, Detail::kArg1));
-  EXPECT_EQ(pool->Place(*ep, 2, 1, DAT_DTO_SUCCESS), Status(Code::kInvalidParameter, Detail::kArg2));
-  EXPECT_EQ(pool->Place(*ep, 1, 101, DAT_DTO_SUCCESS), Status(Code::kInvalidParameter, Detail::kArg3));
+  EXPECT_EQ(pool->Place(*stranger, 1, 1, DAT_DTO_SUCCESS), kMisuse);
+  EXPECT_EQ(pool->Place(*ep, 2, 1, DAT_DTO_SUCCESS), kMisuse);
+  EXPECT_EQ(pool->Place(*ep, 1, 101, DAT_DTO_SUCCESS), kMisuse);
   RecvCompletion completion{};
   EXPECT_FALSE(pool->PopCompletion(*ep, completion));
   ASSERT_TRUE(pool->Place(*ep, 1, 100, DAT_DTO_SUCCESS).ok());

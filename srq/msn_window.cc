@@ -10,7 +10,7 @@ namespace softdat::srq {
 Status MsnWindow::Create(std::uint32_t window, std::uint32_t first_expected_msn,
                                    std::unique_ptr<MsnWindow>& out) {
   if (window == 0 || window > kMaxWindow || !std::has_single_bit(window))
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return Status(Code::kInvalidParameter, Detail::kNone);
   try {
     auto entries = std::make_unique<Entry[]>(window);
     out.reset(new MsnWindow(window, first_expected_msn, std::move(entries)));

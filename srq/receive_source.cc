@@ -9,8 +9,8 @@
 namespace softdat::srq {
 
 Status ReceiveSource::SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool connected, Crossing& crossed) {
-  if (soft < 0 && soft != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kArg2);
-  if (hard < 0 && hard != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (soft < 0 && soft != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kParamSoftWatermark);
+  if (hard < 0 && hard != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kParamHardWatermark);
   if (soft != DAT_WATERMARK_INFINITE || hard != DAT_WATERMARK_INFINITE) {
     if (Status supported = HighWatermarksSupported(); !supported.ok()) return supported;
   }

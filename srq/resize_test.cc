@@ -22,9 +22,9 @@ constexpr Status kSrqFull(Code::kInsufficientResources, Detail::kResourceSrq);
 
 TEST(SrqResize, ResizeRefusesZeroAndAboveLimit) {
   auto pool = MakePool(8);
-  EXPECT_EQ(pool->Resize(0), Status(Code::kInvalidParameter, Detail::kArg2));
+  EXPECT_EQ(pool->Resize(0), Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto));
   EXPECT_EQ(pool->Resize(SrqPool::kMaxRecvDtos + 1),
-            Status(Code::kInvalidParameter, Detail::kArg2));
+            Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto));
   EXPECT_EQ(pool->Query().max_recv_dtos, 8u);
 }
 

@@ -38,7 +38,7 @@ struct SrqPool::Growth {
 Status SrqPool::Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
                        LowWatermarkListener* listener, std::unique_ptr<SrqPool>& out) {
   if (max_recv_dtos == 0 || max_recv_dtos > kMaxRecvDtos || max_recv_iov > kMaxRecvIov)
-    return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   const std::uint32_t size = std::bit_ceil(max_recv_dtos);
   // A buffer of no segments still receives zero-size messages; keep one segment slot anyway so
   // every slot has storage and the reported max_recv_iov (at least what was asked) is honest.
@@ -99,7 +99,7 @@ void SrqPool::CommitGrowthLocked(Growth& growth) {
 
 Status SrqPool::PostLocked(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
                            std::uint32_t& slot_out) {
-  if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (segments.size() > max_iov_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   if (OutstandingLocked() >= limit_)
     return Status(Code::kInsufficientResources, Detail::kResourceSrq);
   const std::uint32_t index = free_[--free_count_];
@@ -173,7 +173,7 @@ bool SrqPool::RemovePostedLocked(std::uint32_t index) {
 Status SrqPool::Withdraw(std::uint32_t slot) {
   std::lock_guard lock(mu_);
   if (slot >= slots_.size() || slots_[slot].state != SlotState::kPosted || !RemovePostedLocked(slot))
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return Status(Code::kInvalidParameter, Detail::kNone);
   slots_[slot].state = SlotState::kFree;
   free_[free_count_++] = slot;
   return Status::Ok();
@@ -187,7 +187,7 @@ LowWatermarkListener* SrqPool::LowWatermarkCrossedLocked() {
 }
 
 Status SrqPool::SetLowWatermark(DAT_COUNT low_watermark) {
-  if (low_watermark < 0) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (low_watermark < 0) return Status(Code::kInvalidParameter, Detail::kParamLowWatermark);
   if (device_ != nullptr && !device_->has_limit_event()) {
     SOFTDAT_LOG(kWarn, "dat_srq_set_lw: this device has no SRQ limit event");
     return Status(Code::kModelNotSupported);
@@ -196,7 +196,7 @@ Status SrqPool::SetLowWatermark(DAT_COUNT low_watermark) {
   {
     std::lock_guard lock(mu_);
     if (static_cast<std::uint32_t>(low_watermark) > limit_)
-      return Status(Code::kInvalidParameter, Detail::kArg2);
+      return Status(Code::kInvalidParameter, Detail::kParamLowWatermark);
     low_watermark_ = static_cast<std::uint32_t>(low_watermark);
     low_watermark_armed_ = low_watermark != DAT_SRQ_LW_DEFAULT;
     if (device_ == nullptr) {
@@ -265,7 +265,7 @@ Status SrqPool::CheckResizeLocked(std::uint32_t new_max) const {
 }
 
 Status SrqPool::CheckResize(std::uint32_t new_max) const {
-  if (new_max == 0 || new_max > kMaxRecvDtos) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (new_max == 0 || new_max > kMaxRecvDtos) return Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto);
   std::lock_guard lock(mu_);
   return CheckResizeLocked(new_max);
 }
@@ -284,7 +284,7 @@ Status SrqPool::GrowDevice(std::uint32_t new_max) {
 }
 
 Status SrqPool::Resize(std::uint32_t new_max) {
-  if (new_max == 0 || new_max > kMaxRecvDtos) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (new_max == 0 || new_max > kMaxRecvDtos) return Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto);
   if (device_ != nullptr) {
     if (Status status = GrowDevice(new_max); !status.ok()) return status;
   }
@@ -319,14 +319,14 @@ SrqPool::Snapshot SrqPool::Query() const {
 
 Status SrqPool::Attach(MsnWindow& ep) {
   std::lock_guard lock(mu_);
-  if (ep.pool_ != nullptr) return Status(Code::kInvalidParameter, Detail::kArg1);
+  if (ep.pool_ != nullptr) return Status(Code::kInvalidParameter, Detail::kNone);
   ep.pool_ = this;
   return Status::Ok();
 }
 
 Status SrqPool::Detach(MsnWindow& ep) {
   std::lock_guard lock(mu_);
-  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
+  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kNone);
   // Detaching now would leave those buffers outstanding forever.
   if (ep.held() > 0) return Status(Code::kInvalidState, Detail::kEpCompletionPending);
   ep.pool_ = nullptr;
@@ -425,18 +425,18 @@ RecvCompletion SrqPool::CompletionLocked(const MsnWindow::Ready& ready) {
 Status SrqPool::Place(MsnWindow& ep, std::uint32_t msn, std::uint64_t transferred_length,
                       DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes) {
   std::lock_guard lock(mu_);
-  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
+  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kNone);
   std::uint32_t index = 0;
-  if (!ep.HeldUnplaced(msn, index)) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (!ep.HeldUnplaced(msn, index)) return Status(Code::kInvalidParameter, Detail::kNone);
   if (transferred_length > slots_[index].capacity)
-    return Status(Code::kInvalidParameter, Detail::kArg3);
+    return Status(Code::kInvalidParameter, Detail::kNone);
   ep.Place(msn, transferred_length, status, notes);
   return Status::Ok();
 }
 
 Status SrqPool::Close(MsnWindow& ep) {
   std::lock_guard lock(mu_);
-  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
+  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kNone);
   ep.Close();
   return Status::Ok();
 }
@@ -453,7 +453,7 @@ bool SrqPool::PopCompletion(MsnWindow& ep, RecvCompletion& out) {
 Status SrqPool::Reaped(std::uint32_t slot) {
   std::lock_guard lock(mu_);
   if (slot >= slots_.size() || slots_[slot].state != SlotState::kCompleted)
-    return Status(Code::kInvalidParameter, Detail::kArg1);
+    return Status(Code::kInvalidParameter, Detail::kNone);
   slots_[slot].state = SlotState::kFree;
   free_[free_count_++] = slot;
   return Status::Ok();
@@ -466,7 +466,7 @@ Status SrqPool::RecvQuery(const MsnWindow& ep, DAT_COUNT* nbufs_allocated,
   {
     // One snapshot: the counted buffers and the reported span are the same set.
     std::lock_guard lock(mu_);
-    if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kArg1);
+    if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kNone);
     held = ep.held();
     span = ep.span();
   }

@@ -12,7 +12,7 @@
 namespace softdat {
 namespace {
 
-constexpr Status kBadParams(Code::kInvalidParameter, Detail::kArg1);
+constexpr Status kBadParams(Code::kInvalidParameter, Detail::kParamIaName);
 
 std::vector<std::string_view> SplitWords(std::string_view text) {
   std::vector<std::string_view> words;

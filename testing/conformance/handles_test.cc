@@ -113,5 +113,38 @@ TEST_F(Handles, SrqOfAClosedIaIsInvalidHandleSrq) {
   ExpectInvalidHandle(dat_srq_free(srq), DAT_INVALID_HANDLE_SRQ, "free");
 }
 
+void ExpectInvalidArgument(DAT_RETURN result, DAT_RETURN_SUBTYPE argument, const char* call) {
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_PARAMETER) << call << ": " << DatReturnName(result);
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), argument) << call << ": " << DatReturnName(result);
+}
+
+// A null pointer where a call writes its result (or reads a required structure) is refused as
+// that argument, whichever call and layer: one convention, checked at the C ABI.
+TEST_F(Handles, NullOutputsAreInvalidParameterNamingTheirArgument) {
+  const DAT_EVD_HANDLE evd = MakeEvd(DAT_EVD_DTO_FLAG);
+  DAT_COUNT nmore = 0;
+  ExpectInvalidArgument(dat_pz_create(ia_, nullptr), DAT_INVALID_ARG2, "pz_create");
+  ExpectInvalidArgument(dat_pz_query(pz_, DAT_PZ_FIELD_ALL, nullptr), DAT_INVALID_ARG3, "pz_query");
+  ExpectInvalidArgument(dat_evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, nullptr), DAT_INVALID_ARG5,
+                        "evd_create");
+  ExpectInvalidArgument(dat_evd_query(evd, DAT_EVD_FIELD_ALL, nullptr), DAT_INVALID_ARG3, "evd_query");
+  ExpectInvalidArgument(dat_evd_dequeue(evd, nullptr), DAT_INVALID_ARG2, "evd_dequeue");
+  ExpectInvalidArgument(dat_evd_wait(evd, 0, 1, nullptr, &nmore), DAT_INVALID_ARG4, "evd_wait");
+  DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
+  ExpectInvalidArgument(dat_srq_create(ia_, pz_, nullptr, &srq), DAT_INVALID_ARG3, "srq_create");
+  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+  ExpectInvalidArgument(dat_psp_create_any(ia_, nullptr, MakeEvd(DAT_EVD_CR_FLAG), DAT_PSP_CONSUMER_FLAG, &psp),
+                        DAT_INVALID_ARG2, "psp_create_any");
+  const DAT_EVD_HANDLE connect = MakeEvd(DAT_EVD_CONNECTION_FLAG);
+  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+  ASSERT_EQ(dat_ep_create(ia_, pz_, evd, evd, connect, nullptr, &ep), DAT_SUCCESS);
+  ExpectInvalidArgument(dat_ep_query(ep, DAT_EP_FIELD_ALL, nullptr), DAT_INVALID_ARG3, "ep_query");
+  ExpectInvalidArgument(dat_ep_modify(ep, DAT_EP_FIELD_EP_ATTR_ALL, nullptr), DAT_INVALID_ARG3, "ep_modify");
+  ExpectInvalidArgument(dat_ep_get_status(ep, nullptr, nullptr, nullptr), DAT_INVALID_ARG2, "ep_get_status");
+  EXPECT_EQ(srq, DAT_HANDLE_NULL);
+  EXPECT_EQ(psp, DAT_HANDLE_NULL);
+  ASSERT_EQ(dat_ep_free(ep), DAT_SUCCESS);
+}
+
 }  // namespace
 }  // namespace softdat::conformance

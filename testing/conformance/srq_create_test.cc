@@ -119,5 +119,32 @@ TEST_F(SrqCreate, EpsOfAnotherPzMayUseTheSrqWhenTheProviderSaysSo) {
   EXPECT_EQ(region.bytes[0], 'p');
 }
 
+// The EP attributes are the 7th argument of dat_ep_create_with_srq (the 6th of dat_ep_create):
+// an out-of-range one names its own position (it once named the 6th, the SRQ handle, for both).
+TEST_F(SrqCreate, EpWithSrqRefusesBadAttributesAsItsSeventhArgument) {
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+  DAT_EVD_HANDLE evd;
+  ASSERT_EQ(dat_evd_create(ia_, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &evd), DAT_SUCCESS);
+  DAT_EP_ATTR attr{};
+  attr.service_type = DAT_SERVICE_TYPE_RC;
+  attr.max_request_dtos = 1;
+  attr.max_request_iov = -1;  // out of range
+  DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+  DAT_RETURN result = dat_ep_create_with_srq(ia_, pz_, DAT_HANDLE_NULL, DAT_HANDLE_NULL, evd, srq, &attr, &ep);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_PARAMETER) << DatReturnName(result);
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_INVALID_ARG7) << DatReturnName(result);
+  result = dat_ep_create(ia_, pz_, DAT_HANDLE_NULL, DAT_HANDLE_NULL, evd, &attr, &ep);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_PARAMETER) << DatReturnName(result);
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_INVALID_ARG6) << DatReturnName(result);
+  EXPECT_EQ(ep, DAT_HANDLE_NULL);
+  // A null output handle is the last argument of each.
+  attr.max_request_iov = 1;
+  result = dat_ep_create_with_srq(ia_, pz_, DAT_HANDLE_NULL, DAT_HANDLE_NULL, evd, srq, &attr, nullptr);
+  EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_PARAMETER) << DatReturnName(result);
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_INVALID_ARG8) << DatReturnName(result);
+  ASSERT_EQ(dat_evd_free(evd), DAT_SUCCESS);
+}
+
 }  // namespace
 }  // namespace softdat::conformance

@@ -154,7 +154,7 @@ class FakeSrq final : public transport::DeviceSrq {
   Status ArmLimit(std::uint32_t limit) override {
     std::lock_guard lock(GetFabric().mu);
     if (owner_->behaviour().refuse_limit_below_depth && limit != 0 && buffers_.size() < limit)
-      return Status(Code::kInvalidParameter, Detail::kArg2);
+      return Status(Code::kInvalidParameter, Detail::kParamLowWatermark);
     limit_ = limit;
     if (limit_ != 0 && buffers_.size() < limit_) FireLimitLocked();
     return Status::Ok();

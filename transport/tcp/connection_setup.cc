@@ -60,7 +60,7 @@ Connection::~Connection() = default;
 
 Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                            std::uint64_t timeout_us) {
-  if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
   // Nothing of the progress context runs before the post below, which orders these writes.
   private_data_.assign(private_data.begin(), private_data.end());
@@ -73,7 +73,7 @@ Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::s
 
 Status Connection::Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
                           std::span<const std::uint8_t> private_data) {
-  if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
   {
     std::lock_guard lock(io_mutex_);

@@ -137,7 +137,7 @@ TcpPendingConnection::~TcpPendingConnection() {
 Status TcpPendingConnection::Accept(Endpoint& endpoint, std::span<const std::uint8_t> private_data) {
   if (answered_) return Status(Code::kInvalidState);
   auto* tcp = dynamic_cast<TcpEndpoint*>(&endpoint);
-  if (tcp == nullptr) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (tcp == nullptr) return Status(Code::kInvalidParameter, Detail::kNone);
   Status status = tcp->connection().Accept(std::move(socket_), request_, private_data);
   if (status.ok()) answered_ = true;
   return status;

@@ -109,7 +109,7 @@ VerbsEndpoint::State VerbsEndpoint::state() const {
 
 Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                               std::uint64_t timeout_us) {
-  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kIdle) return Status(Code::kInvalidState, Detail::kEpActConnPending);
@@ -127,7 +127,7 @@ Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std
 
 Status VerbsEndpoint::TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> private_data, std::uint8_t peer_ird,
                                  std::uint8_t peer_ord) {
-  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kIdle) return Status(Code::kInvalidState, Detail::kEpActConnPending);
@@ -155,7 +155,7 @@ void VerbsEndpoint::Disconnect(bool graceful) {
 }
 
 Status VerbsEndpoint::Post(const Work& work) {
-  if (work.local.size() > send_segments_) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (work.local.size() > send_segments_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   ibv_send_wr wr{};
   wr.wr_id = work.id;
   wr.send_flags = IBV_SEND_SIGNALED;
@@ -204,7 +204,7 @@ Status VerbsEndpoint::Post(const Work& work) {
 }
 
 Status VerbsEndpoint::PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) {
-  if (segments.size() > recv_segments_) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (segments.size() > recv_segments_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   if (srq_ != nullptr) return Status(Code::kInvalidState);
   std::lock_guard lock(mutex_);
   if (qp_ == nullptr) {

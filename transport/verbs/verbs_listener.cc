@@ -70,7 +70,7 @@ VerbsPendingConnection::~VerbsPendingConnection() {
 
 Status VerbsPendingConnection::Accept(Endpoint& endpoint, std::span<const std::uint8_t> private_data) {
   auto* verbs = dynamic_cast<VerbsEndpoint*>(&endpoint);
-  if (verbs == nullptr || &verbs->transport() != &transport_) return Status(Code::kInvalidParameter, Detail::kArg1);
+  if (verbs == nullptr || &verbs->transport() != &transport_) return Status(Code::kInvalidParameter, Detail::kNone);
   if (answered_.exchange(true)) return Status(Code::kInvalidState);
   if (Status s = verbs->TakeAccept(id_, private_data, peer_ird_, peer_ord_); !s.ok()) {
     answered_ = false;

@@ -18,8 +18,8 @@ Status VerbsSrq::Create(VerbsTransport& transport, VerbsPd& pd, std::uint32_t ma
                         DeviceSrqEvents* events, std::unique_ptr<DeviceSrq>& out) {
   const Capabilities& caps = transport.capabilities();
   if (!caps.srq) return Status(Code::kModelNotSupported);
-  if (max_work == 0 || max_work > caps.max_srq_work) return Status(Code::kInvalidParameter, Detail::kArg3);
-  if (max_segments > caps.max_srq_segments) return Status(Code::kInvalidParameter, Detail::kArg4);
+  if (max_work == 0 || max_work > caps.max_srq_work) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
+  if (max_segments > caps.max_srq_segments) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   std::unique_ptr<VerbsSrq> srq(new VerbsSrq(transport, pd, max_segments, events));
   ibv_srq_init_attr attr{};
   attr.srq_context = srq.get();
@@ -40,7 +40,7 @@ VerbsSrq::~VerbsSrq() {
 }
 
 Status VerbsSrq::PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) {
-  if (segments.size() > max_segments_) return Status(Code::kInvalidParameter, Detail::kArg3);
+  if (segments.size() > max_segments_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   std::lock_guard lock(post_mutex_);
   ibv_recv_wr wr{};
   wr.wr_id = recv_id;
@@ -62,7 +62,7 @@ Status VerbsSrq::ArmLimit(std::uint32_t limit) {
   if (limit == 0) return Status::Ok();  // the device cannot disarm; core ignores a stale event
   ibv_srq_attr attr{};
   attr.srq_limit = limit;
-  if (ibv_modify_srq(srq_, &attr, IBV_SRQ_LIMIT) != 0) return Status(Code::kInvalidParameter, Detail::kArg2);
+  if (ibv_modify_srq(srq_, &attr, IBV_SRQ_LIMIT) != 0) return Status(Code::kInvalidParameter, Detail::kParamLowWatermark);
   return Status::Ok();
 }
 
