@@ -15,11 +15,17 @@
 
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/tcp_transport.h"
-#include "transport/tcp/test_events.h"
+#include "transport/test_recorder.h"
 #include "transport/tcp/wire.h"
 
 namespace softdat::transport::tcp {
 namespace {
+
+using testing::Bytes;
+using testing::kBound;
+using testing::RecordingEvents;
+using testing::RecordingRequests;
+using testing::SegmentOf;
 
 // The peer, written by hand from the RFCs.
 class RawPeer {
@@ -171,9 +177,9 @@ class HostilePeerTest : public ::testing::Test {
   }
 
   std::unique_ptr<Transport> transport_;
-  Requests requests_;
+  RecordingRequests requests_;
   std::unique_ptr<Listener> listener_;
-  Events events_;
+  RecordingEvents events_;
   std::unique_ptr<Endpoint> server_;
   std::unique_ptr<PendingConnection> pending_;
   RawPeer peer_;

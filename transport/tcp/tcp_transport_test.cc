@@ -2,7 +2,7 @@
 // its failures, Sends into buffers handed out on arrival, RDMA Write and Read with key checks,
 // receiver-not-ready back-pressure and its timeout, and teardown. Every wait is bounded.
 #include "transport/tcp/tcp_transport.h"
-#include "transport/tcp/test_events.h"
+#include "transport/test_recorder.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -23,6 +23,12 @@
 
 namespace softdat::transport::tcp {
 namespace {
+
+using testing::Bytes;
+using testing::kBound;
+using testing::RecordingEvents;
+using testing::RecordingRequests;
+using testing::SegmentOf;
 
 using namespace std::chrono_literals;
 EndpointConfig Config() {
@@ -98,10 +104,10 @@ class TcpTransportTest : public ::testing::Test {
   }
 
   std::unique_ptr<Transport> transport_;
-  Requests requests_;
+  RecordingRequests requests_;
   std::unique_ptr<Listener> listener_;
-  Events client_events_;
-  Events server_events_;
+  RecordingEvents client_events_;
+  RecordingEvents server_events_;
   std::unique_ptr<Endpoint> client_;
   std::unique_ptr<Endpoint> server_;
   std::unique_ptr<PendingConnection> pending_;
@@ -143,11 +149,11 @@ TEST_F(TcpTransportTest, SendsScatterInOrderAcrossSegmentsAndFpdus) {
   ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
 
-  EXPECT_EQ(server_events_.recvs[0].msn, 1u);
+  EXPECT_EQ(server_events_.recvs[0].id, 1u);
   EXPECT_EQ(server_events_.recvs[0].status, WorkStatus::kSuccess);
   EXPECT_EQ(server_events_.recvs[0].info.length, source.size());
   EXPECT_FALSE(server_events_.recvs[0].info.solicited);
-  EXPECT_EQ(server_events_.recvs[1].msn, 2u);
+  EXPECT_EQ(server_events_.recvs[1].id, 2u);
   EXPECT_TRUE(server_events_.recvs[1].info.solicited);
   EXPECT_EQ(std::memcmp(sink_a.data(), source.data(), sink_a.size()), 0);
   const std::size_t rest = source.size() - sink_a.size();
@@ -432,7 +438,7 @@ class TcpTransportPollTest : public TcpTransportTest {
 TEST_F(TcpTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
   EXPECT_TRUE(transport_->capabilities().busy_poll);
   ASSERT_TRUE(StartConnect().ok());
-  // Events run only inside Progress() on this thread, so reading them here needs no lock.
+  // RecordingEvents run only inside Progress() on this thread, so reading them here needs no lock.
   ASSERT_TRUE(PollUntil([&] { return (pending_ = requests_.TryNext()) != nullptr; }));
   ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
   ASSERT_TRUE(PollUntil([&] { return client_events_.established && server_events_.established; }));

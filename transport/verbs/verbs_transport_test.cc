@@ -21,127 +21,18 @@
 #include <thread>
 #include <vector>
 
+#include "transport/test_recorder.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_transport.h"
 
 namespace softdat::transport {
 namespace {
 
-constexpr auto kBound = std::chrono::seconds(30);  // TCG guests are slow; a bound, not a timing
+using testing::kBound;  // 30 s: TCG guests are slow; a bound, not a timing
 
-struct Recv {
-  std::uint64_t id;
-  WorkStatus status;
-  RecvInfo info;
-};
-struct Done {
-  std::uint64_t id;
-  WorkStatus status;
-  std::uint32_t length;
-};
-
-// Records what one endpoint reports.
-class Events final : public EndpointEvents {
- public:
-  void OnEstablished(std::span<const std::uint8_t> data) override {
-    std::lock_guard lock(mutex_);
-    ++established;
-    peer_data.assign(data.begin(), data.end());
-    changed_.notify_all();
-  }
-  void OnEnded(ConnectionEnd why, std::span<const std::uint8_t> data) override {
-    std::lock_guard lock(mutex_);
-    ++ended_count;
-    ended = why;
-    peer_data.assign(data.begin(), data.end());
-    changed_.notify_all();
-  }
-  RecvAcquire AcquireRecv(std::uint32_t, RecvTarget&) override {
-    ADD_FAILURE() << "software receive model on a device transport";
-    return RecvAcquire::kRefused;
-  }
-  void OnRecvDone(std::uint32_t, WorkStatus, const RecvInfo&) override { ADD_FAILURE() << "software model"; }
-  void OnDeviceRecvDone(std::uint64_t id, WorkStatus status, const RecvInfo& info) override {
-    std::lock_guard lock(mutex_);
-    if (ended_count > 0) ADD_FAILURE() << "receive completion after OnEnded";
-    recvs.push_back({id, status, info});
-    changed_.notify_all();
-  }
-  void OnWorkDone(std::uint64_t id, WorkStatus status, std::uint32_t length) override {
-    std::lock_guard lock(mutex_);
-    if (ended_count > 0) ADD_FAILURE() << "work completion after OnEnded";
-    done.push_back({id, status, length});
-    changed_.notify_all();
-  }
-  RemoteResolution ResolveRemote(std::uint32_t, std::uint64_t, std::uint64_t, RemoteAccess) override {
-    ADD_FAILURE() << "the device resolves remote access";
-    return {};
-  }
-  bool WaitFor(const std::function<bool()>& cond) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kBound, cond);
-  }
-  template <typename T>
-  T Get(const T& field) {
-    std::lock_guard lock(mutex_);
-    return field;
-  }
-
-  int established = 0;
-  int ended_count = 0;
-  std::optional<ConnectionEnd> ended;
-  std::vector<std::uint8_t> peer_data;
-  std::vector<Recv> recvs;
-  std::vector<Done> done;
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-};
-
-class Requests final : public ListenEvents {
- public:
-  void OnConnectRequest(std::unique_ptr<PendingConnection> request) override {
-    std::lock_guard lock(mutex_);
-    requests_.push_back(std::move(request));
-    changed_.notify_all();
-  }
-  std::unique_ptr<PendingConnection> Next() {
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, kBound, [&] { return !requests_.empty(); })) return nullptr;
-    auto r = std::move(requests_.front());
-    requests_.erase(requests_.begin());
-    return r;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::vector<std::unique_ptr<PendingConnection>> requests_;
-};
-
-class SrqEvents final : public DeviceSrqEvents {
- public:
-  void OnLimitReached() override {
-    std::lock_guard lock(mutex_);
-    ++fired;
-    changed_.notify_all();
-  }
-  bool WaitFor(const std::function<bool()>& cond) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, kBound, cond);
-  }
-  int Fired() {
-    std::lock_guard lock(mutex_);
-    return fired;
-  }
-
- int fired = 0;  // read under the lock (Fired, or inside WaitFor's condition)
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-};
+using testing::RecordingEvents;
+using testing::RecordingRequests;
+using testing::RecordingSrqEvents;
 
 struct Buffer {
   explicit Buffer(std::size_t n, std::uint8_t seed = 0) : bytes(n) {
@@ -265,9 +156,10 @@ class VerbsTransportTest : public ::testing::Test {
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<Listener> listener_;
   std::unique_ptr<DeviceSrq> srq_;
-  Requests requests_;
-  SrqEvents srq_events_;
-  Events a_, p_;
+  RecordingRequests requests_;
+  RecordingSrqEvents srq_events_;
+  // The device receive model: a software-model report fails the test.
+  RecordingEvents a_{ReceiveModel::kDevice}, p_{ReceiveModel::kDevice};
   std::unique_ptr<Endpoint> active_, passive_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
@@ -314,7 +206,7 @@ TEST_F(VerbsTransportTest, SendsLandInPostedReceivesInOrderAndScatter) {
   ASSERT_TRUE(active_->Post(SendOf(1, s0)).ok());
   ASSERT_TRUE(active_->Post(SendOf(2, s1)).ok());
   ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 2; }));
-  ASSERT_TRUE(a_.WaitFor([&] { return a_.done.size() == 2; }));
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 2; }));
   auto recvs = p_.Get(p_.recvs);
   EXPECT_EQ(recvs[0].id, 100u);
   EXPECT_EQ(recvs[0].status, WorkStatus::kSuccess);
@@ -325,7 +217,7 @@ TEST_F(VerbsTransportTest, SendsLandInPostedReceivesInOrderAndScatter) {
   EXPECT_EQ(0, std::memcmp(dst.bytes.data(), src.bytes.data(), 10));
   EXPECT_EQ(0, std::memcmp(dst.bytes.data() + 32, src.bytes.data() + 100, 8));
   EXPECT_EQ(0, std::memcmp(dst.bytes.data() + 64, src.bytes.data() + 108, 12));
-  auto done = a_.Get(a_.done);
+  auto done = a_.Get(a_.work_done);
   EXPECT_EQ(done[0].id, 1u);
   EXPECT_EQ(done[0].length, 10u);
   EXPECT_EQ(done[1].id, 2u);
@@ -364,8 +256,8 @@ TEST_F(VerbsTransportTest, RdmaWriteAndReadReachTheRemoteRegion) {
   Connect();
   Segment w[] = {local.Seg(0, 40)};
   ASSERT_TRUE(active_->Post(Rdma(WorkKind::kRdmaWrite, 10, w, remote.address(8), remote.mr->remote_key())).ok());
-  ASSERT_TRUE(a_.WaitFor([&] { return a_.done.size() == 1; }));
-  EXPECT_EQ(a_.Get(a_.done)[0].status, WorkStatus::kSuccess);
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.work_done)[0].status, WorkStatus::kSuccess);
   EXPECT_EQ(0, std::memcmp(remote.bytes.data() + 8, local.bytes.data(), 40));
   Segment r[] = {back.Seg(0, 30), back.Seg(64, 10)};
   const Status read = active_->Post(Rdma(WorkKind::kRdmaRead, 11, r, remote.address(0), remote.mr->remote_key()));
@@ -379,8 +271,8 @@ TEST_F(VerbsTransportTest, RdmaWriteAndReadReachTheRemoteRegion) {
   } else {
     ASSERT_TRUE(read.ok());
   }
-  ASSERT_TRUE(a_.WaitFor([&] { return a_.done.size() == 2; }));
-  auto done = a_.Get(a_.done)[1];
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 2; }));
+  auto done = a_.Get(a_.work_done)[1];
   EXPECT_EQ(done.id, 11u);
   EXPECT_EQ(done.status, WorkStatus::kSuccess);
   EXPECT_EQ(done.length, 40u);
@@ -396,7 +288,7 @@ TEST_F(VerbsTransportTest, WriteWithABadKeyIsRemoteAccessAndBreaksTheConnection)
   Segment w[] = {local.Seg(0, 16)};
   ASSERT_TRUE(active_->Post(Rdma(WorkKind::kRdmaWrite, 20, w, remote.address(), remote.mr->remote_key() ^ 0x5a5a00)).ok());
   ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
-  auto done = a_.Get(a_.done);
+  auto done = a_.Get(a_.work_done);
   ASSERT_EQ(done.size(), 1u);
   ASSERT_TRUE(p_.WaitFor([&] { return p_.ended_count > 0; }));
   std::cout << "bad Write: status " << static_cast<int>(done[0].status) << ", writer ended "
@@ -464,7 +356,7 @@ TEST_F(VerbsTransportTest, SrqLimitEventFiresOnceAfterArming) {
   Segment s[] = {src.Seg(0, 8)};
   for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(active_->Post(SendOf(i, s)).ok());
   ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 3; }));
-  ASSERT_TRUE(srq_events_.WaitFor([&] { return srq_events_.fired > 0; }));
+  ASSERT_TRUE(srq_events_.WaitFor([&] { return srq_events_.FiredLocked() > 0; }));
   // One-shot: the device disarmed it, so later consumption raises nothing more.
   EXPECT_EQ(srq_events_.Fired(), 1);
 }
@@ -545,9 +437,9 @@ TEST_F(VerbsTransportTest, GracefulDisconnectLetsPostedSendsFinish) {
   for (std::uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(active_->Post(SendOf(i, s)).ok());
   active_->Disconnect(true);
   ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
-  auto done = a_.Get(a_.done);
+  auto done = a_.Get(a_.work_done);
   ASSERT_EQ(done.size(), 4u);
-  for (const Done& d : done) EXPECT_EQ(d.status, WorkStatus::kSuccess) << "send " << d.id;
+  for (const RecordingEvents::WorkDone& d : done) EXPECT_EQ(d.status, WorkStatus::kSuccess) << "send " << d.id;
 }
 
 class VerbsTransportPollTest : public VerbsTransportTest {

@@ -1,6 +1,9 @@
-// Test doubles for the transport's two callback interfaces: Events records everything an
-// endpoint reports, hands out receive buffers the test queues and resolves one exposed region;
-// Requests collects connection requests. Every wait is bounded.
+// Test doubles for the transport interface's callbacks, shared by every transport's tests:
+// RecordingEvents records everything an endpoint reports (and, in the software receive model,
+// hands out the receive buffers the test queues and resolves one exposed region), failing the
+// test on a report the endpoint's receive model never makes or on any report after OnEnded;
+// RecordingRequests collects connection requests; RecordingSrqEvents counts device SRQ limit
+// events. Every wait is bounded (a bound, never a timing: slow TCG guests included).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,35 +20,47 @@
 #include <span>
 #include <vector>
 
+#include "transport/device_resources.h"
 #include "transport/endpoint.h"
 #include "transport/listener.h"
+#include "transport/transport.h"
 
-namespace softdat::transport::tcp {
+namespace softdat::transport::testing {
 
-inline constexpr auto kBound = std::chrono::seconds(10);
+inline constexpr auto kBound = std::chrono::seconds(30);
 
+// `n` bytes of a pattern that differs with `seed`, so a test can tell whose bytes arrived.
 inline std::vector<std::uint8_t> Bytes(std::size_t n, std::uint8_t seed) {
   std::vector<std::uint8_t> v(n);
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::uint8_t>(seed + i * 31 + (i >> 8));
   return v;
 }
 
+// A segment over `v` (software transports ignore the key).
 inline Segment SegmentOf(std::vector<std::uint8_t>& v, std::size_t offset = 0, std::size_t length = SIZE_MAX) {
   return Segment{reinterpret_cast<std::uint64_t>(v.data() + offset),
                  static_cast<std::uint32_t>(std::min(length, v.size() - offset)), 1};
 }
 
-class Events final : public EndpointEvents {
+class RecordingEvents final : public EndpointEvents {
  public:
+  // A receive reported: the MSN (software model) or the recv_id (device model).
   struct Recv {
-    std::uint32_t msn;
+    std::uint64_t id;
     WorkStatus status;
     RecvInfo info;
   };
+  struct WorkDone {
+    std::uint64_t id;
+    WorkStatus status;
+    std::uint32_t length;
+  };
+
+  explicit RecordingEvents(ReceiveModel model = ReceiveModel::kSoftware) : model_(model) {}
 
   void OnEstablished(std::span<const std::uint8_t> private_data) override {
     std::lock_guard lock(mutex_);
-    established = true;
+    ++established;
     peer_data.assign(private_data.begin(), private_data.end());
     changed_.notify_all();
   }
@@ -58,6 +73,8 @@ class Events final : public EndpointEvents {
   }
   RecvAcquire AcquireRecv(std::uint32_t msn, RecvTarget& target) override {
     std::lock_guard lock(mutex_);
+    if (model_ != ReceiveModel::kSoftware) ADD_FAILURE() << "AcquireRecv in the device receive model";
+    if (ended_count > 0) ADD_FAILURE() << "AcquireRecv after OnEnded";
     acquired_msns.push_back(msn);
     if (buffers_.empty()) {
       ++not_ready;
@@ -69,19 +86,26 @@ class Events final : public EndpointEvents {
     return RecvAcquire::kTaken;
   }
   void OnRecvDone(std::uint32_t msn, WorkStatus status, const RecvInfo& info) override {
-    std::lock_guard lock(mutex_);
-    recvs.push_back({msn, status, info});
-    changed_.notify_all();
+    if (model_ != ReceiveModel::kSoftware) ADD_FAILURE() << "OnRecvDone in the device receive model";
+    Record(msn, status, info);
   }
-  void OnDeviceRecvDone(std::uint64_t, WorkStatus, const RecvInfo&) override { ADD_FAILURE() << "device model"; }
+  void OnDeviceRecvDone(std::uint64_t recv_id, WorkStatus status, const RecvInfo& info) override {
+    if (model_ != ReceiveModel::kDevice) ADD_FAILURE() << "OnDeviceRecvDone in the software receive model";
+    Record(recv_id, status, info);
+  }
   void OnWorkDone(std::uint64_t id, WorkStatus status, std::uint32_t length) override {
     std::lock_guard lock(mutex_);
+    if (ended_count > 0) ADD_FAILURE() << "work completion after OnEnded";
     work_done.push_back({id, status, length});
     changed_.notify_all();
   }
   RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                  RemoteAccess access) override {
     std::lock_guard lock(mutex_);
+    if (model_ != ReceiveModel::kSoftware) {
+      ADD_FAILURE() << "the device resolves remote access itself";
+      return {};
+    }
     if (region_ == nullptr || key != region_key_) return {RemoteCheck::kInvalidKey, nullptr};
     if (access == RemoteAccess::kWrite && !region_writable_) return {RemoteCheck::kAccessRights, nullptr};
     const auto base = reinterpret_cast<std::uint64_t>(region_->data());
@@ -90,29 +114,33 @@ class Events final : public EndpointEvents {
     return {RemoteCheck::kOk, region_->data() + (address - base)};
   }
 
+  // Software model: the next message that asks for a buffer gets these segments.
   void AddBuffer(std::span<const Segment> segments) {
     std::lock_guard lock(mutex_);
     std::uint64_t capacity = 0;
     for (const Segment& s : segments) capacity += s.length;
     buffers_.push_back(RecvTarget{segments, capacity});
   }
+  // Software model: RDMA may reach `region` under `key` (writes only if `writable`).
   void Expose(std::vector<std::uint8_t>& region, std::uint32_t key, bool writable) {
     std::lock_guard lock(mutex_);
     region_ = &region;
     region_key_ = key;
     region_writable_ = writable;
   }
+  // Waits (bounded) until `done`, evaluated under the recorder's lock, holds.
   bool WaitFor(const std::function<bool()>& done) {
     std::unique_lock lock(mutex_);
     return changed_.wait_for(lock, kBound, done);
   }
+  // A copy of one recorded field, taken under the lock.
+  template <typename T>
+  T Get(const T& field) {
+    std::lock_guard lock(mutex_);
+    return field;
+  }
 
-  struct WorkDone {
-    std::uint64_t id;
-    WorkStatus status;
-    std::uint32_t length;
-  };
-  bool established = false;
+  int established = 0;
   int ended_count = 0;
   std::optional<ConnectionEnd> ended;
   std::vector<std::uint8_t> peer_data;
@@ -122,6 +150,14 @@ class Events final : public EndpointEvents {
   std::vector<WorkDone> work_done;
 
  private:
+  void Record(std::uint64_t id, WorkStatus status, const RecvInfo& info) {
+    std::lock_guard lock(mutex_);
+    if (ended_count > 0) ADD_FAILURE() << "receive completion after OnEnded";
+    recvs.push_back({id, status, info});
+    changed_.notify_all();
+  }
+
+  const ReceiveModel model_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<RecvTarget> buffers_;
@@ -130,7 +166,7 @@ class Events final : public EndpointEvents {
   bool region_writable_ = false;
 };
 
-class Requests final : public ListenEvents {
+class RecordingRequests final : public ListenEvents {
  public:
   void OnConnectRequest(std::unique_ptr<PendingConnection> request) override {
     std::lock_guard lock(mutex_);
@@ -144,6 +180,7 @@ class Requests final : public ListenEvents {
     requests_.pop_front();
     return request;
   }
+  // The next request, waiting (bounded) for one; null if none came.
   std::unique_ptr<PendingConnection> Next() {
     std::unique_lock lock(mutex_);
     if (!changed_.wait_for(lock, kBound, [&] { return !requests_.empty(); })) return nullptr;
@@ -158,4 +195,28 @@ class Requests final : public ListenEvents {
   std::deque<std::unique_ptr<PendingConnection>> requests_;
 };
 
-}  // namespace softdat::transport::tcp
+class RecordingSrqEvents final : public DeviceSrqEvents {
+ public:
+  void OnLimitReached() override {
+    std::lock_guard lock(mutex_);
+    ++fired_;
+    changed_.notify_all();
+  }
+  bool WaitFor(const std::function<bool()>& done) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kBound, done);
+  }
+  int Fired() {
+    std::lock_guard lock(mutex_);
+    return fired_;
+  }
+  // For WaitFor's condition, which runs under the lock.
+  int FiredLocked() const { return fired_; }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int fired_ = 0;
+};
+
+}  // namespace softdat::transport::testing
