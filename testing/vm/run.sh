@@ -8,7 +8,9 @@
 # Usage: testing/vm/run.sh [--prepare-only] [--] COMMAND [ARG...]
 #   COMMAND runs with bash inside the guest, chrooted into the host root, in the caller's cwd.
 #   In the guest: SOFTDAT_VM=1, SOFTDAT_VM_WORK=<writable dir>, rxe0 on dummy0 (10.0.0.1/24),
-#   siw0 on dummy1 (10.0.1.1/24), RLIMIT_MEMLOCK unlimited. The guest /tmp is an empty tmpfs.
+#   siw0 on dummy1 (10.0.1.1/24), RLIMIT_MEMLOCK unlimited, sch_netem and veth loaded. The guest
+#   /tmp and /run are empty tmpfs, except for the caller's cwd (wherever it is) and the dirs of
+#   SOFTDAT_VM_SHARE, shared read-only at their own paths.
 # Environment:
 #   SOFTDAT_VM_CACHE    cache dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/softdat-vm)
 #   SOFTDAT_VM_WORK     writable dir shared into the guest at the same path (default: a fresh dir
@@ -17,10 +19,14 @@
 #   SOFTDAT_VM_KERNEL   kernel version to use, e.g. 6.1.0-56-amd64 (default: the cached one, else
 #                       what linux-image-amd64 depends on)
 #   SOFTDAT_VM_VERBOSE  1 to show the kernel's boot messages
+#   SOFTDAT_VM_SHARE    more host dirs (colon-separated) the guest must see at their own path;
+#                       only those under /tmp or /run need it (the caller's cwd is added by itself)
 # Exit status: the command's, 124 if the guest timed out, 125 if the runner itself failed.
 set -euo pipefail
 
 die() { echo "vm/run.sh: $*" >&2; exit 125; }
+# shellcheck source=testing/vm/vm_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vm_lib.sh"
 log() { echo "vm/run.sh: $*" >&2; }
 
 PREPARE_ONLY=0
@@ -98,28 +104,44 @@ fi
 
 # --- 3. initramfs: busybox + the modules the guest needs; rebuilt when this script changes ------
 # /init loads every module from the initramfs (so the guest never reads the cache, which may sit
-# under the host's /tmp that the guest hides), mounts the host root read-only and the work dir
-# read-write, then runs the guest script chrooted into the host root.
+# under the host's /tmp that the guest hides), mounts the host root read-only, the host dirs
+# under /tmp or /run the command needs (its own shares), and the work dir read-write, then runs
+# the guest script chrooted into the host root. sch_netem and veth are loaded for suites that
+# shape traffic between network namespaces (`tc qdisc ... netem`).
 INIT=$(cat <<'EOI'
 #!/bin/sh
 export PATH=/bin:/sbin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 W=$(sed -n 's/.*softdat_work=\([^ ]*\).*/\1/p' /proc/cmdline)
 fail() { echo "SOFTDAT-VM: init failed: $*"; poweroff -f; }
-for m in virtio_pci 9pnet_virtio 9p configfs crc32_generic crc32c_generic ib_uverbs rdma_ucm rdma_rxe siw; do
+for m in virtio_pci 9pnet_virtio 9p configfs crc32_generic crc32c_generic ib_uverbs rdma_ucm rdma_rxe siw \
+    sch_netem veth; do
   modprobe $m || fail "modprobe $m"
 done
 modprobe dummy numdummies=0 || fail "modprobe dummy"
 mount -t configfs configfs /sys/kernel/config 2>/dev/null
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 hostroot /host || fail "mount host root"
 for d in proc sys dev; do mount --rbind /$d /host/$d; done
-mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run; mkdir -p /host$W
+mount -t tmpfs tmp /host/tmp; mount -t tmpfs run /host/run
+# Host dirs under /tmp or /run (a checkout there, its Bazel outputs) come as shares of their own,
+# mounted before the work dir, which may lie inside one of them.
+for share in $(sed -n 's/.*softdat_shares=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' '); do
+  tag=${share%%=*}; dir=${share#*=}
+  mkdir -p /host$dir && mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 $tag /host$dir ||
+    fail "mount share $dir"
+done
+mkdir -p /host$W
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 work /host$W || fail "mount work dir"
 chroot /host /bin/bash $W/.softdat-vm/guest.sh
 sync; poweroff -f
 EOI
 )
-INIT_KEY=$(printf '%s\n%s\n' "$KV" "$INIT" | cat - /bin/busybox | sha256sum | cut -c1-16)
+# The module dirs copied into the initramfs (relative to the kernel's module tree).
+MODULE_SET="kernel/drivers/virtio kernel/net/9p kernel/fs/9p kernel/fs/netfs kernel/fs/fscache \
+kernel/fs/configfs kernel/drivers/infiniband/core kernel/drivers/infiniband/sw kernel/net/ipv4 \
+kernel/net/ipv6 kernel/net/sched kernel/crypto kernel/arch/x86/crypto kernel/lib extra \
+kernel/drivers/net/dummy.ko kernel/drivers/net/veth.ko"
+INIT_KEY=$(vm_initrd_key "$KV" "$INIT" "$MODULE_SET" /bin/busybox)
 INITRD=$K/initrd-$INIT_KEY.cpio.gz
 if [ ! -f "$INITRD" ]; then
   log "building initramfs"
@@ -127,10 +149,8 @@ if [ ! -f "$INITRD" ]; then
   cp /bin/busybox "$R/bin/"
   for a in sh mount mkdir modprobe poweroff cat sed cut chroot sync; do ln -sf busybox "$R/bin/$a"; done
   ln -sf ../bin/busybox "$R/sbin/modprobe"
-  (cd "$K/kroot/lib/modules/$KV" && find kernel/drivers/virtio kernel/net/9p kernel/fs/9p kernel/fs/netfs \
-      kernel/fs/fscache kernel/fs/configfs kernel/drivers/infiniband/core kernel/drivers/infiniband/sw \
-      kernel/net/ipv4 kernel/net/ipv6 kernel/crypto kernel/arch/x86/crypto kernel/lib extra \
-      kernel/drivers/net/dummy.ko -name '*.ko*' 2>/dev/null | cpio -pdm --quiet "$R/lib/modules/$KV")
+  # shellcheck disable=SC2086  # MODULE_SET is a list of words
+  (cd "$K/kroot/lib/modules/$KV" && find $MODULE_SET -name '*.ko*' 2>/dev/null | cpio -pdm --quiet "$R/lib/modules/$KV")
   cp "$K/kroot/lib/modules/$KV"/modules.{order,builtin,builtin.modinfo} "$R/lib/modules/$KV/"
   depmod -b "$R" "$KV"
   printf '%s\n' "$INIT" > "$R/init"; chmod +x "$R/init"
@@ -151,8 +171,18 @@ else
 fi
 case $W in *[!A-Za-z0-9._/-]*) die "work dir path must be plain (no spaces etc.): $W" ;; esac
 rm -rf "$W/.softdat-vm"; mkdir -p "$W/.softdat-vm"
-cleanup() { [ $KEEP_WORK = 1 ] && rm -rf "$W/.softdat-vm" || rm -rf "$W"; }
-trap cleanup EXIT
+trap 'vm_work_cleanup $KEEP_WORK "$W"' EXIT
+
+# The caller's cwd (a checkout anywhere, /tmp included) and SOFTDAT_VM_SHARE, where the guest's
+# tmpfs over /tmp and /run would hide them: one read-only share each.
+SHARE_ARGS=(); SHARES=""; n=0
+IFS=: read -r -a extra_dirs <<<"${SOFTDAT_VM_SHARE:-}"
+for d in $(vm_hidden_dirs "$(pwd -P)" "${extra_dirs[@]}"); do
+  case $d in *[!A-Za-z0-9._/-]*) die "a dir the guest must see has an unusual path (no spaces etc.): $d" ;; esac
+  case ",$SHARES," in *"=$d,"*) continue ;; esac
+  SHARE_ARGS+=(-virtfs "local,path=$d,mount_tag=share$n,security_model=none,readonly=on,multidevs=remap")
+  SHARES="${SHARES:+$SHARES,}share$n=$d"; n=$((n + 1))
+done
 
 {
   echo "# Generated by testing/vm/run.sh: device setup, then the caller's command."
@@ -173,7 +203,7 @@ if ! setup; then
   echo "SOFTDAT-VM: device setup failed"; echo 125 > $W/.softdat-vm/exit; exit
 fi
 echo "SOFTDAT-VM: guest ready at $(cut -d' ' -f1 /proc/uptime)s, running: ${CMD[*]}"
-cd "$CWD" || cd /
+cd "$CWD" || { echo "SOFTDAT-VM: cannot cd into $CWD"; echo 125 > $W/.softdat-vm/exit; exit; }
 "${CMD[@]}" </dev/null
 rc=$?
 echo "SOFTDAT-VM: command exited with $rc at $(cut -d' ' -f1 /proc/uptime)s"
@@ -187,9 +217,9 @@ set +e
 timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi -cpu max -m 2048 -smp 2 \
   -nographic -no-reboot -nic none \
   -kernel "$K/kroot/boot/vmlinuz-$KV" -initrd "$INITRD" \
-  -append "console=ttyS0 $QUIET panic=-1 softdat_work=$W" \
+  -append "console=ttyS0 $QUIET panic=-1 softdat_work=$W${SHARES:+ softdat_shares=$SHARES}" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-  -virtfs "local,path=$W,mount_tag=work,security_model=none,multidevs=remap" </dev/null 2>&1 |
+  -virtfs "local,path=$W,mount_tag=work,security_model=none,multidevs=remap" "${SHARE_ARGS[@]}" </dev/null 2>&1 |
   sed -u -e 's/\x1b\[2J/\n/g' -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\x1bc//g' -e 's/\r//g'   # drop SeaBIOS's screen codes
 q=${PIPESTATUS[0]}
 set -e
