@@ -327,7 +327,7 @@ int Run(const std::string& ia_name, const std::string& csv_path) {
   }
   std::printf("softdat demo: %s, one IA, client EP -> server EP on an SRQ (%d x %s buffers), "
               "connected over loopback TCP port %u; %d operations in flight; every byte checked\n\n",
-              ia_name.c_str(), kSrqBuffers, SizeText(kMaxSize).c_str(), pair.port, kWindow);
+              ia_name.c_str(), kSrqBuffers, SizeText(kMaxSize).c_str(), static_cast<unsigned>(pair.port), kWindow);
   std::printf("%-11s | %7s | %6s | %9s | %9s | %s\n", "operation", "size", "count", "MB/s", "us/op", "data ok");
   std::printf("------------+---------+--------+-----------+-----------+--------\n");
   std::vector<Row> rows;

@@ -1,11 +1,6 @@
 // LoopbackPair: both ends of one softdat connection, built only from dat_* calls.
 #include "tools/loopback_pair.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 
@@ -13,22 +8,6 @@ namespace softdat::tools {
 namespace {
 
 constexpr std::size_t kPage = 4096;
-
-// An unused TCP port on `address`, as the kernel picks one. The PSP may still lose a race for
-// it, so the caller retries.
-std::uint16_t FreePort(const sockaddr_in& address) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in at = address;
-  at.sin_port = 0;
-  socklen_t length = sizeof at;
-  std::uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&at), &length) == 0)
-    port = ntohs(at.sin_port);
-  ::close(fd);
-  return port;
-}
 
 // A DTO completion event that succeeded, into `out`; else why not, into `error`.
 bool SuccessfulDto(const DAT_EVENT& event, DAT_DTO_COMPLETION_EVENT_DATA& out, std::string& error) {
@@ -45,13 +24,6 @@ bool SuccessfulDto(const DAT_EVENT& event, DAT_DTO_COMPLETION_EVENT_DATA& out, s
 }
 
 }  // namespace
-
-std::string DatError(const char* what, DAT_RETURN status) {
-  const char* major = "?";
-  const char* minor = "?";
-  dat_strerror(status, &major, &minor);
-  return std::string(what) + ": " + major + " " + minor;
-}
 
 DAT_LMR_TRIPLET Region::Local(std::size_t offset, std::size_t length) const {
   DAT_LMR_TRIPLET iov{};
@@ -73,48 +45,6 @@ bool LoopbackPair::CreateEvd(DAT_EVD_FLAGS flags, DAT_EVD_HANDLE& out, std::stri
   const DAT_RETURN status = dat_evd_create(ia, config_.evd_qlen, DAT_HANDLE_NULL, flags, &out);
   if (status != DAT_SUCCESS) error = DatError("dat_evd_create", status);
   return status == DAT_SUCCESS;
-}
-
-bool LoopbackPair::WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER expected, DAT_EVENT& event,
-                                       std::string& error) {
-  DAT_COUNT more = 0;
-  const DAT_RETURN status = dat_evd_wait(evd, config_.wait_us, 1, &event, &more);
-  if (status != DAT_SUCCESS) {
-    error = DatError("dat_evd_wait (connection)", status);
-    return false;
-  }
-  if (event.event_number != expected) {
-    error = "unexpected connection event 0x" + std::to_string(event.event_number) + " (wanted 0x" +
-            std::to_string(expected) + ")";
-    return false;
-  }
-  return true;
-}
-
-bool LoopbackPair::CreatePsp(std::string& error) {
-  DAT_IA_ATTR ia_attr;
-  DAT_RETURN status = dat_ia_query(ia, nullptr, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, nullptr);
-  if (status != DAT_SUCCESS) {
-    error = DatError("dat_ia_query", status);
-    return false;
-  }
-  if (ia_attr.ia_address_ptr == nullptr || ia_attr.ia_address_ptr->sa_family != AF_INET) {
-    error = "the IA has no IPv4 address";
-    return false;
-  }
-  const auto address = *reinterpret_cast<const sockaddr_in*>(ia_attr.ia_address_ptr);
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    const std::uint16_t candidate = FreePort(address);
-    if (candidate == 0) continue;
-    status = dat_psp_create(ia, candidate, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp_);
-    if (status == DAT_SUCCESS) {
-      port = candidate;
-      return true;
-    }
-    if (DAT_GET_TYPE(status) != DAT_CONN_QUAL_IN_USE) break;
-  }
-  error = DatError("dat_psp_create", status);
-  return false;
 }
 
 bool LoopbackPair::Open(const PairConfig& config, std::string& error) {
@@ -174,25 +104,14 @@ bool LoopbackPair::Open(const PairConfig& config, std::string& error) {
     return false;
   }
 
-  if (!CreatePsp(error)) return false;
-  DAT_IA_ATTR ia_attr;
-  dat_ia_query(ia, nullptr, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia_attr, 0, nullptr);
-  status = dat_ep_connect(client_ep, ia_attr.ia_address_ptr, port, config_.wait_us, 0, nullptr,
-                          DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
-  if (status != DAT_SUCCESS) {
-    error = DatError("dat_ep_connect", status);
-    return false;
-  }
-  DAT_EVENT event;
-  if (!WaitConnectionEvent(cr_evd_, DAT_CONNECTION_REQUEST_EVENT, event, error)) return false;
-  status = dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, server_ep, 0, nullptr);
-  if (status != DAT_SUCCESS) {
-    error = DatError("dat_cr_accept", status);
-    return false;
-  }
-  if (!WaitConnectionEvent(server_connect_evd_, DAT_CONNECTION_EVENT_ESTABLISHED, event, error) ||
-      !WaitConnectionEvent(client_connect_evd_, DAT_CONNECTION_EVENT_ESTABLISHED, event, error))
-    return false;
+  ConnectEnds ends;
+  ends.server_ia = ia;
+  ends.server_ep = server_ep;
+  ends.server_connect_evd = server_connect_evd_;
+  ends.cr_evd = cr_evd_;
+  ends.client_ep = client_ep;
+  ends.client_connect_evd = client_connect_evd_;
+  if (!ConnectPair(ends, config_.wait_us, error, &port)) return false;
   connected_ = true;
   return true;
 }

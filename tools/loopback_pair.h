@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <string>
 
-namespace softdat::tools {
+#include "tools/dat_connect.h"
 
-// "what failed: <DAT major> <DAT minor>" for a DAT_RETURN.
-std::string DatError(const char* what, DAT_RETURN status);
+namespace softdat::tools {
 
 // A page-aligned buffer registered as one LMR with every privilege.
 struct Region {
@@ -68,12 +67,10 @@ class LoopbackPair {
   DAT_EVD_HANDLE server_request_evd = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE client_recv_evd = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE client_request_evd = DAT_HANDLE_NULL;
-  std::uint16_t port = 0;  // the PSP's connection qualifier
+  DAT_CONN_QUAL port = 0;  // the connection qualifier the server listened on
 
  private:
   bool CreateEvd(DAT_EVD_FLAGS flags, DAT_EVD_HANDLE& out, std::string& error);
-  bool WaitConnectionEvent(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER expected, DAT_EVENT& event, std::string& error);
-  bool CreatePsp(std::string& error);
   void Disconnect();
 
   PairConfig config_;
@@ -81,7 +78,6 @@ class LoopbackPair {
   DAT_EVD_HANDLE cr_evd_ = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE server_connect_evd_ = DAT_HANDLE_NULL;
   DAT_EVD_HANDLE client_connect_evd_ = DAT_HANDLE_NULL;
-  DAT_PSP_HANDLE psp_ = DAT_HANDLE_NULL;
   bool connected_ = false;
   static constexpr int kMaxRegions = 16;
   void* memory_[kMaxRegions] = {};

@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <string_view>
+
+#include "tools/dat_connect.h"
 
 namespace softdat::conformance {
 
@@ -94,14 +97,7 @@ DAT_SRQ_PARAM ConformanceTest::QuerySrq(DAT_SRQ_HANDLE srq) {
 
 DAT_RETURN ConformanceTest::Wait(DAT_EVD_HANDLE evd, DAT_EVENT& event, DAT_TIMEOUT timeout_us,
                                   DAT_EVD_HANDLE pump) {
-  DAT_COUNT more = 0;
-  if (pump == DAT_HANDLE_NULL) return dat_evd_wait(evd, timeout_us, 1, &event, &more);
-  constexpr DAT_TIMEOUT kSliceUs = 1000;
-  for (DAT_TIMEOUT waited = 0;; waited += kSliceUs) {
-    const DAT_RETURN result = dat_evd_wait(evd, kSliceUs, 1, &event, &more);
-    if (DAT_GET_TYPE(result) != DAT_TIMEOUT_EXPIRED || waited >= timeout_us) return result;
-    Pump(pump);
-  }
+  return tools::WaitEvent(evd, event, timeout_us, pump);
 }
 
 void ConformanceTest::Pump(DAT_EVD_HANDLE evd) {
@@ -174,25 +170,21 @@ void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOpti
                                                     pair.receiver_connect_evd, srq, attr, &pair.receiver);
   ASSERT_EQ(created, DAT_SUCCESS) << DatReturnName(created);
 
-  DAT_CONN_QUAL port = 0;
-  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
-  ASSERT_EQ(dat_psp_create_any(ia_, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
-  ASSERT_EQ(dat_ep_connect(pair.sender, ia_attr_.ia_address_ptr, port, kEventTimeoutUs, 0, nullptr,
-                           DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
-            DAT_SUCCESS);
-  // A sender on its own IA may need moving (progress=poll) while the receiver waits; the
-  // request EVD has no events yet, so pumping it loses nothing.
-  const DAT_EVD_HANDLE pump = pair.sender_ia != ia_ ? pair.sender_request_evd : DAT_HANDLE_NULL;
-  DAT_EVENT event{};
-  ASSERT_EQ(Wait(cr_evd, event, kEventTimeoutUs, pump), DAT_SUCCESS) << "no connection request arrived";
-  ASSERT_EQ(event.event_number, DAT_CONNECTION_REQUEST_EVENT);
-  ASSERT_EQ(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, pair.receiver, 0, nullptr),
-            DAT_SUCCESS);
-  ASSERT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED, kEventTimeoutUs,
-                                  pump));
-  ASSERT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED,
-                                  kEventTimeoutUs, pair.sender_ia != ia_ ? pair.receiver_recv_evd : DAT_HANDLE_NULL));
-  EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
+  // A sender on its own IA may need moving (progress=poll) while the receiver waits, and the
+  // other way round; the request and receive EVDs have no events yet, so pumping them loses nothing.
+  tools::ConnectEnds ends;
+  ends.server_ia = ia_;
+  ends.server_ep = pair.receiver;
+  ends.server_connect_evd = pair.receiver_connect_evd;
+  ends.cr_evd = cr_evd;
+  ends.client_ep = pair.sender;
+  ends.client_connect_evd = pair.sender_connect_evd;
+  if (pair.sender_ia != ia_) {
+    ends.client_pump = pair.sender_request_evd;
+    ends.server_pump = pair.receiver_recv_evd;
+  }
+  std::string error;
+  ASSERT_TRUE(tools::ConnectPair(ends, kEventTimeoutUs, error)) << error;
 }
 
 void ConformanceTest::Disconnect(Pair& pair) {
