@@ -211,113 +211,150 @@ bool Connection::NextTxMessage() {
   return true;
 }
 
-void Connection::FrameOne() {
-  TxMessage& m = tx_message_;
-  if (m.kind == TxKind::kNone || tx_.arena_room() < kFpduArena || tx_.piece_room() < 3) return;
-  wire::FpduHeader header;
-  header.last = true;
-  std::uint32_t chunk = 0;
+// How many payload bytes the next FPDU of `m` carries: what is left, at most one FPDU and what the
+// batch may still take, and as much as the snapshot room or the free gather pieces allow.
+// Returns false when it is better to send what is batched first (a tiny chunk, or no room).
+bool Connection::ChunkFor(const TxMessage& m, std::uint32_t& chunk) const {
+  const std::uint64_t remaining = m.length - m.offset;
+  const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
+  chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
+  if (NeedsSnapshot(m)) {
+    chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, tx_.staging_room()));
+  } else if (m.kind != TxKind::kReadResponse) {
+    // As much as the free pieces can gather, header and trailer aside.
+    std::size_t pieces = tx_.piece_room() - 2, fits = 0;
+    for (std::size_t s = m.segment, offset = m.segment_offset; s < m.work.local.size() && pieces > 0 && fits < chunk;
+         ++s, offset = 0, --pieces) {
+      fits += m.work.local[s].length - offset;
+    }
+    chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, fits));
+  }
+  if (chunk < remaining && chunk < kMinChunk && tx_.bytes() != 0) return false;
+  return chunk != 0 || remaining == 0;
+}
 
+// The header of the next FPDU of `m` and its payload size; false when nothing is framed now.
+bool Connection::PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uint32_t& chunk) const {
+  header.last = true;
+  chunk = 0;
   switch (m.kind) {
     case TxKind::kNone:
-      return;
+      return false;
     case TxKind::kRtr:
       header.opcode = wire::Opcode::kRdmaWrite;  // zero-length, STag 0
-      break;
+      return true;
     case TxKind::kReadRequest:
       header.opcode = wire::Opcode::kReadRequest;
       header.queue = wire::kQueueReadRequest;
       header.msn = m.msn;
-      break;
+      return true;
     case TxKind::kSend:
     case TxKind::kWrite:
-    case TxKind::kReadResponse: {
-      header.opcode = m.kind == TxKind::kSend    ? SendOpcode(m.work)
-                      : m.kind == TxKind::kWrite ? wire::Opcode::kRdmaWrite
-                                                 : wire::Opcode::kReadResponse;
-      const std::uint64_t remaining = m.length - m.offset;
-      const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
-      chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
-      if (NeedsSnapshot(m)) {
-        chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, tx_.staging_room()));
-      } else if (m.kind != TxKind::kReadResponse) {
-        // As much as the free pieces can gather, header and trailer aside.
-        std::size_t pieces = tx_.piece_room() - 2, fits = 0;
-        for (std::size_t s = m.segment, offset = m.segment_offset; s < m.work.local.size() && pieces > 0 && fits < chunk;
-             ++s, offset = 0, --pieces) {
-          fits += m.work.local[s].length - offset;
-        }
-        chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, fits));
-      }
-      if (chunk < remaining && chunk < kMinChunk && tx_.bytes() != 0) return;
-      if (chunk == 0 && remaining != 0) return;
-      header.last = m.offset + chunk == m.length;
-      header.stag = m.stag;
-      if (m.kind == TxKind::kSend) {
-        header.queue = wire::kQueueSend;
-        header.msn = m.msn;
-        header.message_offset = static_cast<std::uint32_t>(m.offset);
-      } else {
-        header.tagged_offset = m.tagged_offset + m.offset;
-      }
+    case TxKind::kReadResponse:
       break;
-    }
   }
+  if (!ChunkFor(m, chunk)) return false;
+  header.opcode = m.kind == TxKind::kSend    ? SendOpcode(m.work)
+                  : m.kind == TxKind::kWrite ? wire::Opcode::kRdmaWrite
+                                             : wire::Opcode::kReadResponse;
+  header.last = m.offset + chunk == m.length;
+  header.stag = m.stag;
+  if (m.kind == TxKind::kSend) {
+    header.queue = wire::kQueueSend;
+    header.msn = m.msn;
+    header.message_offset = static_cast<std::uint32_t>(m.offset);
+  } else {
+    header.tagged_offset = m.tagged_offset + m.offset;
+  }
+  return true;
+}
 
+// Appends the header (and a Read Request's body) to the batch; returns the CRC so far.
+std::uint32_t Connection::AppendHeader(const TxMessage& m, const wire::FpduHeader& header) {
   const std::size_t header_size = wire::HeaderSize(header.opcode);
-  const std::size_t ulpdu = header_size - wire::kLengthFieldSize + chunk;
-  header.ulpdu_length = static_cast<std::uint16_t>(ulpdu);
   std::uint8_t* head = tx_.Reserve(header_size);
   (void)wire::EncodeHeader(header, head);
   if (m.kind == TxKind::kReadRequest) wire::EncodeReadRequest(m.read, head + wire::kUntaggedHeaderSize);
-  std::uint32_t crc = crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
+  return crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
+}
 
+// Copies the next `chunk` bytes of `m`'s gather list to `to`, advancing its cursor.
+void Connection::CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk) {
+  for (std::uint32_t done = 0; done < chunk;) {
+    const Segment& segment = m.work.local[m.segment];
+    const std::uint32_t n = std::min(chunk - done, segment.length - m.segment_offset);
+    std::memcpy(to + done, reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset, n);
+    done += n;
+    m.segment_offset += n;
+    if (m.segment_offset == segment.length) {
+      ++m.segment;
+      m.segment_offset = 0;
+    }
+  }
+}
+
+// Appends `chunk` payload bytes of `m` and returns the CRC over them, continuing `crc`.
+std::uint32_t Connection::AppendPayload(TxMessage& m, std::uint32_t chunk, std::uint32_t crc) {
+  if (chunk == 0) return crc;
   if (NeedsSnapshot(m)) {
     // The CRC must cover exactly the bytes sent, and memory may change before sendmsg copies
     // it (a Read Response's source is open to concurrent writes, as on an RNIC): checksum a
     // snapshot. Without CRC, or from the inline copy, the payload is gathered in place.
-    std::uint8_t* copy = chunk != 0 ? tx_.ReserveStaging(chunk) : nullptr;
+    std::uint8_t* copy = tx_.ReserveStaging(chunk);
     if (m.kind == TxKind::kReadResponse) {
-      if (chunk != 0) std::memcpy(copy, m.source + m.offset, chunk);
+      std::memcpy(copy, m.source + m.offset, chunk);
     } else {
-      for (std::uint32_t done = 0; done < chunk;) {
-        const Segment& segment = m.work.local[m.segment];
-        const std::uint32_t n = std::min(chunk - done, segment.length - m.segment_offset);
-        std::memcpy(copy + done, reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset, n);
-        done += n;
-        m.segment_offset += n;
-        if (m.segment_offset == segment.length) {
-          ++m.segment;
-          m.segment_offset = 0;
-        }
-      }
+      CopyGathered(m, copy, chunk);
     }
-    if (chunk != 0) crc = Crc32cUpdate(crc, copy, chunk);
-  } else if (m.kind == TxKind::kReadResponse) {
-    if (chunk != 0) tx_.AddExternal(m.source + m.offset, chunk);
-  } else {
-    for (std::uint32_t left = chunk; left > 0;) {
-      const Segment& segment = m.work.local[m.segment];
-      const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
-      const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
-      tx_.AddExternal(at, n);
-      if (crc_) crc = Crc32cUpdate(crc, at, n);  // an inline copy: nobody else writes it
-      left -= n;
-      m.segment_offset += n;
-      if (m.segment_offset == segment.length) {
-        ++m.segment;
-        m.segment_offset = 0;
-      }
+    return Crc32cUpdate(crc, copy, chunk);
+  }
+  if (m.kind == TxKind::kReadResponse) {
+    tx_.AddExternal(m.source + m.offset, chunk);
+    return crc;  // no CRC, or NeedsSnapshot would have said so
+  }
+  for (std::uint32_t left = chunk; left > 0;) {
+    const Segment& segment = m.work.local[m.segment];
+    const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
+    const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
+    tx_.AddExternal(at, n);
+    if (crc_) crc = Crc32cUpdate(crc, at, n);  // an inline copy: nobody else writes it
+    left -= n;
+    m.segment_offset += n;
+    if (m.segment_offset == segment.length) {
+      ++m.segment;
+      m.segment_offset = 0;
     }
   }
+  return crc;
+}
+
+// Appends the pad and the CRC trailer of an FPDU whose ULPDU is `ulpdu` bytes.
+void Connection::AppendTrailer(std::size_t ulpdu, std::uint32_t crc) {
   const std::size_t pad = wire::PadSize(ulpdu);
   std::uint8_t* trailer = tx_.Reserve(pad + wire::kCrcSize);
   std::memset(trailer, 0, pad);
   if (crc_) crc = Crc32cFinal(Crc32cUpdate(crc, trailer, pad));
   PutCrc(trailer + pad, crc);
-  m.offset += chunk;
+}
 
-  if (!header.last) return;
+// Frames the next FPDU of the message being sent into the batch, if there is room.
+void Connection::FrameOne() {
+  TxMessage& m = tx_message_;
+  if (m.kind == TxKind::kNone || tx_.arena_room() < kFpduArena || tx_.piece_room() < 3) return;
+  wire::FpduHeader header;
+  std::uint32_t chunk = 0;
+  if (!PlanFpdu(m, header, chunk)) return;
+  const std::size_t ulpdu = wire::HeaderSize(header.opcode) - wire::kLengthFieldSize + chunk;
+  header.ulpdu_length = static_cast<std::uint16_t>(ulpdu);
+  std::uint32_t crc = AppendHeader(m, header);
+  crc = AppendPayload(m, chunk, crc);
+  AppendTrailer(ulpdu, crc);
+  m.offset += chunk;
+  if (header.last) FinishFramed(m);
+}
+
+// The message's last byte is framed: a Send or Write completes once the batch is written.
+void Connection::FinishFramed(TxMessage& m) {
   if (m.kind == TxKind::kSend || m.kind == TxKind::kWrite) {
     written_ids_[written_count_] = m.work.id;
     written_lengths_[written_count_] = static_cast<std::uint32_t>(m.length);

@@ -165,6 +165,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool FlushTx();  // false when the socket is full (a write wait is armed) or the connection ended
   bool NextTxMessage();
   void FrameOne();
+  bool ChunkFor(const TxMessage& m, std::uint32_t& chunk) const;
+  bool PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uint32_t& chunk) const;
+  std::uint32_t AppendHeader(const TxMessage& m, const wire::FpduHeader& header);
+  std::uint32_t AppendPayload(TxMessage& m, std::uint32_t chunk, std::uint32_t crc);
+  static void CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk);
+  void AppendTrailer(std::size_t ulpdu, std::uint32_t crc);
+  void FinishFramed(TxMessage& m);
   void CompleteWritten();
   void WriteRaw(const std::uint8_t* bytes, std::size_t length);
   void CopyInline(PostedWork& slot);  // consumer thread, post_mutex_ held
