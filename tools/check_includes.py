@@ -23,6 +23,7 @@ LIBRARIES = {
     "gtest/": ("@gtest//:gtest", "@gtest//:gtest_main"),
     "gmock/": ("@gtest//:gtest", "@gtest//:gtest_main"),
     "benchmark/": ("@benchmark//:benchmark", "@benchmark//:benchmark_main"),
+    "isa-l/": ("@isal//:isal",),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.MULTILINE)
 

@@ -37,14 +37,20 @@ std::uint32_t GetCrc(const std::uint8_t* at) {
   return std::uint32_t{at[0]} | std::uint32_t{at[1]} << 8 | std::uint32_t{at[2]} << 16 | std::uint32_t{at[3]} << 24;
 }
 
-// Copies `length` bytes into `segments` starting at the cursor, advancing it.
+// Copies `length` bytes into `segments` starting at the cursor, advancing it; with a `crc`
+// state, checksums them as they are copied.
 void Scatter(std::span<const Segment> segments, std::uint32_t& segment, std::uint32_t& offset,
-             const std::uint8_t* from, std::size_t length) {
+             const std::uint8_t* from, std::size_t length, std::uint32_t* crc = nullptr) {
   while (length > 0 && segment < segments.size()) {
     const Segment& s = segments[segment];
     const std::size_t n = std::min<std::size_t>(length, s.length - offset);
     if (from != nullptr) {  // null: the bytes were read into place already
-      std::memcpy(reinterpret_cast<std::uint8_t*>(s.address) + offset, from, n);
+      std::uint8_t* to = reinterpret_cast<std::uint8_t*>(s.address) + offset;
+      if (crc != nullptr) {
+        *crc = Crc32cCopy(*crc, to, from, n);
+      } else {
+        std::memcpy(to, from, n);
+      }
       from += n;
     }
     length -= n;
@@ -61,14 +67,37 @@ bool CarriesPayload(wire::Opcode opcode) {
 }
 
 void Place(const std::span<const Segment> segments, std::uint8_t*& contiguous, std::uint32_t* segment,
-           std::uint32_t* segment_offset, const std::uint8_t* from, std::size_t length) {
+           std::uint32_t* segment_offset, const std::uint8_t* from, std::size_t length,
+           std::uint32_t* crc = nullptr) {
   if (length == 0) return;
   if (contiguous != nullptr) {
-    if (from != nullptr) std::memcpy(contiguous, from, length);
+    if (from != nullptr) {
+      if (crc != nullptr) {
+        *crc = Crc32cCopy(*crc, contiguous, from, length);
+      } else {
+        std::memcpy(contiguous, from, length);
+      }
+    }
     contiguous += length;
     return;
   }
-  Scatter(segments, *segment, *segment_offset, from, length);
+  Scatter(segments, *segment, *segment_offset, from, length, crc);
+}
+
+// Whether an FPDU of this opcode lands in memory only this side sees before its completion (a
+// receive buffer, the sink of our own Read): then it may be checked while it is copied there.
+// An RDMA Write lands where the consumer may be watching: checked before anything is placed.
+bool PlacedPrivately(wire::Opcode opcode) {
+  switch (opcode) {
+    case wire::Opcode::kSend:
+    case wire::Opcode::kSendInvalidate:
+    case wire::Opcode::kSendSolicited:
+    case wire::Opcode::kSendSolicitedInvalidate:
+    case wire::Opcode::kReadResponse:
+      return true;
+    default:
+      return false;
+  }
 }
 
 wire::TerminateCode RemoteTerminate(RemoteCheck check) {
@@ -202,7 +231,10 @@ Connection::Frame Connection::ProcessFrame() {
     }
     return Frame::kNeedMore;
   }
-  if (crc_ && Crc32c(at, covered) != GetCrc(at + covered)) {
+  // Checked whole before anything of it is used, unless it is placed privately: then checked as
+  // it is copied (one pass over the bytes), and a mismatch fails the message before it completes.
+  const bool check_while_placing = crc_ && PlacedPrivately(static_cast<wire::Opcode>(at[3] & 0x0F));
+  if (crc_ && !check_while_placing && Crc32c(at, covered) != GetCrc(at + covered)) {
     SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
     return Fail(wire::term::kCrcError);
   }
@@ -230,7 +262,18 @@ Connection::Frame Connection::ProcessFrame() {
       Placement placement;
       frame = BeginPayload(header, length, placement);
       if (frame != Frame::kDone) return frame;
-      Place(placement.segments, placement.contiguous, placement.segment, placement.segment_offset, payload, length);
+      if (check_while_placing) {
+        std::uint32_t crc = Crc32cUpdate(kCrc32cInit, at, header_size);
+        Place(placement.segments, placement.contiguous, placement.segment, placement.segment_offset, payload, length,
+              &crc);
+        crc = Crc32cUpdate(crc, payload + length, covered - header_size - length);
+        if (Crc32cFinal(crc) != GetCrc(at + covered)) {
+          SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
+          return Fail(wire::term::kCrcError);
+        }
+      } else {
+        Place(placement.segments, placement.contiguous, placement.segment, placement.segment_offset, payload, length);
+      }
       large_stream_ = length >= kLargePayload;
       rx_start_ += total;  // consumed: the completion below may end the connection
       return FinishPayload(header, length);

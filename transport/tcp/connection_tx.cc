@@ -278,12 +278,13 @@ std::uint32_t Connection::AppendHeader(const TxMessage& m, const wire::FpduHeade
   return crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
 }
 
-// Copies the next `chunk` bytes of `m`'s gather list to `to`, advancing its cursor.
-void Connection::CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk) {
+// Copies the next `chunk` bytes of `m`'s gather list to `to`, advancing its cursor, and returns
+// the CRC over the copy (continuing `crc`).
+std::uint32_t Connection::CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk, std::uint32_t crc) {
   for (std::uint32_t done = 0; done < chunk;) {
     const Segment& segment = m.work.local[m.segment];
     const std::uint32_t n = std::min(chunk - done, segment.length - m.segment_offset);
-    std::memcpy(to + done, reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset, n);
+    crc = Crc32cCopy(crc, to + done, reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset, n);
     done += n;
     m.segment_offset += n;
     if (m.segment_offset == segment.length) {
@@ -291,6 +292,7 @@ void Connection::CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chun
       m.segment_offset = 0;
     }
   }
+  return crc;
 }
 
 // Appends `chunk` payload bytes of `m` and returns the CRC over them, continuing `crc`.
@@ -299,14 +301,11 @@ std::uint32_t Connection::AppendPayload(TxMessage& m, std::uint32_t chunk, std::
   if (NeedsSnapshot(m)) {
     // The CRC must cover exactly the bytes sent, and memory may change before sendmsg copies
     // it (a Read Response's source is open to concurrent writes, as on an RNIC): checksum a
-    // snapshot. Without CRC, or from the inline copy, the payload is gathered in place.
+    // snapshot, copying and checksumming in one pass. Without CRC, or from the inline copy, the
+    // payload is gathered in place.
     std::uint8_t* copy = tx_.ReserveStaging(chunk);
-    if (m.kind == TxKind::kReadResponse) {
-      std::memcpy(copy, m.source + m.offset, chunk);
-    } else {
-      CopyGathered(m, copy, chunk);
-    }
-    return Crc32cUpdate(crc, copy, chunk);
+    if (m.kind == TxKind::kReadResponse) return Crc32cCopy(crc, copy, m.source + m.offset, chunk);
+    return CopyGathered(m, copy, chunk, crc);
   }
   if (m.kind == TxKind::kReadResponse) {
     tx_.AddExternal(m.source + m.offset, chunk);

@@ -193,21 +193,23 @@ TEST_F(HostilePeerTest, JunkInsteadOfAnMpaRequestIsDroppedWithoutARequest) {
   ExpectStillServing();
 }
 
-TEST_F(HostilePeerTest, BadCrcTerminatesAndPlacesNothing) {
-  std::vector<std::uint8_t> sink(256, 0xEE);
-  std::vector<Segment> scatter = {SegmentOf(sink)};
+// A receive buffer belongs to the provider until its completion, so a Send may be checked while
+// it is copied there: a bad CRC terminates the connection, the message never completes, and no
+// byte outside its buffer changes.
+TEST_F(HostilePeerTest, BadCrcTerminatesAndTheMessageNeverCompletes) {
+  std::vector<std::uint8_t> memory(3 * 256, 0xEE);
+  std::vector<Segment> scatter = {SegmentOf(memory, 256, 256)};
   events_.AddBuffer(scatter);
   Establish();
   peer_.SendBytes(RawPeer::Fpdu(SendHeader(1), std::vector<std::uint8_t>(100, 1), false));
   ExpectBrokenWithTerminate(wire::TermLayer::kLlp, 0, 0x02);
-  EXPECT_EQ(sink, std::vector<std::uint8_t>(256, 0xEE));
   EXPECT_TRUE(events_.recvs.empty()) << "no completion for a message that failed its CRC";
+  EXPECT_EQ(std::vector<std::uint8_t>(memory.begin(), memory.begin() + 256), std::vector<std::uint8_t>(256, 0xEE));
+  EXPECT_EQ(std::vector<std::uint8_t>(memory.begin() + 512, memory.end()), std::vector<std::uint8_t>(256, 0xEE));
   ExpectStillServing();
 }
 
-TEST_F(HostilePeerTest, BadCrcOnALargeFpduPlacesNothing) {
-  // With CRC a large FPDU is checked whole before any byte is placed (its destination could
-  // change under a direct placement), so a bad one leaves all memory as it was.
+TEST_F(HostilePeerTest, BadCrcOnALargeFpduNeverCompletesAndTouchesNothingElse) {
   std::vector<std::uint8_t> memory(3 * 64 * 1024, 0xEE);
   std::vector<Segment> scatter = {SegmentOf(memory, 64 * 1024, 64 * 1024)};
   events_.AddBuffer(scatter);
@@ -216,8 +218,29 @@ TEST_F(HostilePeerTest, BadCrcOnALargeFpduPlacesNothing) {
   peer_.SendBytes(std::vector<std::uint8_t>(frame.begin(), frame.begin() + 100));
   peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + 100, frame.end()));
   ExpectBrokenWithTerminate(wire::TermLayer::kLlp, 0, 0x02);
-  EXPECT_EQ(memory, std::vector<std::uint8_t>(3 * 64 * 1024, 0xEE));
   EXPECT_TRUE(events_.recvs.empty());
+  EXPECT_EQ(std::vector<std::uint8_t>(memory.begin(), memory.begin() + 64 * 1024),
+            std::vector<std::uint8_t>(64 * 1024, 0xEE));
+  EXPECT_EQ(std::vector<std::uint8_t>(memory.begin() + 128 * 1024, memory.end()),
+            std::vector<std::uint8_t>(64 * 1024, 0xEE));
+}
+
+// An RDMA Write lands where the consumer may be watching (dtest -W spins on such a buffer): it is
+// checked whole before any of it is placed, so a bad CRC leaves the target as it was.
+TEST_F(HostilePeerTest, BadCrcOnAnRdmaWriteTouchesNothing) {
+  std::vector<std::uint8_t> region(64 * 1024, 0);
+  events_.Expose(region, 0x100, true);
+  Establish();
+  wire::FpduHeader write;
+  write.opcode = wire::Opcode::kRdmaWrite;
+  write.last = true;
+  write.stag = 0x100;
+  write.tagged_offset = reinterpret_cast<std::uint64_t>(region.data());
+  const std::vector<std::uint8_t> frame = RawPeer::Fpdu(write, Bytes(48 * 1024, 9), false);
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin(), frame.begin() + 100));
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + 100, frame.end()));
+  ExpectBrokenWithTerminate(wire::TermLayer::kLlp, 0, 0x02);
+  EXPECT_EQ(region, std::vector<std::uint8_t>(64 * 1024, 0));
 }
 
 // Without CRC a large FPDU is placed as it arrives: its buffer is taken when the header is in,

@@ -169,7 +169,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uint32_t& chunk) const;
   std::uint32_t AppendHeader(const TxMessage& m, const wire::FpduHeader& header);
   std::uint32_t AppendPayload(TxMessage& m, std::uint32_t chunk, std::uint32_t crc);
-  static void CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk);
+  static std::uint32_t CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk, std::uint32_t crc);
   void AppendTrailer(std::size_t ulpdu, std::uint32_t crc);
   void FinishFramed(TxMessage& m);
   void CompleteWritten();

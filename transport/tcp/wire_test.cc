@@ -22,6 +22,16 @@ TEST(Crc32c, MatchesTheRfc3720Vectors) {
   EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);
 }
 
+TEST(Crc32c, CopyChecksumsWhatItCopied) {
+  std::vector<std::uint8_t> from(100'000);
+  for (std::size_t i = 0; i < from.size(); ++i) from[i] = static_cast<std::uint8_t>(i * 7 + (i >> 8));
+  std::vector<std::uint8_t> to(from.size());
+  const std::uint32_t copied = Crc32cFinal(Crc32cCopy(kCrc32cInit, to.data(), from.data(), from.size()));
+  EXPECT_EQ(to, from);
+  EXPECT_EQ(copied, Crc32c(from.data(), from.size()));
+  EXPECT_EQ(Crc32cFinal(Crc32cCopy(kCrc32cInit, to.data(), "123456789", 9)), 0xE3069283u);
+}
+
 TEST(Crc32c, PiecewiseEqualsWhole) {
   std::array<std::uint8_t, 1000> bytes;
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 7 + 3);

@@ -1,0 +1,66 @@
+// datperf's DAT plumbing: one IA with its PZ, registered regions, and reaping completions the way
+// --reap says (dat_evd_wait, or spinning on dat_evd_dequeue).
+#pragma once
+
+#include <dat2/udat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tools/datperf/options.h"
+
+namespace softdat::datperf {
+
+// A page-aligned buffer registered as one LMR with every privilege.
+struct Region {
+  std::uint8_t* data = nullptr;
+  std::uint64_t size = 0;
+  DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+  DAT_LMR_CONTEXT lmr_context = 0;
+  DAT_RMR_CONTEXT rmr_context = 0;
+
+  DAT_LMR_TRIPLET Local(std::uint64_t offset, std::uint64_t length) const;
+  DAT_RMR_TRIPLET Remote(std::uint64_t offset, std::uint64_t length) const;
+};
+
+class DatEnv {
+ public:
+  DatEnv() = default;
+  DatEnv(const DatEnv&) = delete;
+  DatEnv& operator=(const DatEnv&) = delete;
+  ~DatEnv();  // closes the IA abruptly (freeing everything on it), then the memory
+
+  // Opens `ia_name` and a PZ; false with `error` ("cannot open IA 'x': DAT_... (...)").
+  bool Open(const std::string& ia_name, std::string& error);
+  bool MakeEvd(DAT_EVD_FLAGS flags, DAT_COUNT qlen, DAT_EVD_HANDLE& out, std::string& error);
+  // Registers `size` bytes (zeroed, page-aligned); kept until Release or the env goes.
+  bool Register(std::uint64_t size, Region& out, std::string& error);
+  void Release(Region& region);
+
+  DAT_IA_HANDLE ia() const { return ia_; }
+  DAT_PZ_HANDLE pz() const { return pz_; }
+  const DAT_IA_ATTR& ia_attr() const { return ia_attr_; }
+  const DAT_PROVIDER_ATTR& provider_attr() const { return provider_attr_; }
+
+ private:
+  DAT_IA_HANDLE ia_ = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd_ = DAT_HANDLE_NULL;
+  DAT_PZ_HANDLE pz_ = DAT_HANDLE_NULL;
+  DAT_IA_ATTR ia_attr_{};
+  DAT_PROVIDER_ATTR provider_attr_{};
+  std::vector<void*> memory_;
+};
+
+// One event from `evd`: waits up to `timeout_us` (--reap wait) or spins on dat_evd_dequeue for as
+// long (--reap dequeue). DAT_SUCCESS, a DAT_TIMEOUT_EXPIRED type when none came, or the error.
+DAT_RETURN NextEvent(DAT_EVD_HANDLE evd, Reap reap, DAT_TIMEOUT timeout_us, DAT_EVENT& event);
+
+// "what: DAT_MAJOR/DAT_MINOR" for a DAT_RETURN.
+std::string DatError(const char* what, DAT_RETURN status);
+
+// Microseconds of a monotonic clock.
+std::uint64_t NowUs();
+
+}  // namespace softdat::datperf
