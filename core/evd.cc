@@ -68,8 +68,13 @@ void Evd::Destroy(Evd* evd) {
 }
 
 Status Evd::Dequeue(DAT_EVENT& event) {
-  if (evd::ProgressHook* hook = ia_->progress_hook(); hook != nullptr) (void)hook->Progress();
   Status status = queue_->Dequeue(&event);
+  if (status.code() == Code::kQueueEmpty) {
+    // Nothing queued: move the transport on this thread, then look again. A consumer spinning on
+    // dat_evd_dequeue thus drives its own progress and never waits for a thread it starves.
+    if (evd::ProgressHook* hook = ia_->progress_hook(); hook != nullptr && hook->Progress())
+      status = queue_->Dequeue(&event);
+  }
   if (status.ok()) ReleaseSrqBuffer(event);
   return status;
 }

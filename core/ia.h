@@ -5,6 +5,7 @@
 
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -57,8 +58,9 @@ class Ia : public HandleHeader {
   transport::Transport& transport() { return *transport_; }
   const transport::Capabilities& capabilities() const { return transport_->capabilities(); }
   SrqLimits srq_limits() const;
-  // What EVD waits of this IA busy-poll, or null when a progress thread drives the transport.
-  evd::ProgressHook* progress_hook() { return capabilities().busy_poll ? &poller_ : nullptr; }
+  // What EVD waits and dequeues of this IA drive: the transport's progress on the consumer's
+  // thread (until the timeout in busy-poll mode, for the IA's spin_us otherwise).
+  evd::ProgressHook* progress_hook() { return &poller_; }
 
   // One async EVD entry per SRQ EP, reserved by Ep::Create and returned by Ep::Destroy: each
   // such EP raises DAT_ASYNC_ERROR_EP_BROKEN when its connection ends, so a peer that drops many
@@ -93,11 +95,17 @@ class Ia : public HandleHeader {
   ~Ia();
 
  private:
-  // No vtable in a handle object: the busy-poll hook EVD waits call is this member.
+  // No vtable in a handle object: the progress hook EVD waits call is this member.
   class Poller final : public evd::ProgressHook {
    public:
     explicit Poller(Ia& ia) : ia_(ia) {}
     bool Progress() noexcept override { return ia_.transport_->Progress(); }
+    std::uint32_t spin_us() const noexcept override {
+      // Busy-poll: spin until the timeout. Otherwise the IA's spin, at least 1 us (0 would mean
+      // "forever" to the queue; spin_us=0 asks for no spin at all, which 1 us nearly is).
+      return ia_.capabilities().busy_poll ? 0 : std::max<std::uint32_t>(1, ia_.params_.options.spin_us);
+    }
+    void Pause() noexcept override { ia_.transport_->Pause(); }
 
    private:
     Ia& ia_;

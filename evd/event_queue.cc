@@ -59,6 +59,7 @@ Status EventQueue::PostSoftware(const DAT_EVENT& event) {
 
 Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify) {
   Cno::AgentCall agent_call;
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     if (count_ == capacity_) {
@@ -78,13 +79,15 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
       // Queued only: no wakeup, no CNO trigger.
     } else if (waiting_) {
       // DAT: an EVD with a waiter does not trigger its CNO; the waiter is told directly, and only
-      // once its threshold is met so a threshold wait is not woken per event.
-      if (waiter_sleeps_ && count_ >= static_cast<std::size_t>(waiter_threshold_))
-        wakeup_.notify_one();
+      // once its threshold is met so a threshold wait is not woken per event, and only if it
+      // sleeps: a spinning waiter sees the event on its own.
+      wake = waiter_sleeps_ && count_ >= static_cast<std::size_t>(waiter_threshold_);
     } else if (enabled_ && cno_ != nullptr) {
       agent_call = cno_->Trigger(this, owner_);
     }
   }
+  // After the lock: the woken waiter does not run into it still held.
+  if (wake) wakeup_.notify_one();
   agent_call.Run();  // application code: no lock held
   return Status::Ok();
 }
@@ -122,7 +125,13 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   waiter_interrupted_ = false;
   waiter_threshold_ = threshold;
   ProgressHook* const hook = hook_;
-  bool polled = false;  // busy-poll mode polls at least once, even for a zero timeout
+  // With a hook the waiter spins on the transport's progress: until its timeout (busy-poll), or
+  // for spin_us before it hands over and sleeps (the default mode: a blocking wake-up costs more
+  // than a short spin).
+  const std::uint32_t spin_us = hook != nullptr ? hook->spin_us() : 0;
+  const Deadline spin_until(spin_us);
+  bool spinning = hook != nullptr;
+  bool polled = false;  // a waiter with a hook polls at least once, even for a zero timeout
   Status status;
   for (;;) {
     // An interruption wins over events that arrived with it: set_unwaitable is the consumer
@@ -136,16 +145,25 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
       break;
     }
-    if (hook != nullptr) {
+    if (spinning) {
       if (polled && deadline.Expired()) {
         status = Status(Code::kTimeout);
         break;
       }
-      // Unlocked: the hook Posts into this queue.
+      if (spin_us == 0 || !polled || !spin_until.Expired()) {
+        // Unlocked: the hook Posts into this queue. No yield: the spin is what is asked for.
+        lock.unlock();
+        (void)hook->Progress();
+        lock.lock();
+        polled = true;
+        continue;
+      }
+      // The spin is over: hand the transport to whoever else drives it, then look once more
+      // before sleeping (an event may have come meanwhile).
+      spinning = false;
       lock.unlock();
-      if (!hook->Progress()) std::this_thread::yield();
+      hook->Pause();
       lock.lock();
-      polled = true;
       continue;
     }
     if (deadline.Expired()) {

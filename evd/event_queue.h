@@ -91,8 +91,9 @@ class EventQueue {
   //   kTimeout                 fewer than `threshold` events when the timeout expired
   // Quiet events count toward the threshold but do not end a wait by themselves: a wait they
   // satisfy returns when a signalled event arrives or when its timeout expires.
-  // With a progress hook set, the waiter busy-polls the hook instead of sleeping (polling it at
-  // least once even for a zero timeout).
+  // With a progress hook set, the waiter spins on the hook (polling it at least once even for a
+  // zero timeout): until the timeout when the hook's spin_us() is 0 (busy-poll), else for
+  // spin_us before it calls the hook's Pause() and sleeps.
   Status Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore);
 
   // dat_evd_enable/disable. A disabled EVD still queues events and still wakes its own waiter;
@@ -128,8 +129,8 @@ class EventQueue {
   // agent, which DAT calls with the EVD that triggered.
   void SetOwner(DAT_EVD_HANDLE owner);
 
-  // Switches Wait to busy-poll mode (nullptr: sleep). Set on the control path, not during a Wait;
-  // the hook must outlive its use here.
+  // The transport progress a waiter spins on (nullptr: none, it sleeps at once). Set on the
+  // control path, not during a Wait; the hook must outlive its use here.
   void SetProgressHook(ProgressHook* hook);
 
   // kInvalidState/kEvdInUse while a thread waits here: freeing the EVD would pull the ring from

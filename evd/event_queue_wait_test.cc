@@ -2,6 +2,8 @@
 // and busy-poll mode through a ProgressHook.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -253,9 +255,17 @@ class ScriptedHook final : public ProgressHook {
     if (calls == unwaitable_on_call) queue_->SetUnwaitable();
     return false;
   }
+  std::uint32_t spin_us() const noexcept override { return spin; }
+  void Pause() noexcept override {
+    ++pauses;
+    if (on_pause) on_pause();
+  }
 
   int calls = 0;
   int unwaitable_on_call = -1;
+  std::uint32_t spin = 0;  // 0: busy-poll
+  std::atomic<int> pauses{0};
+  std::function<void()> on_pause;
 
  private:
   EventQueue* queue_;
@@ -283,6 +293,40 @@ TEST(EventQueue, BusyPollHookProgressesAndDelivers) {
   EXPECT_EQ(first_call_posts.calls, 1);
   EXPECT_EQ(SeqOf(event), 6u);
   EXPECT_EQ(nmore, 1);
+}
+
+// The default mode: a waiter spins on the transport briefly, then hands over (Pause) and sleeps;
+// a producer's Post wakes it.
+TEST(EventQueue, SpinningWaiterHandsOverThenSleepsUntilPosted) {
+  auto queue = NewQueue(8);
+  ASSERT_NE(queue, nullptr);
+  ScriptedHook hook(queue.get(), {});
+  hook.spin = 1000;
+  std::thread producer;
+  // The producer posts only once the waiter has handed over: whatever the timing, the event can
+  // only reach the waiter by waking it.
+  hook.on_pause = [&] {
+    producer = std::thread([&] { EXPECT_EQ(queue->Post(MakeEvent(0, 42)), Status::Ok()); });
+  };
+  queue->SetProgressHook(&hook);
+  DAT_EVENT event{};
+  EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, nullptr), Status::Ok());
+  producer.join();
+  EXPECT_EQ(SeqOf(event), 42u);
+  EXPECT_GE(hook.calls, 1) << "it spun before it slept";
+  EXPECT_EQ(hook.pauses.load(), 1);
+}
+
+TEST(EventQueue, SpinningWaiterThatFindsItsEventNeverHandsOver) {
+  auto queue = NewQueue(8);
+  ASSERT_NE(queue, nullptr);
+  ScriptedHook hook(queue.get(), {2});
+  hook.spin = 60'000'000;  // longer than any test: the event must come from the spin
+  queue->SetProgressHook(&hook);
+  DAT_EVENT event{};
+  EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, nullptr), Status::Ok());
+  EXPECT_EQ(hook.calls, 2);
+  EXPECT_EQ(hook.pauses.load(), 0);
 }
 
 TEST(EventQueue, BusyPollTimesOutAndIsInterruptible) {

@@ -1,18 +1,25 @@
-// The busy-poll interface an EventQueue waiter drives instead of sleeping. A transport that wants
-// low-latency completions (polling a socket or a CQ from the waiting thread) implements it; the
-// queue only calls it and never knows which transport is behind it.
+// What an EventQueue waiter (dat_evd_wait) and a dequeue drive instead of waiting for someone
+// else: the transport's progress on the calling thread (reading its sockets or polling its CQ).
+// The queue only calls it and never knows which transport is behind it.
 #pragma once
+
+#include <cstdint>
 
 namespace softdat::evd {
 
 class ProgressHook {
  public:
   // Moves the transport forward once, possibly calling EventQueue::Post on the queue being waited
-  // on (the waiter holds no queue lock while it calls this). Returns whether anything happened;
-  // when nothing did, the waiter yields the CPU before polling again, so an idle busy-poll does
-  // not starve the progress threads on a small machine.
+  // on (the waiter holds no queue lock while it calls this). Returns whether anything happened.
   // Must not throw (noexcept): the waiter has released the queue lock around the call.
   virtual bool Progress() noexcept = 0;
+
+  // How long a waiter spins on Progress before it sleeps, in microseconds; 0 spins until its
+  // timeout (busy-poll: nothing else drives the transport).
+  virtual std::uint32_t spin_us() const noexcept = 0;
+
+  // The waiter stops spinning and will sleep: whoever else drives progress takes over.
+  virtual void Pause() noexcept = 0;
 
  protected:
   // Not deleted through this interface: the queue never owns its hook.

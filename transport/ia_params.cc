@@ -59,6 +59,11 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
             std::string(value) + "\"";
       return false;
     }
+  } else if (key == "spin_us") {
+    if (!ParseUnsigned(value, options.spin_us) || options.spin_us > 1'000'000) {
+      why = source + ": spin_us must be a number of microseconds up to 1000000, got \"" + std::string(value) + "\"";
+      return false;
+    }
   } else if (key == "crc") {
     if (value == "on") {
       options.mpa_crc = true;
@@ -70,7 +75,7 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
     }
   } else {
     why = source + ": unknown option \"" + std::string(key) +
-          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off";
+          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N";
     return false;
   }
   return true;
@@ -82,7 +87,8 @@ bool ApplyEnvironment(IaOptions& options, std::string& why) {
     const char* key;
   } kVariables[] = {{"SOFTDAT_PROGRESS", "progress"},
                     {"SOFTDAT_RNR_TIMEOUT_MS", "rnr_timeout_ms"},
-                    {"SOFTDAT_MPA_CRC", "crc"}};
+                    {"SOFTDAT_MPA_CRC", "crc"},
+                    {"SOFTDAT_SPIN_US", "spin_us"}};
   for (const auto& entry : kVariables) {
     const char* value = std::getenv(entry.variable);
     if (value == nullptr) continue;

@@ -7,9 +7,11 @@
 //   rnr_timeout_ms=N       how long a message may wait for a receive buffer before the connection
 //                          is broken; 0 (default) waits forever, like rnr_retry 7
 //   crc=on|off             tcp: whether to ask for MPA CRC32c (default on)
+//   spin_us=N              with a progress thread: how long a dat_evd_wait spins on the
+//                          transport before it sleeps (default 50; 0 sleeps at once)
 //
-// The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS and SOFTDAT_MPA_CRC set the
-// defaults; a key=value word in dat.conf wins over them.
+// The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC and
+// SOFTDAT_SPIN_US set the defaults; a key=value word in dat.conf wins over them.
 #pragma once
 
 #include <netinet/in.h>
@@ -30,6 +32,7 @@ struct IaOptions {
   ProgressMode progress = ProgressMode::kThread;
   std::uint32_t rnr_timeout_ms = 0;  // 0: wait forever
   bool mpa_crc = true;
+  std::uint32_t spin_us = 50;  // progress=thread: a waiter's spin before it sleeps
 };
 
 struct IaParams {

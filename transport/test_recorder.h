@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "transport/device_resources.h"
@@ -97,6 +98,7 @@ class RecordingEvents final : public EndpointEvents {
     std::lock_guard lock(mutex_);
     if (ended_count > 0) ADD_FAILURE() << "work completion after OnEnded";
     work_done.push_back({id, status, length});
+    order += 'w';
     changed_.notify_all();
   }
   RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
@@ -148,12 +150,14 @@ class RecordingEvents final : public EndpointEvents {
   int not_ready = 0;
   std::vector<Recv> recvs;
   std::vector<WorkDone> work_done;
+  std::string order;  // one letter per completion as reported: 'w' work done, 'r' receive
 
  private:
   void Record(std::uint64_t id, WorkStatus status, const RecvInfo& info) {
     std::lock_guard lock(mutex_);
     if (ended_count > 0) ADD_FAILURE() << "receive completion after OnEnded";
     recvs.push_back({id, status, info});
+    order += 'r';
     changed_.notify_all();
   }
 

@@ -77,9 +77,13 @@ class Transport {
   // kConnQualInUse when the port is taken.
   virtual Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) = 0;
 
-  // Busy-poll mode: makes progress on the caller's thread; true when anything happened. A
-  // transport with a progress thread returns false at once.
+  // Makes progress on the caller's thread (a consumer's EVD wait or dequeue); true when anything
+  // happened. Busy-poll mode relies on it; with a progress thread it is how a waiting consumer
+  // gets its events without a hand-off (a transport may also just return false).
   virtual bool Progress() noexcept = 0;
+  // The consumer that was calling Progress stops (its wait is about to sleep): whoever else
+  // drives progress must take over now.
+  virtual void Pause() noexcept {}
 };
 
 // Creates the transport an IA's params ask for (the factory resolves and checks the address or

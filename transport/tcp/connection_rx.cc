@@ -17,6 +17,7 @@
 
 #include "base/log.h"
 #include "transport/tcp/crc32c.h"
+#include "transport/tcp/poll_set.h"
 #include "transport/tcp/tcp_connection.h"
 
 namespace softdat::transport::tcp {
@@ -112,7 +113,17 @@ wire::TerminateCode RemoteTerminate(RemoteCheck check) {
 }  // namespace
 
 void Connection::ArmRead() {
-  if (read_waiting_ || phase_ == Phase::kEnded) return;
+  if (phase_ == Phase::kEnded) return;
+  if (polled_) {
+    // Level-triggered: the PollSet reports the socket whenever it has bytes; only a connection
+    // that stopped reading (a message held for a buffer) has to ask again.
+    if (!reading_) {
+      reading_ = true;
+      options_.poll_set->SetReading(socket_.native_handle(), poll_token_, true);
+    }
+    return;
+  }
+  if (read_waiting_) return;
   read_waiting_ = true;
   socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& error) {
     std::lock_guard lock(self->io_mutex_);
@@ -125,6 +136,10 @@ void Connection::ArmRead() {
 
 
 void Connection::ReadLoop() {
+  // What Post wrote from the consumer's thread completes before anything read now: the peer's
+  // answer to a Send must never be reported ahead of the Send (an RNIC completes it first, and
+  // consumers sharing one EVD for both, like dapltest, rely on that order).
+  CompleteWritten();
   std::size_t budget = kReadBudget;
   while (phase_ != Phase::kEnded) {
     while (true) {
@@ -368,6 +383,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
         break;
       case RecvAcquire::kNotReady:
         rx_held_ = true;
+        StopReading();
         StartRnrTimer();
         return Frame::kHeld;
       case RecvAcquire::kRefused:

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/kick_queue.h"
+#include "transport/tcp/poll_set.h"
 #include "transport/tcp/tcp_connection.h"
 
 namespace softdat::transport::tcp {
@@ -189,6 +190,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.non_blocking(true, ignored);
   RecordAddresses();
+  StartPolling();
 
   wire::MpaFrame request;
   request.crc = options_.mpa_crc;
@@ -257,6 +259,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.non_blocking(true, ignored);
   RecordAddresses();
+  StartPolling();
 
   wire::MpaFrame reply;
   reply.reply = true;
@@ -313,6 +316,35 @@ void Connection::StartAccept(wire::MpaFrame request) {
 void Connection::Establish(std::span<const std::uint8_t> private_data) {
   phase_ = Phase::kEstablished;
   if (events_ != nullptr) events_->OnEstablished(private_data);
+}
+
+void Connection::StartPolling() {
+  if (options_.poll_set == nullptr || polled_) return;
+  polled_ = options_.poll_set->Add(socket_.native_handle(), shared_from_this(), poll_token_);
+  reading_ = polled_;
+}
+
+void Connection::StopReading() {
+  if (!polled_ || !reading_) return;
+  reading_ = false;
+  options_.poll_set->SetReading(socket_.native_handle(), poll_token_, false);
+}
+
+bool Connection::PollIo(bool wait) {
+  std::unique_lock lock(io_mutex_, std::defer_lock);
+  if (wait) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return false;  // its holder is at it; a level-triggered PollSet reports it again if need be
+  }
+  if (detached_ || rx_held_) return false;
+  if (phase_ != Phase::kAwaitReply && phase_ != Phase::kAwaitRtr && phase_ != Phase::kEstablished &&
+      phase_ != Phase::kClosing)
+    return false;
+  ReadLoop();
+  if (phase_ == Phase::kEnded) return true;
+  PumpTx();
+  return true;
 }
 
 void Connection::OnKick() {
@@ -386,6 +418,10 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
 void Connection::CloseSocket() {
   boost::system::error_code ignored;
   if (!socket_.is_open()) return;
+  if (polled_) {
+    options_.poll_set->Remove(socket_.native_handle(), poll_token_);
+    polled_ = reading_ = false;
+  }
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
 }

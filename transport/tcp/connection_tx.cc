@@ -54,6 +54,16 @@ Status Connection::Post(const Work& work) {
     if (work.kind != WorkKind::kRdmaRead) CopyInline(slot);
     ++posted_count_;
   }
+  // The latency path: when nobody else is at this connection, write the Work from this thread now
+  // (one sendmsg, non-blocking). Its completion, and anything else, waits for the next poll.
+  if (io_mutex_.try_lock()) {
+    std::lock_guard lock(io_mutex_, std::adopt_lock);
+    if (!detached_ && (phase_ == Phase::kEstablished || phase_ == Phase::kClosing) && !write_waiting_) {
+      in_post_ = true;
+      PumpTx();
+      in_post_ = false;
+    }
+  }
   Kick();
   return Status::Ok();
 }
@@ -86,10 +96,16 @@ void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
 
 void Connection::PumpTx() {
   if (write_waiting_ || phase_ == Phase::kEnded) return;
+  if (tx_failed_ && !in_post_) {
+    // A write from Post failed; the connection ends here, where events may be reported.
+    SOFTDAT_LOG(kInfo, "tcp: send failed: %s", std::strerror(tx_errno_));
+    End(ConnectionEnd::kBroken);
+    return;
+  }
   for (int batch = 0; batch < kBatchesPerTurn; ++batch) {
     if (!FlushTx()) return;
     tx_.Reset();
-    CompleteWritten();
+    if (!in_post_) CompleteWritten();
     if (phase_ == Phase::kEnded) return;
     if (phase_ != Phase::kEstablished && phase_ != Phase::kClosing) return;
     bool framed = false;
@@ -126,12 +142,18 @@ bool Connection::FlushTx() {
     case TxBatch::Write::kError:
       break;
   }
+  if (in_post_) {
+    tx_failed_ = true;  // Post may not report events: the next poll ends the connection
+    tx_errno_ = errno != 0 ? errno : EPIPE;
+    return false;
+  }
   SOFTDAT_LOG(kInfo, "tcp: send failed: %s", errno != 0 ? std::strerror(errno) : "connection closed");
   End(ConnectionEnd::kBroken);
   return false;
 }
 
 void Connection::CompleteWritten() {
+  if (written_count_ == 0) return;
   const std::size_t count = written_count_;
   written_count_ = 0;
   std::uint32_t inline_done = 0;

@@ -1,4 +1,4 @@
-// KickQueue: the ring, the eventfd and the handler that runs each queued connection's OnKick.
+// KickQueue: the ring, the eventfd and draining it.
 #include "transport/tcp/kick_queue.h"
 
 #include <sys/eventfd.h>
@@ -13,8 +13,12 @@
 
 namespace softdat::transport::tcp {
 
-KickQueue::KickQueue(boost::asio::io_context& io, std::size_t capacity)
-    : io_(io), fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), descriptor_(io), ring_(capacity) {
+KickQueue::KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake)
+    : io_(io),
+      fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      descriptor_(io),
+      needs_wake_(std::move(needs_wake)),
+      ring_(capacity) {
   if (fd_ < 0) {
     SOFTDAT_LOG(kWarn, "tcp: no eventfd (%s); wake-ups fall back to asio::post", std::strerror(errno));
     return;
@@ -39,15 +43,17 @@ void KickQueue::Stop() {
   std::lock_guard lock(mutex_);
   for (auto& connection : ring_) connection.reset();
   count_ = 0;
+  queued_.store(false, std::memory_order_release);
 }
 
 void KickQueue::Push(std::shared_ptr<Connection> connection) {
-  bool wake = false;
+  bool first = false;
   {
     std::lock_guard lock(mutex_);
     if (fd_ >= 0 && count_ < ring_.size()) {
       ring_[(head_ + count_) % ring_.size()] = std::move(connection);
-      wake = count_++ == 0;
+      first = count_++ == 0;
+      queued_.store(true, std::memory_order_seq_cst);
       connection = nullptr;
     }
   }
@@ -55,33 +61,46 @@ void KickQueue::Push(std::shared_ptr<Connection> connection) {
     boost::asio::post(io_, [connection = std::move(connection)] { connection->OnKick(); });
     return;
   }
-  if (wake) {
-    const std::uint64_t one = 1;
-    (void)!::write(fd_, &one, sizeof one);
-  }
+  // One wake per batch of kicks, and none when a polling consumer will drain the ring itself.
+  if (first && needs_wake_ && needs_wake_()) Wake();
+}
+
+void KickQueue::Wake() {
+  const std::uint64_t one = 1;
+  (void)!::write(fd_, &one, sizeof one);
+}
+
+void KickQueue::WakeProgress() {
+  if (fd_ >= 0) Wake();
 }
 
 void KickQueue::Arm() {
   descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                          [this](const boost::system::error_code& error) {
                            if (error) return;
+                           std::uint64_t value = 0;
+                           (void)!::read(fd_, &value, sizeof value);
                            Drain();
                            Arm();
                          });
 }
 
-void KickQueue::Drain() {
-  std::uint64_t value = 0;
-  (void)!::read(fd_, &value, sizeof value);
+bool KickQueue::Drain() {
+  if (!queued_.load(std::memory_order_acquire)) return false;
+  bool any = false;
   for (;;) {
     std::shared_ptr<Connection> connection;
     {
       std::lock_guard lock(mutex_);
-      if (count_ == 0) return;
+      if (count_ == 0) {
+        queued_.store(false, std::memory_order_release);
+        return any;
+      }
       connection = std::move(ring_[head_]);
       head_ = (head_ + 1) % ring_.size();
       --count_;
     }
+    any = true;
     connection->OnKick();
   }
 }

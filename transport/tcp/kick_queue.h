@@ -1,12 +1,16 @@
-// How consumer threads wake a connection's progress without allocating: a preallocated ring of
-// connections that have something new (a posted Work, a receive buffer, a disconnect) and an
-// eventfd the io_context waits on. asio::post would allocate a handler per wake-up from a
-// thread that is not running the io_context; this does not.
+// How consumer threads hand a connection to whoever drives progress, without allocating: a
+// preallocated ring of connections that have something new (a posted Work to send or complete, a
+// receive buffer, a disconnect) and an eventfd the progress thread's io_context waits on. Any
+// poller drains the ring (TcpTransport::Progress from a consumer's wait, or the progress thread).
+// The eventfd is written only when someone must be woken: never in busy-poll mode (the consumer's
+// own waits drain the ring), and in the default mode only when no consumer has polled lately.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -17,7 +21,8 @@ class Connection;
 
 class KickQueue {
  public:
-  KickQueue(boost::asio::io_context& io, std::size_t capacity);
+  // `needs_wake` says whether a push must wake the progress thread (null: never).
+  KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake);
   ~KickQueue();
   KickQueue(const KickQueue&) = delete;
   KickQueue& operator=(const KickQueue&) = delete;
@@ -26,6 +31,10 @@ class KickQueue {
   // kick_pending_ flag), so `capacity` connections never overflow the ring; if they do anyway
   // the kick falls back to asio::post.
   void Push(std::shared_ptr<Connection> connection);
+  // Runs OnKick of every queued connection; true if there was one. Any thread.
+  bool Drain();
+  // Wakes the progress thread's io_context whatever is queued (a consumer stops polling).
+  void WakeProgress();
   // Starts waiting on the eventfd (progress context, once).
   void Start();
   // Stops waiting and drops what is queued (the transport is going away).
@@ -33,15 +42,17 @@ class KickQueue {
 
  private:
   void Arm();
-  void Drain();
+  void Wake();
 
   boost::asio::io_context& io_;
   int fd_ = -1;
   boost::asio::posix::stream_descriptor descriptor_;
+  std::function<bool()> needs_wake_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<Connection>> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
+  std::atomic<bool> queued_{false};  // count_ != 0, readable without the lock
 };
 
 }  // namespace softdat::transport::tcp

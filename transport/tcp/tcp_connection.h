@@ -3,12 +3,18 @@
 // (connection_rx.cc). The TcpEndpoint a core EP owns forwards to it.
 //
 // Threads. Everything that touches the socket, the staging buffers, the consumer's memory or the
-// EndpointEvents runs in the transport's progress context (its io_context) with io_mutex_ held,
-// and first checks detached_. Calls from consumer threads (Post, RecvBuffersAvailable,
-// Disconnect) never take io_mutex_: they leave a note (a ring slot, an atomic flag) and post one
-// kick. Detach (the endpoint's destructor) takes io_mutex_ once, so when it returns no event is
-// running and none will run; the Connection itself lives on (shared_ptr) until its last handler
-// has run and closed the socket.
+// EndpointEvents runs with io_mutex_ held, and first checks detached_. Who holds it:
+//  - a poller: whoever drives the transport's progress now — a consumer thread spinning in an
+//    EVD wait or dequeue (TcpTransport::Progress), or the progress thread — finds the connection
+//    readable in the transport's PollSet (or queued in its KickQueue) and runs PollIo / OnKick;
+//  - Asio handlers (connection setup, timers, a write that waits for socket room);
+//  - Post, from the consumer's thread, but only by try_lock: when it gets the lock and the
+//    connection can send, it frames and writes the posted Work at once (the latency path: no
+//    hand-off); otherwise it leaves the Work in the ring and kicks. Post never reports an event
+//    (core holds its EP locks around Post): what it wrote completes at the next poll.
+// RecvBuffersAvailable and Disconnect leave a note (an atomic flag) and kick. Detach (the
+// endpoint's destructor) takes io_mutex_ once, so when it returns no event is running and none
+// will run; the Connection itself lives on (shared_ptr) until its last holder lets go.
 #pragma once
 
 #include <netinet/in.h>
@@ -34,10 +40,12 @@ namespace softdat::transport::tcp {
 namespace asio = boost::asio;
 
 class KickQueue;
+class PollSet;
 
 // What the transport's IA options say about every connection.
 struct ConnectionOptions {
   KickQueue* kicks = nullptr;       // how consumer threads wake the progress context
+  PollSet* poll_set = nullptr;      // where the connected socket waits to be read
   sockaddr_in local{};              // the IA address: active connections bind to it
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
   bool mpa_crc = true;
@@ -63,6 +71,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Disconnect(bool graceful);
   // The endpoint goes away: no event runs after this returns.
   void Detach();
+  // A poller found the socket readable (or the connection queued): reads and places what arrived,
+  // reports completions, sends what is queued. `wait` takes the lock even when another thread
+  // holds it (the progress thread); otherwise a busy connection is left to its holder. True when
+  // the connection was handled.
+  bool PollIo(bool wait);
   sockaddr_in local_address() const;
   sockaddr_in remote_address() const;
 
@@ -159,6 +172,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Terminate(wire::TerminateCode code);
   void CloseSocket();
   void RecordAddresses();
+  void StartPolling();   // the socket is connected: into the transport's PollSet
+  void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
 
   // Transmission (connection_tx.cc).
   void PumpTx();
@@ -225,6 +240,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool crc_ = true;
   bool read_waiting_ = false;
   bool write_waiting_ = false;
+  bool polled_ = false;           // registered in the PollSet ...
+  bool reading_ = false;          // ... and reported readable
+  std::uint64_t poll_token_ = 0;
+  bool in_post_ = false;          // framing from Post: events wait for the next poll
+  bool tx_failed_ = false;        // a write from Post failed (errno tx_errno_)
+  int tx_errno_ = 0;
   bool rx_held_ = false;          // a Send waits for a receive buffer
   bool rnr_armed_ = false;
   std::uint32_t rnr_generation_ = 0;

@@ -1,9 +1,13 @@
-// TcpTransport: capabilities, the io_context and who runs it, endpoints and listeners; and the
-// static registrar that makes "tcp ..." IA params open this transport.
+// TcpTransport: capabilities, who drives progress (consumer polls, the progress thread), the
+// io_context, endpoints and listeners.
 #include "transport/tcp/tcp_transport.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <exception>
@@ -19,6 +23,17 @@ constexpr std::uint32_t kMaxBytes = 1u << 30;
 // MPA allows 512 bytes of private data; the RFC 6581 block takes 4 and DAT consumers expect
 // the InfiniBand-sized limits (dapltest uses up to 196 bytes).
 constexpr std::uint32_t kMaxPrivateData = 252;
+
+// A consumer that polled this recently keeps the progress thread parked.
+constexpr std::uint64_t kHandoverNs = 1'000'000;
+// Connections read in one progress call: a bound, so one call never runs away.
+constexpr std::size_t kReadyPerCall = 16;
+
+std::uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
 
 class TcpProtectionDomain final : public ProtectionDomain {};
 
@@ -49,15 +64,24 @@ Capabilities TcpCapabilities(const IaOptions& options) {
 TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
     : address_(address),
       capabilities_(TcpCapabilities(options)),
+      busy_poll_(options.progress == ProgressMode::kPoll),
       work_(asio::make_work_guard(io_)),
-      kicks_(io_, capabilities_.max_endpoints) {
+      poll_descriptor_(io_),
+      kicks_(io_, capabilities_.max_endpoints, [this] { return !busy_poll_ && !ConsumersPolling(); }) {
   kicks_.Start();
+  if (!busy_poll_ && poll_set_.fd() >= 0) {
+    // The progress thread's io_context learns of readable sockets through the epoll fd itself.
+    boost::system::error_code error;
+    poll_descriptor_.assign(::dup(poll_set_.fd()), error);
+    if (!error) ArmPollSet();
+  }
   connection_options_.kicks = &kicks_;
+  connection_options_.poll_set = &poll_set_;
   connection_options_.local = address;
   connection_options_.rnr_timeout_ms = options.rnr_timeout_ms;
   connection_options_.mpa_crc = options.mpa_crc;
   connection_options_.max_private_data = kMaxPrivateData;
-  if (options.progress == ProgressMode::kThread) {
+  if (!busy_poll_) {
     // Signals stay with the consumer's threads.
     sigset_t all, old;
     sigfillset(&all);
@@ -68,25 +92,48 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
 }
 
 TcpTransport::~TcpTransport() {
+  stopping_.store(true);
+  {
+    std::lock_guard lock(park_mutex_);
+    park_.notify_all();
+  }
   work_.reset();
   io_.stop();
   if (thread_.joinable()) thread_.join();
 }
 
-void TcpTransport::Run() noexcept {
-  pthread_setname_np(pthread_self(), "softdat-tcp");
-  while (!io_.stopped()) {
-    try {
-      io_.run();
-    } catch (const std::exception& e) {
-      SOFTDAT_LOG(kError, "tcp: progress thread caught an exception: %s", e.what());
-    }
-  }
+bool TcpTransport::ConsumersPolling() const {
+  return NowNs() - consumer_poll_ns_.load(std::memory_order_relaxed) < kHandoverNs;
 }
 
-bool TcpTransport::Progress() noexcept {
-  if (thread_.joinable()) return false;
-  std::unique_lock lock(poll_mutex_, std::try_to_lock);
+void TcpTransport::ArmPollSet() {
+  poll_descriptor_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& error) {
+    if (error) return;
+    // While consumers poll, the sockets are theirs: they read them on the CPU that waits anyway.
+    if (!ConsumersPolling()) PollReady(true);
+    ArmPollSet();
+  });
+}
+
+bool TcpTransport::PollReady(bool wait) noexcept {
+  bool any = false;
+  std::shared_ptr<Connection> ready[kReadyPerCall];
+  // Level-triggered: a connection still readable after its turn is reported again, after the
+  // others had theirs. Bounded, so the io_context's own work is not starved.
+  for (int round = 0; round < 64; ++round) {
+    const std::size_t n = poll_set_.Wait(ready, kReadyPerCall, 0);
+    if (n == 0) break;
+    for (std::size_t i = 0; i < n; ++i) {
+      any |= ready[i]->PollIo(wait);
+      ready[i].reset();
+    }
+    if (!wait) break;
+  }
+  return any;
+}
+
+bool TcpTransport::RunAsio() noexcept {
+  std::unique_lock lock(asio_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
   try {
     return io_.poll() > 0;
@@ -94,6 +141,50 @@ bool TcpTransport::Progress() noexcept {
     SOFTDAT_LOG(kError, "tcp: progress caught an exception: %s", e.what());
     return true;
   }
+}
+
+void TcpTransport::Run() noexcept {
+  pthread_setname_np(pthread_self(), "softdat-tcp");
+  while (!stopping_.load()) {
+    if (ConsumersPolling()) {
+      // Parked: consumers are at the sockets. Back within a millisecond of their last poll, or at
+      // once when one of them is about to sleep (Pause).
+      std::unique_lock lock(park_mutex_);
+      park_.wait_for(lock, std::chrono::nanoseconds(kHandoverNs));
+      continue;
+    }
+    PollReady(true);
+    kicks_.Drain();
+    try {
+      io_.run_one_for(std::chrono::milliseconds(10));
+    } catch (const std::exception& e) {
+      SOFTDAT_LOG(kError, "tcp: progress thread caught an exception: %s", e.what());
+    }
+  }
+}
+
+bool TcpTransport::Progress() noexcept {
+  if (!busy_poll_) consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
+  // Arrivals first, then what consumer threads queued (their posts, refills, disconnects).
+  bool any = PollReady(false);
+  any |= kicks_.Drain();
+  // Setup, timers and waits for socket room are the io_context's: run its ready handlers now and
+  // then (every call while idle would add a syscall to every spin).
+  const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
+  if ((calls & 63) == 0 || (!any && (calls & 7) == 0)) any |= RunAsio();
+  return any;
+}
+
+void TcpTransport::Pause() noexcept {
+  if (busy_poll_) return;
+  // The consumer stops polling: the progress thread takes over at once, not a millisecond later,
+  // and its io_context is woken to look at the sockets (an edge it skipped will not come again).
+  consumer_poll_ns_.store(0, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(park_mutex_);
+    park_.notify_one();
+  }
+  kicks_.WakeProgress();
 }
 
 Status TcpTransport::CreateProtectionDomain(std::unique_ptr<ProtectionDomain>& out) {

@@ -1,18 +1,32 @@
-// The TCP transport: iWARP (MPA/DDP/RDMAP) over kernel TCP sockets, driven by one Boost.Asio
-// io_context per IA. By default a progress thread runs it; with progress=poll the consumer's
-// EVD waits run it through Progress(). Software receive model: srq/ picks receive buffers.
+// The TCP transport: iWARP (MPA/DDP/RDMAP) over kernel TCP sockets. Connection setup, timers and a
+// write that waits for socket room run on one Boost.Asio io_context per IA; the data path does
+// not wait on Asio: connected sockets sit in one level-triggered epoll set (PollSet), and
+// whoever drives progress reads the ready ones directly.
+//
+// Who drives progress:
+//  - busy-poll (progress=poll): only the consumer's EVD waits and dequeues (Progress()); nothing
+//    moves while nobody waits.
+//  - default: the consumer's waits too, for a brief spin before they sleep, and a progress thread
+//    for the rest. The progress thread parks while consumers have polled within the last
+//    millisecond, so on a small machine it does not compete with them for the CPU and the
+//    sockets; a consumer about to sleep hands over at once (Pause()).
+// Software receive model: srq/ picks receive buffers.
 #pragma once
 
 #include <netinet/in.h>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 
 #include "transport/tcp/kick_queue.h"
+#include "transport/tcp/poll_set.h"
 #include "transport/tcp/tcp_connection.h"
 #include "transport/transport.h"
 
@@ -35,18 +49,32 @@ class TcpTransport final : public Transport {
   Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events, std::unique_ptr<Endpoint>& out) override;
   Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
   bool Progress() noexcept override;
+  void Pause() noexcept override;
 
  private:
   void Run() noexcept;
+  // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
+  bool PollReady(bool wait) noexcept;
+  void ArmPollSet();
+  bool RunAsio() noexcept;
+  bool ConsumersPolling() const;
 
   const sockaddr_in address_;
   Capabilities capabilities_;
+  const bool busy_poll_;
   ConnectionOptions connection_options_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  PollSet poll_set_;
+  asio::posix::stream_descriptor poll_descriptor_;  // the PollSet's epoll fd, in the io_context
   KickQueue kicks_;  // after io_: destroyed before it
-  std::mutex poll_mutex_;  // busy-poll mode: one consumer thread at a time runs the io_context
-  std::thread thread_;     // progress-thread mode
+  std::mutex asio_mutex_;  // one consumer thread at a time runs the io_context's handlers
+  std::atomic<std::uint64_t> consumer_poll_ns_{0};  // when a consumer last drove progress
+  std::atomic<std::uint32_t> progress_calls_{0};
+  std::mutex park_mutex_;
+  std::condition_variable park_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;  // the default mode's progress thread
 };
 
 // Resolves the IA address of `params` and makes the transport: a transport::TransportFactory

@@ -450,5 +450,62 @@ TEST_F(TcpTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
   EXPECT_EQ(sink, data);
 }
 
+// Regression (dapltest, one EVD for Sends and receives): a Send that Post wrote straight to the
+// socket completes at the next poll, and the peer's answer read in that same poll must be
+// reported after it, as an RNIC reports them. Two transports in poll mode make the interleaving
+// deterministic: the server's transport reads the question and Post writes the answer while the
+// client's transport does not run, so the answer is in the client's socket at its first poll.
+TEST_F(TcpTransportPollTest, SendWrittenByPostCompletesBeforeTheAnswerReadInTheSamePoll) {
+  IaParams params;
+  params.kind = TransportKind::kTcp;
+  params.address = "127.0.0.1";
+  params.options.progress = ProgressMode::kPoll;
+  std::string why;
+  std::unique_ptr<Transport> remote;
+  ASSERT_TRUE(CreateTcpTransport(params, why, remote).ok()) << why;
+  RecordingRequests remote_requests;
+  RecordingEvents remote_events;
+  std::unique_ptr<Listener> remote_listener;
+  std::unique_ptr<Endpoint> remote_server;
+  std::unique_ptr<PendingConnection> remote_pending;
+  ASSERT_TRUE(remote->Listen(0, &remote_requests, remote_listener).ok());
+  ASSERT_TRUE(remote->CreateEndpoint(Config(), &remote_events, remote_server).ok());
+  const auto poll_both_until = [&](const std::function<bool()>& done) {
+    return PollUntil([&] {
+      (void)remote->Progress();
+      return done();
+    });
+  };
+  ASSERT_TRUE(client_->Connect(remote->address(), remote_listener->port(), {}, UINT64_MAX).ok());
+  ASSERT_TRUE(poll_both_until([&] { return (remote_pending = remote_requests.TryNext()) != nullptr; }));
+  ASSERT_TRUE(remote_pending->Accept(*remote_server, {}).ok());
+  ASSERT_TRUE(poll_both_until([&] { return client_events_.established && remote_events.established; }));
+
+  std::vector<std::uint8_t> ask = Bytes(12, 1), asked(12), answer = Bytes(12, 2), answered(12);
+  std::vector<Segment> ask_gather = {SegmentOf(ask)}, ask_scatter = {SegmentOf(asked)};
+  std::vector<Segment> answer_gather = {SegmentOf(answer)}, answer_scatter = {SegmentOf(answered)};
+  remote_events.AddBuffer(ask_scatter);
+  client_events_.AddBuffer(answer_scatter);
+  ASSERT_TRUE(PostSend(ask_gather, 1).ok());  // written now; completes at the client's next poll
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  while (remote_events.recvs.empty() && std::chrono::steady_clock::now() < until) (void)remote->Progress();
+  ASSERT_EQ(remote_events.recvs.size(), 1u);
+  Work reply;
+  reply.id = 7;
+  reply.kind = WorkKind::kSend;
+  reply.local = answer_gather;
+  reply.length = answer.size();
+  ASSERT_TRUE(remote_server->Post(reply).ok());  // written now: in the client's socket
+  EXPECT_TRUE(client_events_.work_done.empty());
+  ASSERT_TRUE(PollUntil([&] { return client_events_.recvs.size() == 1 && client_events_.work_done.size() == 1; }));
+  EXPECT_EQ(client_events_.order, "wr");
+  EXPECT_EQ(client_events_.work_done[0].length, 12u);
+  EXPECT_EQ(asked, ask);
+  EXPECT_EQ(answered, answer);
+  remote_server.reset();
+  remote_pending.reset();
+  remote_listener.reset();
+}
+
 }  // namespace
 }  // namespace softdat::transport::tcp

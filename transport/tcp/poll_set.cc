@@ -1,0 +1,88 @@
+// PollSet: epoll registration and the slot table that turns an event into a live connection.
+#include "transport/tcp/poll_set.h"
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+std::uint64_t Token(std::uint32_t slot, std::uint32_t generation) {
+  return std::uint64_t{generation} << 32 | slot;
+}
+
+}  // namespace
+
+PollSet::PollSet() : epfd_(::epoll_create1(EPOLL_CLOEXEC)) {
+  if (epfd_ < 0) SOFTDAT_LOG(kError, "tcp: epoll_create1 failed: %s", std::strerror(errno));
+}
+
+PollSet::~PollSet() {
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std::uint64_t& token) {
+  std::uint32_t slot;
+  {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) {
+      slot = static_cast<std::uint32_t>(slots_.size());
+      slots_.emplace_back();
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+    }
+    Slot& s = slots_[slot];
+    s.connection = connection;
+    token = Token(slot, ++s.generation);
+  }
+  epoll_event event{};
+  event.events = EPOLLIN | EPOLLRDHUP;
+  event.data.u64 = token;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, socket, &event) == 0) return true;
+  SOFTDAT_LOG(kError, "tcp: cannot poll a socket: %s", std::strerror(errno));
+  std::lock_guard lock(mutex_);
+  slots_[slot].connection.reset();
+  free_.push_back(slot);
+  return false;
+}
+
+void PollSet::SetReading(int socket, std::uint64_t token, bool reading) {
+  epoll_event event{};
+  event.events = reading ? EPOLLIN | EPOLLRDHUP : 0;
+  event.data.u64 = token;
+  (void)::epoll_ctl(epfd_, EPOLL_CTL_MOD, socket, &event);
+}
+
+void PollSet::Remove(int socket, std::uint64_t token) {
+  (void)::epoll_ctl(epfd_, EPOLL_CTL_DEL, socket, nullptr);
+  const auto slot = static_cast<std::uint32_t>(token);
+  std::lock_guard lock(mutex_);
+  if (slot >= slots_.size() || slots_[slot].generation != static_cast<std::uint32_t>(token >> 32)) return;
+  slots_[slot].connection.reset();
+  ++slots_[slot].generation;  // an event already returned for the old socket finds nothing
+  free_.push_back(slot);
+}
+
+std::size_t PollSet::Wait(std::shared_ptr<Connection>* out, std::size_t max, int timeout_ms) {
+  std::array<epoll_event, 32> events;
+  const int n = ::epoll_wait(epfd_, events.data(), static_cast<int>(std::min(max, events.size())), timeout_ms);
+  if (n <= 0) return 0;
+  std::size_t found = 0;
+  std::lock_guard lock(mutex_);
+  for (int i = 0; i < n; ++i) {
+    const auto slot = static_cast<std::uint32_t>(events[i].data.u64);
+    if (slot >= slots_.size() || slots_[slot].generation != static_cast<std::uint32_t>(events[i].data.u64 >> 32))
+      continue;
+    if (std::shared_ptr<Connection> connection = slots_[slot].connection.lock()) out[found++] = std::move(connection);
+  }
+  return found;
+}
+
+}  // namespace softdat::transport::tcp

@@ -1,0 +1,55 @@
+// The sockets of one transport's live connections in one level-triggered epoll set: the answer to
+// "which connections have bytes to read?" for whoever drives progress now — a consumer spinning in
+// an EVD wait or dequeue (busy-poll, or the default mode's brief spin) or the progress thread.
+// Registered once per connection, so polling costs one epoll_wait and no epoll_ctl per message
+// (Asio's per-operation async_wait re-armed the socket on every read).
+//
+// Each socket's entry carries a slot and a generation, and the slot table holds a weak_ptr: a
+// poller gets a shared_ptr to a connection that is still alive, never a dangling pointer, even
+// when the connection goes away between epoll_wait and its use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace softdat::transport::tcp {
+
+class Connection;
+
+class PollSet {
+ public:
+  PollSet();
+  ~PollSet();
+  PollSet(const PollSet&) = delete;
+  PollSet& operator=(const PollSet&) = delete;
+
+  // The epoll descriptor itself (readable when a registered socket is), for the progress thread's
+  // event loop; -1 if epoll_create1 failed.
+  int fd() const { return epfd_; }
+
+  // Registers `socket` for reading (control path: it may allocate). False if epoll refused it.
+  bool Add(int socket, const std::shared_ptr<Connection>& connection, std::uint64_t& token);
+  // Stops or resumes reporting `socket` readable (a connection holding a message for want of a
+  // receive buffer must not be reported again and again).
+  void SetReading(int socket, std::uint64_t token, bool reading);
+  void Remove(int socket, std::uint64_t token);
+
+  // Up to `max` connections with bytes to read (or an error to report), waiting at most
+  // `timeout_ms` (0: not at all). Never allocates.
+  std::size_t Wait(std::shared_ptr<Connection>* out, std::size_t max, int timeout_ms);
+
+ private:
+  struct Slot {
+    std::weak_ptr<Connection> connection;
+    std::uint32_t generation = 0;
+  };
+
+  int epfd_ = -1;
+  std::mutex mutex_;  // the slot table
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_;
+};
+
+}  // namespace softdat::transport::tcp
