@@ -401,15 +401,21 @@ void Ep::DeliverEnd() {
     soft_watermark = std::exchange(soft_watermark_pending_, false);
     private_size = private_data_size_;
   }
-  if (end && connect_evd_ != nullptr) {
-    connect_evd_->Post(ConnectionEvent(end_event, connect_evd_, this, private_data_.data(),
-                                       static_cast<DAT_COUNT>(private_size)));
-  }
   Evd* async = ia_->async_evd();
+  if (end) {
+    std::unique_lock order(ia_->end_report_mutex(), std::defer_lock);
+    if (broken_async && async != nullptr) order.lock();
+    if (connect_evd_ != nullptr) {
+      connect_evd_->Post(ConnectionEvent(end_event, connect_evd_, this, private_data_.data(),
+                                         static_cast<DAT_COUNT>(private_size)));
+    }
+    // An SRQ EP raises EP_BROKEN once its flush is complete: what OFED derives from
+    // IBV_EVENT_QP_LAST_WQE_REACHED, and what stock dtestsrq waits for, right after the
+    // connection event (see end_report_mutex).
+    if (broken_async && async != nullptr)
+      async->Post(AsyncEvent(DAT_ASYNC_ERROR_EP_BROKEN, async, this, DAT_EP_OTHER_ERROR));
+  }
   if (async == nullptr) return;
-  // An SRQ EP raises EP_BROKEN once its flush is complete: what OFED derives from
-  // IBV_EVENT_QP_LAST_WQE_REACHED, and what stock dtestsrq waits for.
-  if (broken_async) async->Post(AsyncEvent(DAT_ASYNC_ERROR_EP_BROKEN, async, this, DAT_EP_OTHER_ERROR));
   if (soft_watermark)
     async->Post(AsyncEvent(kWatermarkEventNumber, async, this, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT));
 }

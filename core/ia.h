@@ -53,6 +53,12 @@ class Ia : public HandleHeader {
   const IaParams& params() const { return params_; }
   const sockaddr_in& address() const { return address_; }
   Evd* async_evd() const { return async_evd_; }
+  // Held while an EP reports the end of its connection on its connect EVD and the async EVD, so
+  // the two reports of one EP are never interleaved with another EP's: stock dtestsrq pairs each
+  // DISCONNECTED event with the next EP_BROKEN, and connection ends are delivered by whichever
+  // thread drives progress (several at once). Recursive: a CNO agent run by a Post may end
+  // another connection on the same thread.
+  std::recursive_mutex& end_report_mutex() { return end_report_mutex_; }
   MemoryTable& memory() { return memory_; }
   const MemoryTable& memory() const { return memory_; }
   transport::Transport& transport() { return *transport_; }
@@ -118,6 +124,7 @@ class Ia : public HandleHeader {
   Evd* async_evd_ = nullptr;
   bool owns_async_evd_ = false;
   std::mutex async_reserve_mutex_;
+  std::recursive_mutex end_report_mutex_;
   DAT_COUNT async_base_qlen_ = 0;   // the async EVD's length before any reservation
   DAT_COUNT async_reserved_ = 0;    // entries kept for SRQ EPs
   MemoryTable memory_;
