@@ -8,7 +8,7 @@
 //                          is broken; 0 (default) waits forever, like rnr_retry 7
 //   crc=on|off             tcp: whether to ask for MPA CRC32c (default on)
 //   spin_us=N              with a progress thread: how long a dat_evd_wait spins on the
-//                          transport before it sleeps (default 50; 0 sleeps at once)
+//                          transport before it sleeps (default 200; 0 sleeps at once)
 //
 // The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC and
 // SOFTDAT_SPIN_US set the defaults; a key=value word in dat.conf wins over them.
@@ -32,7 +32,7 @@ struct IaOptions {
   ProgressMode progress = ProgressMode::kThread;
   std::uint32_t rnr_timeout_ms = 0;  // 0: wait forever
   bool mpa_crc = true;
-  std::uint32_t spin_us = 50;  // progress=thread: a waiter's spin before it sleeps
+  std::uint32_t spin_us = 200;  // progress=thread: a waiter's spin before it sleeps
 };
 
 struct IaParams {

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <exception>
 
 #include "base/log.h"
@@ -26,6 +27,10 @@ constexpr std::uint32_t kMaxPrivateData = 252;
 
 // A consumer that polled this recently keeps the progress thread parked.
 constexpr std::uint64_t kHandoverNs = 1'000'000;
+// While consumers poll, how often the progress thread looks whether they still do: each look
+// wakes it and, on a small machine, preempts a spinning consumer (the latency tail's cost); a
+// consumer that stops without Pause (a dequeue loop that ends) leaves arrivals this long at most.
+constexpr std::uint64_t kRecheckNs = 5'000'000;
 // Connections read in one progress call: a bound, so one call never runs away.
 constexpr std::size_t kReadyPerCall = 16;
 
@@ -67,6 +72,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
       busy_poll_(options.progress == ProgressMode::kPoll),
       work_(asio::make_work_guard(io_)),
       poll_descriptor_(io_),
+      poll_recheck_(io_),
       kicks_(io_, capabilities_.max_endpoints, [this] { return !busy_poll_ && !ConsumersPolling(); }) {
   kicks_.Start();
   if (!busy_poll_ && poll_set_.fd() >= 0) {
@@ -93,10 +99,6 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
 
 TcpTransport::~TcpTransport() {
   stopping_.store(true);
-  {
-    std::lock_guard lock(park_mutex_);
-    park_.notify_all();
-  }
   work_.reset();
   io_.stop();
   if (thread_.joinable()) thread_.join();
@@ -107,12 +109,25 @@ bool TcpTransport::ConsumersPolling() const {
 }
 
 void TcpTransport::ArmPollSet() {
+  if (poll_armed_) return;
+  poll_armed_ = true;
   poll_descriptor_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& error) {
-    if (error) return;
-    // While consumers poll, the sockets are theirs: they read them on the CPU that waits anyway.
-    if (!ConsumersPolling()) PollReady(true);
-    ArmPollSet();
+    poll_armed_ = false;
+    if (!error) OnPollSetReady();
   });
+}
+
+// Progress thread: a socket is readable. While consumers poll, the sockets are theirs (they read
+// them on the CPU that waits anyway) and this thread must not be woken by every arrival: it stops
+// watching the PollSet and looks again a handover period later, or at once on Pause.
+void TcpTransport::OnPollSetReady() {
+  if (ConsumersPolling()) {
+    poll_recheck_.expires_after(std::chrono::nanoseconds(kRecheckNs));
+    poll_recheck_.async_wait([this](const boost::system::error_code&) { ArmPollSet(); });
+    return;
+  }
+  PollReady(true);
+  ArmPollSet();
 }
 
 bool TcpTransport::PollReady(bool wait) noexcept {
@@ -146,30 +161,26 @@ bool TcpTransport::RunAsio() noexcept {
 void TcpTransport::Run() noexcept {
   pthread_setname_np(pthread_self(), "softdat-tcp");
   while (!stopping_.load()) {
-    if (ConsumersPolling()) {
-      // Parked: consumers are at the sockets. Back within a millisecond of their last poll, or at
-      // once when one of them is about to sleep (Pause).
-      std::unique_lock lock(park_mutex_);
-      park_.wait_for(lock, std::chrono::nanoseconds(kHandoverNs));
-      continue;
-    }
-    PollReady(true);
-    kicks_.Drain();
     try {
-      io_.run_one_for(std::chrono::milliseconds(10));
+      io_.run();
     } catch (const std::exception& e) {
       SOFTDAT_LOG(kError, "tcp: progress thread caught an exception: %s", e.what());
     }
+    if (io_.stopped()) break;
   }
 }
 
 bool TcpTransport::Progress() noexcept {
-  if (!busy_poll_) consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
-  // Arrivals first, then what consumer threads queued (their posts, refills, disconnects).
-  bool any = PollReady(false);
+  bool any = PollReady(false);  // arrivals first, then what consumer threads queued
   any |= kicks_.Drain();
-  // Setup, timers and waits for socket room are the io_context's: run its ready handlers now and
-  // then (every call while idle would add a syscall to every spin).
+  if (!busy_poll_) {
+    // The progress thread runs the io_context (setup, timers, waits for socket room); this
+    // consumer only keeps it from being woken by every arrival and kick.
+    consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
+    return any;
+  }
+  // Busy-poll: nobody else runs the io_context. Its ready handlers now and then (every call
+  // while idle would add a syscall to every spin).
   const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
   if ((calls & 63) == 0 || (!any && (calls & 7) == 0)) any |= RunAsio();
   return any;
@@ -177,14 +188,13 @@ bool TcpTransport::Progress() noexcept {
 
 void TcpTransport::Pause() noexcept {
   if (busy_poll_) return;
-  // The consumer stops polling: the progress thread takes over at once, not a millisecond later,
-  // and its io_context is woken to look at the sockets (an edge it skipped will not come again).
+  // The consumer stops polling: the progress thread takes the sockets back now, not a handover
+  // period later (the kick wakes it; the recheck re-arms the PollSet).
   consumer_poll_ns_.store(0, std::memory_order_relaxed);
-  {
-    std::lock_guard lock(park_mutex_);
-    park_.notify_one();
-  }
-  kicks_.WakeProgress();
+  asio::post(io_, [this] {
+    poll_recheck_.cancel();
+    ArmPollSet();
+  });
 }
 
 Status TcpTransport::CreateProtectionDomain(std::unique_ptr<ProtectionDomain>& out) {

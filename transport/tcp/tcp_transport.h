@@ -19,6 +19,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,7 @@ class TcpTransport final : public Transport {
   // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
   bool PollReady(bool wait) noexcept;
   void ArmPollSet();
+  void OnPollSetReady();
   bool RunAsio() noexcept;
   bool ConsumersPolling() const;
 
@@ -67,12 +69,12 @@ class TcpTransport final : public Transport {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   PollSet poll_set_;
   asio::posix::stream_descriptor poll_descriptor_;  // the PollSet's epoll fd, in the io_context
+  asio::steady_timer poll_recheck_;  // progress thread: when to look whether consumers still poll
+  bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
   std::mutex asio_mutex_;  // one consumer thread at a time runs the io_context's handlers
   std::atomic<std::uint64_t> consumer_poll_ns_{0};  // when a consumer last drove progress
   std::atomic<std::uint32_t> progress_calls_{0};
-  std::mutex park_mutex_;
-  std::condition_variable park_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;  // the default mode's progress thread
 };
