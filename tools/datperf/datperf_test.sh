@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# datperf as users run it: a server process and a client process through the stock registry over
+# softdat-tcp, in both progress modes and both ways of reaping, every test, --srq and --clients;
+# the JSON, CSV and SVG outputs; and the command line's exit statuses. Figures are not checked
+# (timing targets live in tools/bench/compare); that every byte verified is.
+set -euo pipefail
+lib=$(realpath "$1")
+datperf=$(realpath "$2")
+conf="$TEST_TMPDIR/dat.conf"
+{
+  printf 'softdat-tcp u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1" ""\n' "$lib"
+  printf 'softdat-poll u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1 progress=poll" ""\n' "$lib"
+} >"$conf"
+export DAT_OVERRIDE="$conf"
+fail() { echo "FAIL: $*"; exit 1; }
+port=$((20000 + $$ % 20000))
+
+# One server --once and one client; the client's stdout is left in $TEST_TMPDIR/out.
+run() {
+  local ia="$1"; shift
+  port=$((port + 1))
+  timeout 60 "$datperf" -P "$ia" -p "$port" --once -q "$@" 2>"$TEST_TMPDIR/server.err" &
+  local server=$!
+  local status=0
+  for _ in $(seq 50); do
+    grep -q "serving on" "$TEST_TMPDIR/server.err" 2>/dev/null && break
+    sleep 0.1
+  done
+  timeout 60 "$datperf" -P "$ia" -h 127.0.0.1 -p "$port" -q "$@" >"$TEST_TMPDIR/out" 2>&1 || status=$?
+  wait "$server" || fail "server for '$*' exited with $? ($(cat "$TEST_TMPDIR/server.err"))"
+  [[ $status -eq 0 ]] || fail "client '$*' exited with $status: $(cat "$TEST_TMPDIR/out")"
+}
+
+# Every test, each mode and reap, data verified, JSON with the documented keys and no bad byte.
+for ia in softdat-tcp softdat-poll; do
+  for reap in wait dequeue; do
+    for test in lat bw rate write read; do
+      run "$ia" -t "$test" -s 8,65536 -n 200 --reap "$reap" --verify --json
+      python3 - "$TEST_TMPDIR/out" "$test" <<'PY' || fail "$ia $reap $test: bad JSON: $(cat "$TEST_TMPDIR/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+rows = doc["rows"]
+assert [r["size"] for r in rows] == [8, 65536], rows
+for r in rows:
+    for key in ("test", "size", "lat_us_p50", "lat_us_p99", "bw_MBps", "msg_rate_Mps", "iters"):
+        assert key in r, key
+    assert r["test"] == sys.argv[2] and r["iters"] == 200 and r["bad_bytes"] == 0, r
+PY
+    done
+  done
+done
+echo "ok: every test in both modes and both reaps, verified"
+
+# SRQ fan-in over several connections, CSV and the plot.
+run softdat-tcp -t rate -s 4096 -n 400 --srq --srq-buffers 16 --clients 4 --verify --csv
+[[ $(head -1 "$TEST_TMPDIR/out") == test,size,lat_us_p50,* ]] || fail "CSV header: $(head -1 "$TEST_TMPDIR/out")"
+grep -q '^rate,4096,.*,4,' "$TEST_TMPDIR/out" || fail "CSV row for 4 clients: $(cat "$TEST_TMPDIR/out")"
+run softdat-tcp -t lat -s 8,4k -n 100 --plot "$TEST_TMPDIR/plot.svg"
+grep -q '<svg' "$TEST_TMPDIR/plot.svg" || fail "no SVG written"
+grep -qE '^lat +8 B' "$TEST_TMPDIR/out" || fail "no table row: $(cat "$TEST_TMPDIR/out")"
+echo "ok: --srq --clients 4, CSV, table, plot"
+
+# The command line: --help 0, a usage error 2, an IA that does not open 1 with one line saying why.
+"$datperf" --help | grep -q '^usage: datperf' || fail "--help"
+status=0; "$datperf" -P softdat-tcp -t nonsense 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 2 ]] || fail "usage error exit $status"
+grep -q 'datperf: ' "$TEST_TMPDIR/err" || fail "usage error says nothing"
+status=0; timeout 20 "$datperf" -P no-such-ia -h 127.0.0.1 -q 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 1 ]] || fail "unknown IA exit $status"
+grep -q 'no-such-ia' "$TEST_TMPDIR/err" || fail "unknown IA not named: $(cat "$TEST_TMPDIR/err")"
+echo "PASS"
