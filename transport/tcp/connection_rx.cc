@@ -141,6 +141,7 @@ void Connection::ReadLoop() {
   // consumers sharing one EVD for both, like dapltest, rely on that order).
   CompleteWritten();
   std::size_t budget = kReadBudget;
+  bool drained = false;  // the last recv came back short: the socket had no more
   while (phase_ != Phase::kEnded) {
     while (true) {
       const Frame frame = phase_ == Phase::kAwaitReply ? ReadMpaReply() : ProcessFrame();
@@ -149,6 +150,12 @@ void Connection::ReadLoop() {
       break;
     }
     if (phase_ == Phase::kEnded) return;
+    if (drained) {
+      // A short read emptied the socket: asking again would only return EAGAIN (one syscall per
+      // message the profile counted). The level-triggered PollSet reports it when more arrives.
+      ArmRead();
+      return;
+    }
     if (budget == 0) {
       ArmRead();  // the socket is still readable: the reactor brings us back after the others
       return;
@@ -172,6 +179,7 @@ void Connection::ReadLoop() {
     if (n > 0) {
       rx_end_ += static_cast<std::size_t>(n);
       budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
+      drained = static_cast<std::size_t>(n) < want;
       continue;
     }
     if (!RetryRecv(n)) return;
