@@ -349,7 +349,7 @@ int Run(const std::string& ia_name, const std::string& csv_path) {
     }
   }
   std::printf("\nMB/s is 10^6 bytes per second; us/op is elapsed time / count with %d in flight "
-              "(a throughput figure, not a round-trip latency: tools/datbench measures that).\n",
+              "(a throughput figure, not a round-trip latency: datperf measures that).\n",
               kWindow);
 
   if (FILE* csv = std::fopen(csv_path.c_str(), "w")) {

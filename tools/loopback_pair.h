@@ -1,4 +1,4 @@
-// The setup the demo and datbench share: one IA opened through the stock libdat2 registry, a
+// The setup the demo uses: one IA opened through the stock libdat2 registry, a
 // server EP on an SRQ and a client EP with its own receive queue, connected to each other over a
 // PSP on the IA's own address. One IA on purpose: with progress=poll a single consumer thread
 // waiting on either side's EVDs then drives both ends of the connection.
