@@ -30,6 +30,19 @@ namespace softdat::transport::testing {
 
 inline constexpr auto kBound = std::chrono::seconds(30);
 
+// The endpoint limits most transport tests use: 64 Works each way, 4 segments, 4 Reads.
+inline EndpointConfig SmallEndpointConfig() {
+  EndpointConfig config;
+  config.max_send_work = 64;
+  config.max_recv_work = 64;
+  config.max_send_segments = 4;
+  config.max_recv_segments = 4;
+  config.max_rdma_read_in = 4;
+  config.max_rdma_read_out = 4;
+  config.max_message_size = 1u << 30;
+  return config;
+}
+
 // `n` bytes of a pattern that differs with `seed`, so a test can tell whose bytes arrived.
 inline std::vector<std::uint8_t> Bytes(std::size_t n, std::uint8_t seed) {
   std::vector<std::uint8_t> v(n);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "transport/tcp/tcp_transport.h"
+#include "transport/test_recorder.h"
 
 // These operators are the global ones of this binary, so their malloc/free pairs are matched;
 // GCC cannot see that when it inlines them.
@@ -96,14 +97,7 @@ TEST(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   std::string why;
   std::unique_ptr<Transport> transport;
   ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
-  EndpointConfig config;
-  config.max_send_work = 64;
-  config.max_recv_work = 64;
-  config.max_send_segments = 4;
-  config.max_recv_segments = 4;
-  config.max_rdma_read_in = 4;
-  config.max_rdma_read_out = 4;
-  config.max_message_size = 1u << 30;
+  const EndpointConfig config = testing::SmallEndpointConfig();
   CountingRequests requests;
   CountingEvents client_events(kLarge), server_events(kLarge);
   std::unique_ptr<Listener> listener;

@@ -31,17 +31,7 @@ using testing::RecordingRequests;
 using testing::SegmentOf;
 
 using namespace std::chrono_literals;
-EndpointConfig Config() {
-  EndpointConfig config;
-  config.max_send_work = 64;
-  config.max_recv_work = 64;
-  config.max_send_segments = 4;
-  config.max_recv_segments = 4;
-  config.max_rdma_read_in = 4;
-  config.max_rdma_read_out = 4;
-  config.max_message_size = 1u << 30;
-  return config;
-}
+EndpointConfig Config() { return testing::SmallEndpointConfig(); }
 
 // An RDMA Write or Read of `local` at the peer's `address` under STag `key`.
 Work Rdma(WorkKind kind, std::uint64_t id, std::span<const Segment> local, std::uint32_t key, std::uint64_t address) {
