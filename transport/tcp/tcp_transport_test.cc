@@ -2,6 +2,7 @@
 // its failures, Sends into buffers handed out on arrival, RDMA Write and Read with key checks,
 // receiver-not-ready back-pressure and its timeout, and teardown. Every wait is bounded.
 #include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/tcp_listener.h"
 #include "transport/test_recorder.h"
 
 #include <arpa/inet.h>
@@ -365,6 +366,28 @@ TEST_F(TcpTransportTest, SilentPeerTimesOut) {
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
   EXPECT_EQ(*client_events_.ended, ConnectionEnd::kTimedOut);
   ::close(fd);
+}
+
+TEST_F(TcpTransportTest, ConnectsBeyondTheRequestsInSetupWaitInsteadOfBeingRefused) {
+  // As many peers as the listener reads MPA Requests from at once connect and stay silent; one
+  // more real connect must wait in the listen backlog, not be refused (stock dtestsrq -c 100
+  // failed on a loaded machine when the 65th of its connects was closed unanswered).
+  std::vector<int> silent;
+  for (int i = 0; i < ListenerCore::kMaxRequestsInFlight; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in at = transport_->address();
+    at.sin_port = htons(listener_->port());
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+    silent.push_back(fd);
+  }
+  ASSERT_TRUE(StartConnect().ok());
+  for (int fd : silent) ::close(fd);  // their readers give up: the listener accepts again
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr) << "the connect beyond the bound was never read";
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established || client_events_.ended; }));
+  EXPECT_TRUE(client_events_.established);
 }
 
 TEST_F(TcpTransportTest, GracefulDisconnectEndsBothSidesOnce) {
