@@ -156,6 +156,37 @@ TEST_F(TcpTransportTest, SendsScatterInOrderAcrossSegmentsAndFpdus) {
   EXPECT_EQ(server_events_.acquired_msns, (std::vector<std::uint32_t>{1, 2}));
 }
 
+TEST_F(TcpTransportTest, IdleConnectionsHoldNoPooledBuffers) {
+  // Receive, send, staging and inline blocks are taken while bytes are in flight and given back
+  // after: an idle connection costs no buffer memory (10,000 connections must fit).
+  ConnectBoth();
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  std::vector<std::uint8_t> large = Bytes(300 * 1024, 3), small(100, 0x5A);
+  std::vector<std::uint8_t> large_sink(large.size()), small_sink(small.size());
+  std::vector<Segment> large_gather = {SegmentOf(large)}, small_gather = {SegmentOf(small)};
+  std::vector<Segment> large_scatter = {SegmentOf(large_sink)}, small_scatter = {SegmentOf(small_sink)};
+  server_events_.AddBuffer(large_scatter);
+  server_events_.AddBuffer(small_scatter);
+  ASSERT_TRUE(PostSend(large_gather, 1).ok());
+  ASSERT_TRUE(PostSend(small_gather, 2).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
+  EXPECT_EQ(large_sink, large);
+  const ConnectionBuffers& buffers = tcp.buffers();
+  EXPECT_GE(buffers.rx.allocated() + buffers.frames.allocated() + buffers.inline_copy.allocated(), 3u)
+      << "the transfer used pooled blocks";
+  // Blocks are given back right after the last byte is written or placed: wait for that.
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  auto in_use = [&] {
+    return buffers.rx.in_use() + buffers.frames.in_use() + buffers.staging.in_use() + buffers.inline_copy.in_use();
+  };
+  while (in_use() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(buffers.rx.in_use(), 0u);
+  EXPECT_EQ(buffers.frames.in_use(), 0u);
+  EXPECT_EQ(buffers.staging.in_use(), 0u);
+  EXPECT_EQ(buffers.inline_copy.in_use(), 0u);
+}
+
 TEST_F(TcpTransportTest, ZeroLengthSendTakesABufferAndCompletes) {
   ConnectBoth();
   std::vector<Segment> none;
