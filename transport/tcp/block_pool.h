@@ -7,6 +7,7 @@
 // Acquire and Release only move a pointer under a short lock. Any thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -40,12 +41,14 @@ class BlockPool {
   std::size_t allocated_ = 0;
 };
 
-// The pools of one transport, shared (shared_ptr) by its connections, which may outlive it.
+// The pools of one transport, shared (shared_ptr) by its connections, which may outlive it, and
+// a count of the sendmsg calls they made (tests check that bursts are coalesced).
 struct ConnectionBuffers {
   BlockPool rx;           // received bytes not yet placed (Connection::kRxBlock)
   BlockPool frames;       // a batch's gather list and FPDU headers (TxBatch::kFrameBlock)
   BlockPool staging;      // payload copies that must be checksummed (TxBatch::kStagingSize)
   BlockPool inline_copy;  // small payloads copied when posted (InlineRing::kBlockSize)
+  std::atomic<std::uint64_t> sendmsg_calls{0};
   ConnectionBuffers();
 };
 

@@ -193,6 +193,7 @@ void Connection::ReadAvailable() {
     const std::size_t want = large_stream_ && !crc_ ? kSmallRead : kRxBlock - rx_end_;
     const ssize_t n = ::recv(socket_.native_handle(), rx_ + rx_end_, want, MSG_DONTWAIT);
     if (n > 0) {
+      writes_without_read_ = 0;  // what we send next may be an answer: no coalescing
       rx_end_ += static_cast<std::size_t>(n);
       budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
       drained = static_cast<std::size_t>(n) < want;

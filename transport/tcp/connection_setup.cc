@@ -91,7 +91,7 @@ void Connection::Kick() {
   if (options_.kicks != nullptr) {
     options_.kicks->Push(shared_from_this());
   } else {
-    asio::post(io_, [self = shared_from_this()] { self->OnKick(); });
+    asio::post(io_, [self = shared_from_this()] { (void)self->OnKick(false); });
   }
 }
 
@@ -346,17 +346,24 @@ bool Connection::PollIo(bool wait) {
   return true;
 }
 
-void Connection::OnKick() {
+bool Connection::OnKick(bool consumer) {
   std::lock_guard lock(io_mutex_);
+  if (detached_ || phase_ == Phase::kEnded || phase_ == Phase::kIdle) {
+    kick_pending_ = false;
+    return true;
+  }
+  // A consumer's poll inside the coalescing window of a send-only stream leaves the queued Work
+  // for a later poll (the kick stays pending: KickQueue queues it again), unless something else
+  // needs this connection now.
+  if (consumer && disconnect_request_.load() == 0 && !(rx_held_ && recv_available_.load()) && !TxDue()) return false;
   kick_pending_ = false;
-  if (detached_ || phase_ == Phase::kEnded || phase_ == Phase::kIdle) return;
   switch (disconnect_request_.exchange(0)) {
     case 2:
       End(ConnectionEnd::kDisconnected);
-      return;
+      return true;
     case 1:
       BeginClose();
-      if (phase_ == Phase::kEnded) return;
+      if (phase_ == Phase::kEnded) return true;
       break;
     default:
       break;
@@ -364,9 +371,10 @@ void Connection::OnKick() {
   if (recv_available_.exchange(false) && rx_held_) {
     rx_held_ = false;
     ReadLoop();
-    if (phase_ == Phase::kEnded) return;
+    if (phase_ == Phase::kEnded) return true;
   }
   PumpTx();
+  return true;
 }
 
 void Connection::BeginClose() {

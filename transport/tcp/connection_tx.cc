@@ -16,6 +16,7 @@
 
 #include "base/log.h"
 #include "transport/tcp/crc32c.h"
+#include "transport/tcp/mono_clock.h"
 #include "transport/tcp/tcp_connection.h"
 
 namespace softdat::transport::tcp {
@@ -31,6 +32,10 @@ constexpr std::size_t kBatchBytes = 256 * 1024;
 constexpr std::size_t kMinChunk = 4096;
 // Arena bytes one FPDU needs at most: the longest header, pad and CRC.
 constexpr std::size_t kFpduArena = wire::kMaxHeaderSize + 3 + wire::kCrcSize;
+// A send-only stream's Work posted within this long after its last write waits for a later
+// poll and goes out with what follows it (see Post). Long enough to gather a few small Sends at
+// this machine's post rate, short against a round trip's wire time.
+constexpr std::uint64_t kCoalesceNs = 16'000;
 
 void PutCrc(std::uint8_t* at, std::uint32_t crc) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(crc >> (8 * i));
@@ -56,9 +61,16 @@ Status Connection::Post(const Work& work) {
   }
   // The latency path: when nobody else is at this connection, write the Work from this thread now
   // (one sendmsg, non-blocking). Its completion, and anything else, waits for the next poll.
+  // Coalescing: while an earlier write's completion is still unreported (the consumer has not
+  // polled since), or while a send-only stream (two writes or more since the last read) wrote
+  // within kCoalesceNs, this Work stays queued, and a later poll writes everything queued with
+  // one sendmsg: a stream of small Sends costs a syscall per window, not one each.
+  // Request-response traffic (a read since the last write), like every ping-pong message, and an
+  // occasional Send go out at once.
   if (io_mutex_.try_lock()) {
     std::lock_guard lock(io_mutex_, std::adopt_lock);
-    if (!detached_ && (phase_ == Phase::kEstablished || phase_ == Phase::kClosing) && !write_waiting_) {
+    if (!detached_ && (phase_ == Phase::kEstablished || phase_ == Phase::kClosing) && !write_waiting_ &&
+        written_count_ == 0 && TxDue()) {
       in_post_ = true;
       PumpTx();
       in_post_ = false;
@@ -143,7 +155,15 @@ void Connection::PumpBatches() {
   Kick();
 }
 
+bool Connection::TxDue() const {
+  return writes_without_read_ < 2 || MonotonicNs() - last_write_ns_ >= kCoalesceNs;
+}
+
 bool Connection::FlushTx() {
+  if (!tx_.empty()) {
+    last_write_ns_ = MonotonicNs();
+    if (writes_without_read_ < 2) ++writes_without_read_;
+  }
   switch (tx_.WriteTo(socket_.native_handle())) {
     case TxBatch::Write::kDone:
       return true;

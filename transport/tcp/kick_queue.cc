@@ -58,7 +58,7 @@ void KickQueue::Push(std::shared_ptr<Connection> connection) {
     }
   }
   if (connection) {
-    boost::asio::post(io_, [connection = std::move(connection)] { connection->OnKick(); });
+    boost::asio::post(io_, [connection = std::move(connection)] { (void)connection->OnKick(false); });
     return;
   }
   // One wake per batch of kicks, and none when a polling consumer will drain the ring itself.
@@ -85,24 +85,37 @@ void KickQueue::Arm() {
                          });
 }
 
-bool KickQueue::Drain() {
+bool KickQueue::Drain(bool consumer) {
   if (!queued_.load(std::memory_order_acquire)) return false;
   bool any = false;
-  for (;;) {
+  std::size_t left = 0;  // connections queued when the drain began: a requeued one waits for the next
+  {
+    std::lock_guard lock(mutex_);
+    left = count_;
+  }
+  for (; left > 0; --left) {
     std::shared_ptr<Connection> connection;
     {
       std::lock_guard lock(mutex_);
-      if (count_ == 0) {
-        queued_.store(false, std::memory_order_release);
-        return any;
-      }
+      if (count_ == 0) break;
       connection = std::move(ring_[head_]);
       head_ = (head_ + 1) % ring_.size();
       --count_;
     }
     any = true;
-    connection->OnKick();
+    if (!connection->OnKick(consumer)) Requeue(std::move(connection));
   }
+  std::lock_guard lock(mutex_);
+  if (count_ == 0) queued_.store(false, std::memory_order_release);
+  return any;
+}
+
+void KickQueue::Requeue(std::shared_ptr<Connection> connection) {
+  // It was just taken off the ring, so its slot is free: no overflow, no wake (a poller is here).
+  std::lock_guard lock(mutex_);
+  ring_[(head_ + count_) % ring_.size()] = std::move(connection);
+  ++count_;
+  queued_.store(true, std::memory_order_seq_cst);
 }
 
 }  // namespace softdat::transport::tcp

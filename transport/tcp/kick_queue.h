@@ -31,8 +31,10 @@ class KickQueue {
   // kick_pending_ flag), so `capacity` connections never overflow the ring; if they do anyway
   // the kick falls back to asio::post.
   void Push(std::shared_ptr<Connection> connection);
-  // Runs OnKick of every queued connection; true if there was one. Any thread.
-  bool Drain();
+  // Runs OnKick of every connection queued when it starts; one that defers its writes (a
+  // consumer's poll inside the coalescing window) is queued again. `consumer`: called from a
+  // consumer's poll rather than the progress thread. True if a connection ran. Any thread.
+  bool Drain(bool consumer = false);
   // Wakes the progress thread's io_context whatever is queued (a consumer stops polling).
   void WakeProgress();
   // Starts waiting on the eventfd (progress context, once).
@@ -43,6 +45,7 @@ class KickQueue {
  private:
   void Arm();
   void Wake();
+  void Requeue(std::shared_ptr<Connection> connection);
 
   boost::asio::io_context& io_;
   int fd_ = -1;

@@ -170,8 +170,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StartAccept(wire::MpaFrame request);
   Frame ReadMpaReply();
   void Establish(std::span<const std::uint8_t> private_data);
-  void OnKick();
+  // Acts on what consumer threads left (a disconnect, buffers for a held message, Work to
+  // send). False when a consumer's poll should leave it for later (coalescing).
+  bool OnKick(bool consumer);
   void Kick();  // any thread: OnKick runs soon, once however often this is called
+  // Whether queued Work should be written now rather than coalesced with what follows: the
+  // connection read since its last write or wrote only once (request-response traffic, an
+  // occasional Send), or its last write is kCoalesceNs old.
+  bool TxDue() const;
   void BeginClose();
   void MaybeFinishClose();
   void End(ConnectionEnd why, std::span<const std::uint8_t> private_data = {});
@@ -253,6 +259,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reading_ = false;          // ... and reported readable
   std::uint64_t poll_token_ = 0;
   bool in_post_ = false;          // framing from Post: events wait for the next poll
+  std::uint64_t last_write_ns_ = 0;  // when the last batch went on the socket
+  std::uint8_t writes_without_read_ = 0;  // batches written since the last read (counted to 2)
   bool tx_failed_ = false;        // a write from Post failed (errno tx_errno_)
   int tx_errno_ = 0;
   bool rx_held_ = false;          // a Send waits for a receive buffer
@@ -264,7 +272,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::uint8_t> private_data_;  // ours to send; the peer's after its MPA frame
   std::uint16_t peer_private_length_ = 0;
 
-  TxBatch tx_{options_.buffers->frames, options_.buffers->staging};
+  TxBatch tx_{options_.buffers->frames, options_.buffers->staging, &options_.buffers->sendmsg_calls};
   TxMessage tx_message_;
   std::uint32_t send_msn_ = 1;
   std::uint32_t read_request_msn_ = 1;

@@ -14,6 +14,7 @@
 #include <exception>
 
 #include "base/log.h"
+#include "transport/tcp/mono_clock.h"
 #include "transport/tcp/tcp_endpoint.h"
 #include "transport/tcp/tcp_listener.h"
 
@@ -29,16 +30,13 @@ constexpr std::uint32_t kMaxPrivateData = 252;
 constexpr std::uint64_t kHandoverNs = 1'000'000;
 // While consumers poll, how often the progress thread looks whether they still do: each look
 // wakes it and, on a small machine, preempts a spinning consumer (the latency tail's cost); a
-// consumer that stops without Pause (a dequeue loop that ends) leaves arrivals this long at most.
+// consumer that stops without Pause (a dequeue loop that ends) leaves arrivals and kicks this
+// long at most. Only while consumers poll: an idle IA's progress thread is never woken.
 constexpr std::uint64_t kRecheckNs = 5'000'000;
 // Connections read in one progress call: a bound, so one call never runs away.
 constexpr std::size_t kReadyPerCall = 16;
 
-std::uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
-}
+std::uint64_t NowNs() { return MonotonicNs(); }
 
 class TcpProtectionDomain final : public ProtectionDomain {};
 
@@ -72,7 +70,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
       busy_poll_(options.progress == ProgressMode::kPoll),
       work_(asio::make_work_guard(io_)),
       poll_descriptor_(io_),
-      poll_recheck_(io_),
+      recheck_(io_),
       kicks_(io_, capabilities_.max_endpoints, [this] { return !busy_poll_ && !ConsumersPolling(); }) {
   kicks_.Start();
   if (!busy_poll_ && poll_set_.fd() >= 0) {
@@ -120,14 +118,36 @@ void TcpTransport::ArmPollSet() {
 
 // Progress thread: a socket is readable. While consumers poll, the sockets are theirs (they read
 // them on the CPU that waits anyway) and this thread must not be woken by every arrival: it stops
-// watching the PollSet and looks again a handover period later, or at once on Pause.
+// watching the PollSet until the recheck finds the consumers gone, or at once on Pause.
 void TcpTransport::OnPollSetReady() {
-  if (ConsumersPolling()) {
-    poll_recheck_.expires_after(std::chrono::nanoseconds(kRecheckNs));
-    poll_recheck_.async_wait([this](const boost::system::error_code&) { ArmPollSet(); });
-    return;
-  }
+  if (ConsumersPolling()) return;  // the recheck (armed by their Progress) watches again
   PollReady(true);
+  ArmPollSet();
+}
+
+// Consumer thread, from Progress: the consumers poll now, so the progress thread must look
+// again once they stop; arm its recheck unless it already is.
+void TcpTransport::ArmRecheckFromConsumer() {
+  if (recheck_armed_.exchange(true, std::memory_order_acq_rel)) return;
+  asio::post(io_, [this] { StartRecheck(); });
+}
+
+void TcpTransport::StartRecheck() {
+  recheck_.expires_after(std::chrono::nanoseconds(kRecheckNs));
+  recheck_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) OnRecheck();
+  });
+}
+
+// Progress thread, every kRecheckNs while consumers poll. When they stopped (without Pause: a
+// dequeue loop that ended), this thread takes over what they left: queued kicks (a Post that
+// left its frame for the next poll) and the PollSet.
+void TcpTransport::OnRecheck() {
+  if (ConsumersPolling()) return StartRecheck();
+  recheck_armed_.store(false, std::memory_order_release);
+  // A consumer that polled again between the look and the store armed nothing: look once more.
+  if (ConsumersPolling() && !recheck_armed_.exchange(true, std::memory_order_acq_rel)) return StartRecheck();
+  kicks_.Drain();
   ArmPollSet();
 }
 
@@ -172,12 +192,16 @@ void TcpTransport::Run() noexcept {
 }
 
 bool TcpTransport::Progress() noexcept {
-  bool any = PollReady(false);  // arrivals first, then what consumer threads queued
-  any |= kicks_.Drain();
+  // What consumer threads queued first (coalesced writes go out), then arrivals: a Send written
+  // here is in its peer's socket before the read, so two endpoints of one IA (loopback pairs)
+  // see it arrive in the same poll that completes it.
+  bool any = kicks_.Drain(true);
+  any |= PollReady(false);
   if (!busy_poll_) {
     // The progress thread runs the io_context (setup, timers, waits for socket room); this
     // consumer only keeps it from being woken by every arrival and kick.
     consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
+    if (!recheck_armed_.load(std::memory_order_relaxed)) ArmRecheckFromConsumer();
     return any;
   }
   // Busy-poll: nobody else runs the io_context. Its ready handlers now and then (every call
@@ -193,7 +217,7 @@ void TcpTransport::Pause() noexcept {
   // period later (the kick wakes it; the recheck re-arms the PollSet).
   consumer_poll_ns_.store(0, std::memory_order_relaxed);
   asio::post(io_, [this] {
-    poll_recheck_.cancel();
+    kicks_.Drain();
     ArmPollSet();
   });
 }

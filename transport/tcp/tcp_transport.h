@@ -9,7 +9,8 @@
 //  - default: the consumer's waits too, for a brief spin before they sleep, and a progress thread
 //    for the rest. The progress thread parks while consumers have polled within the last
 //    millisecond, so on a small machine it does not compete with them for the CPU and the
-//    sockets; a consumer about to sleep hands over at once (Pause()).
+//    sockets; a consumer about to sleep hands over at once (Pause()), and one that just stops is
+//    noticed by a recheck every 5 ms that runs only while consumers poll.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
@@ -61,6 +62,9 @@ class TcpTransport final : public Transport {
   bool PollReady(bool wait) noexcept;
   void ArmPollSet();
   void OnPollSetReady();
+  void ArmRecheckFromConsumer();
+  void StartRecheck();
+  void OnRecheck();
   bool RunAsio() noexcept;
   bool ConsumersPolling() const;
 
@@ -72,7 +76,8 @@ class TcpTransport final : public Transport {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   PollSet poll_set_;
   asio::posix::stream_descriptor poll_descriptor_;  // the PollSet's epoll fd, in the io_context
-  asio::steady_timer poll_recheck_;  // progress thread: when to look whether consumers still poll
+  asio::steady_timer recheck_;       // progress thread: when to look whether consumers still poll
+  std::atomic<bool> recheck_armed_{false};  // recheck_ runs (or is about to): consumers polled
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
   std::mutex asio_mutex_;  // one consumer thread at a time runs the io_context's handlers

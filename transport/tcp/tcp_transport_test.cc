@@ -187,6 +187,24 @@ TEST_F(TcpTransportTest, IdleConnectionsHoldNoPooledBuffers) {
   EXPECT_EQ(buffers.inline_copy.in_use(), 0u);
 }
 
+TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressThread) {
+  // The consumer polls, posts two Sends (the second waits to be coalesced) and stops polling
+  // without a wait's hand-over, as a dequeue loop that ends does: the progress thread's recheck
+  // must take the queued Send over, or it would wait for a poll that never comes.
+  ConnectBoth();
+  std::vector<std::uint8_t> a = Bytes(8, 1), b = Bytes(8, 2), sink_a(8), sink_b(8);
+  std::vector<Segment> gather_a = {SegmentOf(a)}, gather_b = {SegmentOf(b)};
+  std::vector<Segment> scatter_a = {SegmentOf(sink_a)}, scatter_b = {SegmentOf(sink_b)};
+  server_events_.AddBuffer(scatter_a);
+  server_events_.AddBuffer(scatter_b);
+  (void)transport_->Progress();
+  ASSERT_TRUE(PostSend(gather_a, 1).ok());
+  ASSERT_TRUE(PostSend(gather_b, 2).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  EXPECT_EQ(sink_b, b);
+}
+
 TEST_F(TcpTransportTest, ZeroLengthSendTakesABufferAndCompletes) {
   ConnectBoth();
   std::vector<Segment> none;
@@ -477,6 +495,13 @@ class TcpTransportPollTest : public TcpTransportTest {
     }
     return false;
   }
+  // ConnectBoth, driven from this thread.
+  void PollConnectBoth() {
+    ASSERT_TRUE(StartConnect().ok());
+    ASSERT_TRUE(PollUntil([&] { return (pending_ = requests_.TryNext()) != nullptr; }));
+    ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+    ASSERT_TRUE(PollUntil([&] { return client_events_.established && server_events_.established; }));
+  }
 };
 
 TEST_F(TcpTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
@@ -492,6 +517,27 @@ TEST_F(TcpTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
   ASSERT_TRUE(PostSend(gather, 1).ok());
   ASSERT_TRUE(PollUntil([&] { return server_events_.recvs.size() == 1 && client_events_.work_done.size() == 1; }));
   EXPECT_EQ(sink, data);
+}
+
+TEST_F(TcpTransportPollTest, ABurstOfSendsPostedBetweenPollsGoesOutInOneWrite) {
+  PollConnectBoth();
+  constexpr int kBurst = 64;
+  std::vector<std::uint8_t> payload = Bytes(8, 9);
+  std::vector<std::vector<std::uint8_t>> sinks(kBurst, std::vector<std::uint8_t>(8));
+  std::vector<std::vector<Segment>> scatters;
+  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
+  for (auto& scatter : scatters) server_events_.AddBuffer(scatter);
+  std::vector<Segment> gather = {SegmentOf(payload)};
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
+  // The first Send is written by Post; nobody polls before the others are posted, so they wait
+  // for the next poll and go out together.
+  for (int i = 0; i < kBurst; ++i) ASSERT_TRUE(PostSend(gather, static_cast<std::uint64_t>(i)).ok());
+  ASSERT_TRUE(PollUntil([&] {
+    return client_events_.work_done.size() == kBurst && server_events_.recvs.size() == kBurst;
+  }));
+  EXPECT_LE(tcp.buffers().sendmsg_calls.load() - before, 3u) << "64 small Sends, a write each";
+  for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
 // Regression (dapltest, one EVD for Sends and receives): a Send that Post wrote straight to the

@@ -83,6 +83,7 @@ TxBatch::Write TxBatch::WriteTo(int fd) {
     message.msg_iov = pieces_ + next_;
     message.msg_iovlen = count_ - next_;
     const ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sendmsg_calls_ != nullptr) sendmsg_calls_->fetch_add(1, std::memory_order_relaxed);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno == EAGAIN || errno == EWOULDBLOCK ? Write::kBlocked : Write::kError;

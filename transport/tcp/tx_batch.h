@@ -11,6 +11,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,7 +28,9 @@ class TxBatch {
 
   enum class Write : std::uint8_t { kDone, kBlocked, kError };
 
-  TxBatch(BlockPool& frames, BlockPool& staging) : frames_(frames), staging_pool_(staging) {}
+  // `sendmsg_calls`, if given, counts the calls WriteTo makes.
+  TxBatch(BlockPool& frames, BlockPool& staging, std::atomic<std::uint64_t>* sendmsg_calls = nullptr)
+      : frames_(frames), staging_pool_(staging), sendmsg_calls_(sendmsg_calls) {}
   ~TxBatch();
   TxBatch(const TxBatch&) = delete;
   TxBatch& operator=(const TxBatch&) = delete;
@@ -71,6 +74,7 @@ class TxBatch {
 
   BlockPool& frames_;
   BlockPool& staging_pool_;
+  std::atomic<std::uint64_t>* sendmsg_calls_;
   iovec* pieces_ = nullptr;          // kMaxPieces, at the front of the frames block
   std::uint8_t* arena_ = nullptr;    // kArenaSize, behind them
   std::uint8_t* staging_ = nullptr;  // a staging block, or null
