@@ -97,6 +97,7 @@ class RecordingEvents final : public EndpointEvents {
     }
     target = buffers_.front();
     buffers_.pop_front();
+    changed_.notify_all();  // a waiter may wait for the take itself
     return RecvAcquire::kTaken;
   }
   void OnRecvDone(std::uint32_t msn, WorkStatus status, const RecvInfo& info) override {

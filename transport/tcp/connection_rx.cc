@@ -1,9 +1,10 @@
 // Reception: reads the socket into a staging buffer and checks each FPDU's header (framing,
-// version, queue, MSN, message offset, STag and bounds) before anything of it is placed. With
-// CRC every FPDU is placed from the staging buffer once whole and CRC-checked: the CRC must be
-// checked on the bytes as they came off the wire, and the destination may change under a
-// direct placement. Without CRC a large FPDU is placed as it arrives: its payload is read from
-// the socket straight into the destination (no staging copy). A Send goes into the receive
+// version, queue, MSN, message offset, STag and bounds) before anything of it is placed. A large
+// FPDU (more than 8 KiB still to come) has its payload read from the socket straight into its
+// destination (no staging copy) when it may be: always without CRC; with CRC only where nobody
+// looks before the completion (a receive buffer, our Read's sink), checksumming the bytes as
+// they land, so a bad CRC fails the message before it completes. An RDMA Write with CRC is
+// placed from the staging buffer once whole and checked: its target may be watched. A Send goes into the receive
 // buffer core hands out when its first FPDU arrives (the SRQ decision lives in srq/), an RDMA
 // Write or Read Response where the STag says, a Read Request into the response queue. A Send
 // with no buffer to take holds the stream (TCP back-pressure on this connection only) until
@@ -190,7 +191,7 @@ void Connection::ReadAvailable() {
       rx_end_ -= rx_start_;
       rx_start_ = 0;
     }
-    const std::size_t want = large_stream_ && !crc_ ? kSmallRead : kRxBlock - rx_end_;
+    const std::size_t want = large_stream_ ? kSmallRead : kRxBlock - rx_end_;
     const ssize_t n = ::recv(socket_.native_handle(), rx_ + rx_end_, want, MSG_DONTWAIT);
     if (n > 0) {
       writes_without_read_ = 0;  // what we send next may be an answer: no coalescing
@@ -238,6 +239,8 @@ bool Connection::ReadDirect() {
   }
   const ssize_t n = ::recv(socket_.native_handle(), to, room, MSG_DONTWAIT);
   if (n > 0) {
+    writes_without_read_ = 0;
+    if (crc_) d.crc = Crc32cUpdate(d.crc, to, static_cast<std::size_t>(n));  // still in cache
     Place(d.placement.segments, d.placement.contiguous, d.placement.segment, d.placement.segment_offset, nullptr,
           static_cast<std::size_t>(n));
     d.placed += static_cast<std::uint32_t>(n);
@@ -265,8 +268,8 @@ Connection::Frame Connection::ProcessFrame() {
   const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
   const std::size_t total = covered + wire::kCrcSize;
   if (available < total) {
-    if (!crc_ && available >= header_size && total - available >= kDirectMissing && phase_ != Phase::kAwaitRtr &&
-        CarriesPayload(static_cast<wire::Opcode>(at[3] & 0x0F))) {
+    if (available >= header_size && total - available >= kDirectMissing && phase_ != Phase::kAwaitRtr &&
+        Direct(static_cast<wire::Opcode>(at[3] & 0x0F))) {
       return StartDirect(at, available, header_size, total);
     }
     return Frame::kNeedMore;
@@ -314,7 +317,7 @@ Connection::Frame Connection::ProcessFrame() {
       } else {
         Place(placement.segments, placement.contiguous, placement.segment, placement.segment_offset, payload, length);
       }
-      large_stream_ = length >= kLargePayload;
+      large_stream_ = length >= kLargePayload && Direct(header.opcode);
       rx_start_ += total;  // consumed: the completion below may end the connection
       return FinishPayload(header, length);
     }
@@ -338,8 +341,11 @@ Connection::Frame Connection::StartDirect(const std::uint8_t* at, std::size_t av
   direct_.placed = static_cast<std::uint32_t>(already);
   direct_.trailer = total - header_size - length;
   direct_.placement = placement;
+  // With CRC the header is checksummed now (its bytes go with the staging buffer) and the
+  // payload as it lands; the verdict comes with the trailer, before the message completes.
+  direct_.crc = crc_ ? Crc32cUpdate(kCrc32cInit, at, header_size) : 0;
   Place(direct_.placement.segments, direct_.placement.contiguous, direct_.placement.segment,
-        direct_.placement.segment_offset, at + header_size, already);
+        direct_.placement.segment_offset, at + header_size, already, crc_ ? &direct_.crc : nullptr);
   large_stream_ = length >= kLargePayload;
   rx_start_ = rx_end_ = 0;
   return Frame::kNeedMore;
@@ -348,9 +354,27 @@ Connection::Frame Connection::StartDirect(const std::uint8_t* at, std::size_t av
 Connection::Frame Connection::FinishDirect() {
   const std::size_t available = rx_end_ - rx_start_;
   if (available < direct_.trailer) return Frame::kNeedMore;
-  rx_start_ += direct_.trailer;  // pad and an unchecked CRC field: direct placement is CRC-off only
+  if (crc_) {
+    // The trailer: pad, then the CRC of everything before it.
+    const std::uint8_t* trailer = rx_ + rx_start_;
+    const std::size_t pad = direct_.trailer - wire::kCrcSize;
+    if (Crc32cFinal(Crc32cUpdate(direct_.crc, trailer, pad)) != GetCrc(trailer + pad)) {
+      SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch (%u payload bytes placed, not completed); terminating",
+                  direct_.length);
+      direct_.active = false;
+      return Fail(wire::term::kCrcError);
+    }
+  }
+  rx_start_ += direct_.trailer;
   direct_.active = false;
   return FinishPayload(direct_.header, direct_.length);
+}
+
+bool Connection::Direct(wire::Opcode opcode) const {
+  // Without CRC every payload may land as it arrives. With CRC only where nobody looks before the
+  // completion (a receive buffer, our Read's sink): a bad CRC then fails the message before it
+  // completes. An RDMA Write lands where the consumer may be watching: checked whole first.
+  return CarriesPayload(opcode) && (!crc_ || PlacedPrivately(opcode));
 }
 
 Connection::Frame Connection::BeginPayload(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {

@@ -1,8 +1,8 @@
 // Transmission: turns posted Sends, RDMA Writes and Reads, the Read Responses the peer asked for
 // and the ready-to-receive FPDU into MPA FPDUs, as one gather list per batch (headers and CRC
-// trailers from a preallocated arena; payload from registered memory without CRC, or from a
-// checksummed snapshot with it), writes it without blocking, and completes Sends and Writes
-// once their last byte is on the socket.
+// trailers from a pooled arena; payload from registered memory, checksummed in place, except a
+// Read Response with CRC, checksummed from a snapshot: see NeedsSnapshot), writes it without
+// blocking, and completes Sends and Writes once their last byte is on the socket.
 //
 // One message is framed whole before the next starts. Read Responses go before new posted work
 // (the peer is waiting for them); a fenced Work waits for our outstanding Reads, and Reads stop
@@ -97,8 +97,12 @@ void Connection::CopyInline(PostedWork& slot) {
 }
 
 bool Connection::NeedsSnapshot(const TxMessage& m) const {
-  // The inline copy (InlineRing) is ours until the bytes are on the socket: no second copy.
-  return crc_ && m.inline_charged == 0;
+  // The CRC must cover exactly the bytes sent. A Send's or Write's buffer is not the consumer's
+  // to change until the Work completes (DAT), and it completes only after sendmsg copied it:
+  // checksummed in place, no copy (a small one is our inline copy anyway). A Read Response's
+  // source is the responder's memory, open to concurrent writes as on an RNIC (stock dtest
+  // rewrites it while the peer reads): checksummed from a snapshot.
+  return crc_ && m.kind == TxKind::kReadResponse;
 }
 
 void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
@@ -332,45 +336,24 @@ std::uint32_t Connection::AppendHeader(const TxMessage& m, const wire::FpduHeade
   return crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
 }
 
-// Copies the next `chunk` bytes of `m`'s gather list to `to`, advancing its cursor, and returns
-// the CRC over the copy (continuing `crc`).
-std::uint32_t Connection::CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk, std::uint32_t crc) {
-  for (std::uint32_t done = 0; done < chunk;) {
-    const Segment& segment = m.work.local[m.segment];
-    const std::uint32_t n = std::min(chunk - done, segment.length - m.segment_offset);
-    crc = Crc32cCopy(crc, to + done, reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset, n);
-    done += n;
-    m.segment_offset += n;
-    if (m.segment_offset == segment.length) {
-      ++m.segment;
-      m.segment_offset = 0;
-    }
-  }
-  return crc;
-}
-
 // Appends `chunk` payload bytes of `m` and returns the CRC over them, continuing `crc`.
 std::uint32_t Connection::AppendPayload(TxMessage& m, std::uint32_t chunk, std::uint32_t crc) {
   if (chunk == 0) return crc;
-  if (NeedsSnapshot(m)) {
-    // The CRC must cover exactly the bytes sent, and memory may change before sendmsg copies
-    // it (a Read Response's source is open to concurrent writes, as on an RNIC): checksum a
-    // snapshot, copying and checksumming in one pass. Without CRC, or from the inline copy, the
-    // payload is gathered in place.
-    std::uint8_t* copy = tx_.ReserveStaging(chunk);
-    if (m.kind == TxKind::kReadResponse) return Crc32cCopy(crc, copy, m.source + m.offset, chunk);
-    return CopyGathered(m, copy, chunk, crc);
-  }
   if (m.kind == TxKind::kReadResponse) {
-    tx_.AddExternal(m.source + m.offset, chunk);
-    return crc;  // no CRC, or NeedsSnapshot would have said so
+    if (!NeedsSnapshot(m)) {
+      tx_.AddExternal(m.source + m.offset, chunk);
+      return crc;  // no CRC
+    }
+    // A snapshot, copied and checksummed in one pass (see NeedsSnapshot).
+    return Crc32cCopy(crc, tx_.ReserveStaging(chunk), m.source + m.offset, chunk);
   }
+  // Gathered in place; checksummed where it lies (see NeedsSnapshot).
   for (std::uint32_t left = chunk; left > 0;) {
     const Segment& segment = m.work.local[m.segment];
     const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
     const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
     tx_.AddExternal(at, n);
-    if (crc_) crc = Crc32cUpdate(crc, at, n);  // an inline copy: nobody else writes it
+    if (crc_) crc = Crc32cUpdate(crc, at, n);
     left -= n;
     m.segment_offset += n;
     if (m.segment_offset == segment.length) {

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstring>
 #include <vector>
 
@@ -292,6 +294,46 @@ TEST_F(NoCrcPeerTest, LargeFpduIsPlacedAsItArrives) {
   EXPECT_EQ(std::count(memory.begin(), memory.begin() + 64 * 1024, 0xEE), 64 * 1024);
   EXPECT_EQ(std::count(memory.begin() + 84 * 1024 + 28 * 1024, memory.end(), 0xEE),
             static_cast<long>(memory.size() - 112 * 1024));
+}
+
+// With CRC a large Send lands in its receive buffer as it arrives (no staging copy), and is
+// checked before it completes: the first part is visible in the buffer while the rest is missing.
+TEST_F(HostilePeerTest, LargeSendWithCrcIsPlacedAsItArrivesAndCompletesOnlyWhenChecked) {
+  std::vector<std::uint8_t> memory(48 * 1024, 0xEE);
+  std::vector<Segment> scatter = {SegmentOf(memory)};
+  events_.AddBuffer(scatter);
+  Establish();
+  const std::vector<std::uint8_t> payload = Bytes(48 * 1024, 9);
+  const std::vector<std::uint8_t> frame = RawPeer::Fpdu(SendHeader(1), payload);
+  const std::size_t first = 20 * 1024;  // header and about 20 KiB of payload
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin(), frame.begin() + first));
+  ASSERT_TRUE(events_.WaitFor([&] { return !events_.acquired_msns.empty(); }));
+  const std::size_t header = wire::kUntaggedHeaderSize;
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  // Read as the progress thread writes it: volatile, or the compiler may keep one stale load.
+  const volatile std::uint8_t* last = memory.data() + (first - header - 1);
+  while (*last != payload[first - header - 1] && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(std::equal(payload.begin(), payload.begin() + static_cast<long>(first - header), memory.begin()))
+      << "placed as it arrived";
+  EXPECT_TRUE(events_.Get(events_.recvs).empty()) << "not complete before its CRC is checked";
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + static_cast<long>(first), frame.end()));
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.recvs.size() == 1; }));
+  EXPECT_EQ(events_.recvs[0].status, WorkStatus::kSuccess);
+  EXPECT_EQ(memory, payload);
+}
+
+TEST_F(HostilePeerTest, LargeSendPlacedAsItArrivesWithABadCrcNeverCompletes) {
+  std::vector<std::uint8_t> memory(48 * 1024, 0xEE);
+  std::vector<Segment> scatter = {SegmentOf(memory)};
+  events_.AddBuffer(scatter);
+  Establish();
+  const std::vector<std::uint8_t> frame = RawPeer::Fpdu(SendHeader(1), Bytes(48 * 1024, 9), false);
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin(), frame.begin() + 20 * 1024));
+  ASSERT_TRUE(events_.WaitFor([&] { return !events_.acquired_msns.empty(); }));
+  peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + 20 * 1024, frame.end()));
+  ExpectBrokenWithTerminate(wire::TermLayer::kLlp, 0, 0x02);
+  EXPECT_TRUE(events_.Get(events_.recvs).empty()) << "a message with a bad CRC never completes";
 }
 
 TEST_F(HostilePeerTest, MsnOutsideTheWindowTerminates) {

@@ -152,11 +152,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t* segment = nullptr;
     std::uint32_t* segment_offset = nullptr;
   };
-  // A large FPDU whose payload is read from the socket straight into its destination (only
-  // without CRC: see connection_rx.cc).
+  // A large FPDU whose payload is read from the socket straight into its destination (see
+  // Direct in connection_rx.cc).
   struct DirectRx {
     bool active = false;
     bool payload_done = false;
+    std::uint32_t crc = 0;     // with CRC: over the header and what has landed so far
     wire::FpduHeader header;
     std::uint32_t length = 0;  // payload bytes
     std::uint32_t placed = 0;
@@ -198,13 +199,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uint32_t& chunk) const;
   std::uint32_t AppendHeader(const TxMessage& m, const wire::FpduHeader& header);
   std::uint32_t AppendPayload(TxMessage& m, std::uint32_t chunk, std::uint32_t crc);
-  static std::uint32_t CopyGathered(TxMessage& m, std::uint8_t* to, std::uint32_t chunk, std::uint32_t crc);
   void AppendTrailer(std::size_t ulpdu, std::uint32_t crc);
   void FinishFramed(TxMessage& m);
   void CompleteWritten();
   void WriteRaw(const std::uint8_t* bytes, std::size_t length);
   void CopyInline(PostedWork& slot);  // consumer thread, post_mutex_ held
-  bool NeedsSnapshot(const TxMessage& m) const;  // the payload must be copied to be checksummed
+  bool NeedsSnapshot(const TxMessage& m) const;  // the payload must be copied to be checksummed (Read Responses)
 
   // Reception (connection_rx.cc).
   void ReadLoop();       // ReadAvailable, then gives the receive block back if nothing is left
@@ -214,6 +214,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Frame StartDirect(const std::uint8_t* at, std::size_t available, std::size_t header_size, std::size_t total);
   Frame FinishDirect();
   bool ReadDirect();  // false when the loop must stop (would block, or ended)
+  bool Direct(wire::Opcode opcode) const;  // may this opcode's payload land as it arrives?
   bool RetryRecv(ssize_t n);  // recv gave n <= 0: true to try again, false when handled
   Frame BeginPayload(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
   Frame BeginSend(const wire::FpduHeader& header, std::uint32_t length, Placement& out);
