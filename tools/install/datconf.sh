@@ -60,12 +60,15 @@ softdat_conf_without_block() {
     !inside { print }' "$1"
 }
 
-# Writes stdin to FILE through a temporary file in the same folder, keeping FILE's mode.
+# Writes stdin to FILE through a temporary file in the same folder, keeping FILE's mode; where
+# FILE cannot be replaced (a file bind-mounted into a container) it is rewritten in place.
 softdat_conf_write() {
   _tmp=$(mktemp "$1.softdat-XXXXXX") || return 1
   cat >"$_tmp" || { rm -f "$_tmp"; return 1; }
   if [ -e "$1" ]; then chmod --reference="$1" "$_tmp"; else chmod 644 "$_tmp"; fi
-  mv -f "$_tmp" "$1"
+  mv -f "$_tmp" "$1" 2>/dev/null && return 0
+  cat "$_tmp" >"$1" || { rm -f "$_tmp"; return 1; }
+  rm -f "$_tmp"
 }
 
 # softdat_conf_add FILE LIBRARY: puts softdat's block (the lines of softdat_conf_lines) into FILE,

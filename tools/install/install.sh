@@ -74,7 +74,6 @@ do_install() {
     name=$(basename "$file"); section=${name##*.}
     put "$file" "$prefix/share/man/man$section/$name" 644
   done
-  softdat_conf_add "$dat_conf" "$prefix/lib/libsoftdat.so.2"
   make_dir "$(dirname "$manifest")"
   local text
   text=$(
@@ -88,6 +87,8 @@ do_install() {
   else
     printf '%s\n' "$text" >"$manifest"
   fi
+  # After the manifest: if this fails, uninstall still finds every file.
+  softdat_conf_add "$dat_conf" "$prefix/lib/libsoftdat.so.2"
 }
 
 do_uninstall() {
