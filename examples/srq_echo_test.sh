@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# examples/srq_echo.c as a user meets it: built by Bazel and by the cc line of docs/EXAMPLE.md run
+# exactly as written, then a server of one build and a client of the other over softdat-tcp
+# through the stock registry, in a network namespace of the test's own (fixed port). The server
+# must have refilled its SRQ on low-watermark events and reported each EP's span; the client must
+# have checked every echo. Also: a refused connection and a usage error give their exit statuses.
+#   srq_echo_test.sh LIB SRQ_ECHO SRQ_ECHO_C EXAMPLE_MD
+set -euo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+if [[ -z ${SRQ_ECHO_TEST_NETNS:-} ]]; then
+  export SRQ_ECHO_TEST_NETNS=1
+  for flags in -n -rn; do
+    if unshare $flags true 2>/dev/null; then exec unshare $flags "$0" "$@"; fi
+  done
+  fail "cannot create a network namespace (unshare -n needs root, unshare -rn user namespaces)"
+fi
+ip link set lo up
+lib=$(realpath "$1") bazel_built=$(realpath "$2") source=$(realpath "$3") doc=$(realpath "$4")
+work=$TEST_TMPDIR
+
+# The doc's build line, run as written from a folder laid out like the source tree.
+line=$(grep -E '^cc .*examples/srq_echo\.c' "$doc") || fail "docs/EXAMPLE.md has no cc line for examples/srq_echo.c"
+mkdir -p "$work/tree/examples"
+cp "$source" "$work/tree/examples/"
+(cd "$work/tree" && eval "$line") || fail "the documented build line failed: $line"
+cc_built=$work/tree/srq_echo
+[[ -x $cc_built ]] || fail "the documented line made no ./srq_echo"
+
+printf 'softdat-tcp u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1" ""\n' "$lib" >"$work/dat.conf"
+export DAT_OVERRIDE=$work/dat.conf
+
+listening() {  # whether TCP port $1 listens in this namespace
+  awk -v port="$(printf ':%04X' "$1")" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6
+}
+
+run_pair() {  # run_pair SERVER CLIENT: 4 connections, window 8, 2000 messages each
+  local server_bin=$1 client_bin=$2 server status=0 server_status=0
+  timeout 60 "$server_bin" server -c 4 -w 8 >"$work/server.out" 2>&1 &
+  server=$!
+  for _ in $(seq 200); do listening 17001 && break; kill -0 "$server" 2>/dev/null || break; sleep 0.05; done
+  listening 17001 || fail "the server never listened: $(cat "$work/server.out")"
+  timeout 60 "$client_bin" client 127.0.0.1 -c 4 -w 8 -n 2000 >"$work/client.out" 2>&1 || status=$?
+  wait "$server" || server_status=$?
+  cat "$work/server.out" "$work/client.out"
+  [[ $status -eq 0 && $server_status -eq 0 ]] || fail "client exit $status, server exit $server_status"
+  grep -q '^srq_echo client: 4 connections x 2000 messages of 256 bytes echoed, every byte checked$' "$work/client.out" ||
+    fail "the client did not check every echo"
+  grep -q '^srq_echo server: IA softdat-tcp, port 17001, SRQ of 64 buffers of 256 bytes, low watermark 32$' \
+    "$work/server.out" || fail "the server's SRQ is not sized from 4 x 8 messages in flight"
+  grep -qE '^srq_echo server: 8000 messages echoed over 4 connections; low watermark reached [1-9][0-9]* times$' \
+    "$work/server.out" || fail "the server did not echo 8000 messages refilling on the low watermark"
+  grep -qE '^  low watermark 1: ep0 [0-9]+/[0-9]+ ep1 [0-9]+/[0-9]+ ep2 [0-9]+/[0-9]+ ep3 [0-9]+/[0-9]+ ' "$work/server.out" ||
+    fail "no dat_ep_recv_query report for each EP at the first low watermark"
+  ! grep -q 'softdat: error' "$work/server.out" "$work/client.out" || fail "softdat logged an error"
+}
+echo "--- server built by Bazel, client built by the documented cc line"
+run_pair "$bazel_built" "$cc_built"
+echo "--- and the other way round"
+run_pair "$cc_built" "$bazel_built"
+
+echo "--- a refused connection: exit 1 and one line"
+status=0
+timeout 30 "$cc_built" client 127.0.0.1 -p 17002 >/dev/null 2>"$work/err" || status=$?
+[[ $status -eq 1 && $(wc -l <"$work/err") -eq 1 ]] && grep -q '^srq_echo: ' "$work/err" ||
+  fail "no server: exit $status, stderr: $(cat "$work/err")"
+echo "--- a usage error: exit 2"
+status=0
+"$cc_built" serve >/dev/null 2>&1 || status=$?
+[[ $status -eq 2 ]] || fail "usage error: exit $status"
+echo "PASS: both builds, both directions, SRQ refilled on its low watermark, every echo checked"
