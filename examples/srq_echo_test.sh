@@ -7,14 +7,9 @@
 #   srq_echo_test.sh LIB SRQ_ECHO SRQ_ECHO_C EXAMPLE_MD
 set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
-if [[ -z ${SRQ_ECHO_TEST_NETNS:-} ]]; then
-  export SRQ_ECHO_TEST_NETNS=1
-  for flags in -n -rn; do
-    if unshare $flags true 2>/dev/null; then exec unshare $flags "$0" "$@"; fi
-  done
-  fail "cannot create a network namespace (unshare -n needs root, unshare -rn user namespaces)"
-fi
-ip link set lo up
+# shellcheck source=testing/private_net.sh
+. testing/private_net.sh  # Bazel runs tests from the workspace root of the runfiles
+enter_private_net "$@"
 lib=$(realpath "$1") bazel_built=$(realpath "$2") source=$(realpath "$3") doc=$(realpath "$4")
 work=$TEST_TMPDIR
 
@@ -29,17 +24,11 @@ cc_built=$work/tree/srq_echo
 printf 'softdat-tcp u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1" ""\n' "$lib" >"$work/dat.conf"
 export DAT_OVERRIDE=$work/dat.conf
 
-listening() {  # whether TCP port $1 listens in this namespace
-  awk -v port="$(printf ':%04X' "$1")" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
-    /proc/net/tcp /proc/net/tcp6
-}
-
 run_pair() {  # run_pair SERVER CLIENT: 4 connections, window 8, 2000 messages each
   local server_bin=$1 client_bin=$2 server status=0 server_status=0
   timeout 60 "$server_bin" server -c 4 -w 8 >"$work/server.out" 2>&1 &
   server=$!
-  for _ in $(seq 200); do listening 17001 && break; kill -0 "$server" 2>/dev/null || break; sleep 0.05; done
-  listening 17001 || fail "the server never listened: $(cat "$work/server.out")"
+  wait_listening 17001 "$server" || fail "the server never listened: $(cat "$work/server.out")"
   timeout 60 "$client_bin" client 127.0.0.1 -c 4 -w 8 -n 2000 >"$work/client.out" 2>&1 || status=$?
   wait "$server" || server_status=$?
   cat "$work/server.out" "$work/client.out"

@@ -15,14 +15,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # Our own network and mount namespaces: dtest's fixed ports meet nobody else's, the interfaces
 # are ours, and /etc/dat.conf can be our temporary one without touching the machine's.
-if [[ -z ${SOFTDAT_INSTALL_TEST_NETNS:-} ]]; then
-  export SOFTDAT_INSTALL_TEST_NETNS=1
-  for flags in -nm -rnm; do
-    if unshare $flags true 2>/dev/null; then exec unshare $flags "$0" "$@"; fi
-  done
-  fail "cannot create network and mount namespaces (unshare -nm needs root, unshare -rnm user namespaces)"
-fi
-ip link set lo up
+# shellcheck source=testing/private_net.sh
+. testing/private_net.sh  # Bazel runs tests from the workspace root of the runfiles
+PRIVATE_NET_MOUNT=1 enter_private_net "$@"
 ip link add vsoft0 type veth peer name vsoft1
 ip addr add 10.77.0.1/24 dev vsoft0
 ip link set vsoft0 up
@@ -92,14 +87,9 @@ echo "--- stock dtest over the installed softdat-tcp, no DAT_OVERRIDE"
 [[ -f /etc/dat.conf ]] || fail "/etc/dat.conf is missing: install libdapl2 (tools/dev deps does)"
 mount --bind "$conf" /etc/dat.conf
 unset DAT_OVERRIDE
-listening() {  # whether TCP port $1 listens in this namespace (/proc/net/tcp: state 0A)
-  awk -v port="$(printf ':%04X' "$1")" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
-    /proc/net/tcp /proc/net/tcp6
-}
 timeout 120 dtest -s -P softdat-tcp >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 300); do listening 15828 && break; kill -0 "$server" 2>/dev/null || break; sleep 0.1; done
-listening 15828 || fail "dtest's server never listened: $(cat "$work/server.log")"
+wait_listening 15828 "$server" || fail "dtest's server never listened: $(cat "$work/server.log")"
 status=0
 timeout 100 dtest -P softdat-tcp -h 127.0.0.1 >"$work/client.log" 2>&1 || status=$?
 server_status=0
