@@ -194,6 +194,18 @@ static int poll_event(DAT_EVD_HANDLE evd, DAT_EVENT *event)
     return 1;
 }
 
+/* Why a connection did not come up, in the words of the DAT event. */
+static const char *connection_event_name(DAT_EVENT_NUMBER number)
+{
+    switch (number) {
+    case DAT_CONNECTION_EVENT_PEER_REJECTED: return "rejected by the server (DAT_CONNECTION_EVENT_PEER_REJECTED)";
+    case DAT_CONNECTION_EVENT_NON_PEER_REJECTED: return "refused (DAT_CONNECTION_EVENT_NON_PEER_REJECTED)";
+    case DAT_CONNECTION_EVENT_UNREACHABLE: return "no server there (DAT_CONNECTION_EVENT_UNREACHABLE)";
+    case DAT_CONNECTION_EVENT_TIMED_OUT: return "timed out (DAT_CONNECTION_EVENT_TIMED_OUT)";
+    default: return "not established";
+    }
+}
+
 static void check_completion(const DAT_EVENT *event)
 {
     if (event->event_number != DAT_DTO_COMPLETION_EVENT)
@@ -469,8 +481,11 @@ static int run_client(const struct options *o)
                              DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG), "dat_ep_connect");
         if (!next_event(ia.conn_evd, 10 * 1000 * 1000, &event))
             fail("no answer to a connection request within 10 s");
-        if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED)
-            fail("the server refused a connection");
+        if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
+            fprintf(stderr, "srq_echo: connection %d to %s port %u: %s\n", c, o->host, o->port,
+                    connection_event_name(event.event_number));
+            return 1;
+        }
     }
     freeaddrinfo(server);
 

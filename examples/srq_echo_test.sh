@@ -48,11 +48,16 @@ run_pair "$bazel_built" "$cc_built"
 echo "--- and the other way round"
 run_pair "$cc_built" "$bazel_built"
 
-echo "--- a refused connection: exit 1 and one line"
+echo "--- no server: exit 1, one line of srq_echo's, and softdat's log line names the peer and why"
 status=0
-timeout 30 "$cc_built" client 127.0.0.1 -p 17002 >/dev/null 2>"$work/err" || status=$?
-[[ $status -eq 1 && $(wc -l <"$work/err") -eq 1 ]] && grep -q '^srq_echo: ' "$work/err" ||
-  fail "no server: exit $status, stderr: $(cat "$work/err")"
+SOFTDAT_LOG=info timeout 30 "$cc_built" client 127.0.0.1 -p 17002 >/dev/null 2>"$work/err" || status=$?
+cat "$work/err"
+[[ $status -eq 1 ]] || fail "no server: exit $status"
+grep -qx 'srq_echo: connection 0 to 127.0.0.1 port 17002: no server there (DAT_CONNECTION_EVENT_UNREACHABLE)' "$work/err" ||
+  fail "srq_echo's reason"
+[[ $(grep -c '^srq_echo: ' "$work/err") -eq 1 ]] || fail "srq_echo printed more than one line"
+grep -qx 'softdat: info: tcp -> 127.0.0.1:17002: connect failed: Connection refused' "$work/err" ||
+  fail "softdat's log line does not name the connection's peer and the reason"
 echo "--- a usage error: exit 2"
 status=0
 "$cc_built" serve >/dev/null 2>&1 || status=$?

@@ -98,7 +98,7 @@ void Connection::PumpTx() {
   if (write_waiting_ || phase_ == Phase::kEnded) return;
   if (tx_failed_ && !in_post_) {
     // A write from Post failed; the connection ends here, where events may be reported.
-    SOFTDAT_LOG(kInfo, "tcp: send failed: %s", std::strerror(tx_errno_));
+    SOFTDAT_LOG(kInfo, "tcp %s: send failed: %s", Describe().data(), std::strerror(tx_errno_));
     End(ConnectionEnd::kBroken);
     return;
   }
@@ -147,7 +147,8 @@ bool Connection::FlushTx() {
     tx_errno_ = errno != 0 ? errno : EPIPE;
     return false;
   }
-  SOFTDAT_LOG(kInfo, "tcp: send failed: %s", errno != 0 ? std::strerror(errno) : "connection closed");
+  const int error = errno;  // before Describe, which may touch errno
+  SOFTDAT_LOG(kInfo, "tcp %s: send failed: %s", Describe().data(), error != 0 ? std::strerror(error) : "connection closed");
   End(ConnectionEnd::kBroken);
   return false;
 }
