@@ -62,7 +62,8 @@ done
 if [[ -r /etc/dat.conf ]]; then cp /etc/dat.conf "$root/etc/dat.conf"; else
   printf '# DAT v2.0\nofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "ib0 0" ""' >"$root/etc/dat.conf"; fi
 cp "$root/etc/dat.conf" "$work/seed.conf"
-dpkg_root() { dpkg --root="$root" --force-script-chrootless "$@"; }
+# Its own log too: dpkg.cfg would send the entries to the machine's /var/log/dpkg.log.
+dpkg_root() { dpkg --root="$root" --log="$work/dpkg.log" --force-script-chrootless "$@"; }
 dpkg_root -i "$deb" || fail "dpkg -i failed"
 [[ -f $root/usr/lib/$multiarch/libsoftdat.so.2 && -x $root/usr/bin/datinfo ]] || fail "files not installed"
 grep -q '^softdat-tcp u2.0 nonthreadsafe default libsoftdat.so.2 softdat.2.0 "tcp 127.0.0.1" ""$' "$root/etc/dat.conf" ||
