@@ -7,8 +7,8 @@
 #   srq_echo_test.sh LIB SRQ_ECHO SRQ_ECHO_C EXAMPLE_MD
 set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
-# shellcheck source=testing/private_net.sh
-. testing/private_net.sh  # Bazel runs tests from the workspace root of the runfiles
+# shellcheck source=testing/shell_helpers.sh
+. testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
 enter_private_net "$@"
 lib=$(realpath "$1") bazel_built=$(realpath "$2") source=$(realpath "$3") doc=$(realpath "$4")
 work=$TEST_TMPDIR
@@ -22,14 +22,15 @@ cc_built=$work/tree/srq_echo
 [[ -x $cc_built ]] || fail "the documented line made no ./srq_echo"
 
 printf 'softdat-tcp u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1" ""\n' "$lib" >"$work/dat.conf"
+sanitizer_env "$lib"  # the cc build is not sanitized; a sanitized provider needs its runtime
 export DAT_OVERRIDE=$work/dat.conf
 
 run_pair() {  # run_pair SERVER CLIENT: 4 connections, window 8, 2000 messages each
   local server_bin=$1 client_bin=$2 server status=0 server_status=0
-  timeout 60 "$server_bin" server -c 4 -w 8 >"$work/server.out" 2>&1 &
+  timeout 60 env "${SANITIZER_ENV[@]}" "$server_bin" server -c 4 -w 8 >"$work/server.out" 2>&1 &
   server=$!
   wait_listening 17001 "$server" || fail "the server never listened: $(cat "$work/server.out")"
-  timeout 60 "$client_bin" client 127.0.0.1 -c 4 -w 8 -n 2000 >"$work/client.out" 2>&1 || status=$?
+  timeout 60 env "${SANITIZER_ENV[@]}" "$client_bin" client 127.0.0.1 -c 4 -w 8 -n 2000 >"$work/client.out" 2>&1 || status=$?
   wait "$server" || server_status=$?
   cat "$work/server.out" "$work/client.out"
   [[ $status -eq 0 && $server_status -eq 0 ]] || fail "client exit $status, server exit $server_status"
@@ -50,7 +51,7 @@ run_pair "$cc_built" "$bazel_built"
 
 echo "--- no server: exit 1, one line of srq_echo's, and softdat's log line names the peer and why"
 status=0
-SOFTDAT_LOG=info timeout 30 "$cc_built" client 127.0.0.1 -p 17002 >/dev/null 2>"$work/err" || status=$?
+SOFTDAT_LOG=info timeout 30 env "${SANITIZER_ENV[@]}" "$cc_built" client 127.0.0.1 -p 17002 >/dev/null 2>"$work/err" || status=$?
 cat "$work/err"
 [[ $status -eq 1 ]] || fail "no server: exit $status"
 grep -qx 'srq_echo: connection 0 to 127.0.0.1 port 17002: no server there (DAT_CONNECTION_EVENT_UNREACHABLE)' "$work/err" ||

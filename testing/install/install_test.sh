@@ -15,8 +15,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # Our own network and mount namespaces: dtest's fixed ports meet nobody else's, the interfaces
 # are ours, and /etc/dat.conf can be our temporary one without touching the machine's.
-# shellcheck source=testing/private_net.sh
-. testing/private_net.sh  # Bazel runs tests from the workspace root of the runfiles
+# shellcheck source=testing/shell_helpers.sh
+. testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
 PRIVATE_NET_MOUNT=1 enter_private_net "$@"
 ip link add vsoft0 type veth peer name vsoft1
 ip addr add 10.77.0.1/24 dev vsoft0
@@ -87,11 +87,12 @@ echo "--- stock dtest over the installed softdat-tcp, no DAT_OVERRIDE"
 [[ -f /etc/dat.conf ]] || fail "/etc/dat.conf is missing: install libdapl2 (tools/dev deps does)"
 mount --bind "$conf" /etc/dat.conf
 unset DAT_OVERRIDE
-timeout 120 dtest -s -P softdat-tcp >"$work/server.log" 2>&1 &
+sanitizer_env "$lib"
+timeout 120 env "${SANITIZER_ENV[@]}" dtest -s -P softdat-tcp >"$work/server.log" 2>&1 &
 server=$!
 wait_listening 15828 "$server" || fail "dtest's server never listened: $(cat "$work/server.log")"
 status=0
-timeout 100 dtest -P softdat-tcp -h 127.0.0.1 >"$work/client.log" 2>&1 || status=$?
+timeout 100 env "${SANITIZER_ENV[@]}" dtest -P softdat-tcp -h 127.0.0.1 >"$work/client.log" 2>&1 || status=$?
 server_status=0
 wait "$server" || server_status=$?
 tail -3 "$work/client.log"

@@ -12,8 +12,8 @@
 #   package_test.sh PACKAGE_SH LIB DATINFO DATPERF SRQ_ECHO_C MAN_PAGE...
 set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
-# shellcheck source=testing/private_net.sh
-. testing/private_net.sh  # Bazel runs tests from the workspace root of the runfiles
+# shellcheck source=testing/shell_helpers.sh
+. testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
 enter_private_net "$@"  # the stock dtest's fixed ports
 
 packager=$(realpath "$1") lib=$(realpath "$2") datinfo=$(realpath "$3") datperf=$(realpath "$4") example=$(realpath "$5")
@@ -81,11 +81,12 @@ echo "--- the packaged datinfo, and the stock dtest over the packaged softdat-tc
 export LD_LIBRARY_PATH=$root/usr/lib/$multiarch DAT_OVERRIDE=$root/etc/dat.conf
 "$root/usr/bin/datinfo" -v softdat-tcp >"$work/datinfo.out" || fail "datinfo -v softdat-tcp: $(cat "$work/datinfo.out")"
 grep -q 'SOFTDAT_TRANSPORT: *tcp' "$work/datinfo.out" || fail "the packaged softdat-tcp does not say tcp"
-timeout 60 dtest -s -P softdat-tcp -B 64 -b 4096 >"$work/server.log" 2>&1 &
+sanitizer_env "$lib"
+timeout 60 env "${SANITIZER_ENV[@]}" dtest -s -P softdat-tcp -B 64 -b 4096 >"$work/server.log" 2>&1 &
 server=$!
 wait_listening 15828 "$server" || fail "dtest's server never listened: $(cat "$work/server.log")"
 status=0 server_status=0
-timeout 60 dtest -P softdat-tcp -h 127.0.0.1 -B 64 -b 4096 >"$work/client.log" 2>&1 || status=$?
+timeout 60 env "${SANITIZER_ENV[@]}" dtest -P softdat-tcp -h 127.0.0.1 -B 64 -b 4096 >"$work/client.log" 2>&1 || status=$?
 wait "$server" || server_status=$?
 [[ $status -eq 0 && $server_status -eq 0 ]] && grep -q "PASSED" "$work/client.log" && grep -q "PASSED" "$work/server.log" ||
   fail "dtest: client exit $status, server exit $server_status: $(cat "$work/client.log" "$work/server.log")"

@@ -1,5 +1,5 @@
-# Shell helpers for tests that run programs on fixed ports (stock dtest, the examples): sourced,
-# never run.
+# Shell helpers for tests that run stock DAT consumers (dtest) and the examples over softdat:
+# sourced, never run.
 #
 #   enter_private_net "$@"   first thing in a test script: re-runs the script in network (and,
 #                            with PRIVATE_NET_MOUNT=1, mount) namespaces of its own, with
@@ -8,6 +8,11 @@
 #   listening PORT           whether a TCP socket listens on PORT in this namespace, read from
 #                            /proc/net/tcp{,6} (state 0A); it never connects.
 #   wait_listening PORT PID  waits up to 15 s for PORT to listen while PID lives.
+#   sanitizer_env LIB        under --config=asan/ubsan/tsan the provider LIB is sanitized but a
+#                            stock consumer (or a plain cc build) is not: sets the array
+#                            SANITIZER_ENV to LD_PRELOAD of the runtime LIB needs and options that
+#                            leave the consumer's own leaks and races to it (empty otherwise);
+#                            run such a consumer as: env "${SANITIZER_ENV[@]}" dtest ...
 
 enter_private_net() {
   if [[ -z ${PRIVATE_NET_ENTERED:-} ]]; then
@@ -36,4 +41,12 @@ wait_listening() {
     sleep 0.05
   done
   listening "$1"
+}
+
+sanitizer_env() {
+  local runtime
+  runtime=$(ldd "$1" 2>/dev/null | grep -oE '/[^ ]*lib(asan|tsan|ubsan)\.so[^ ]*' | head -1) || true
+  SANITIZER_ENV=()
+  [[ -n $runtime ]] && SANITIZER_ENV=("LD_PRELOAD=$runtime" ASAN_OPTIONS=detect_leaks=0 TSAN_OPTIONS=halt_on_error=0:exitcode=0)
+  return 0
 }
