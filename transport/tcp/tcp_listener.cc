@@ -16,9 +16,9 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// A peer gets this long to send its MPA Request, and this many may be in flight per listener.
+// A peer gets this long to send its MPA Request. At kMaxRequestsInFlight the listener waits
+// instead of refusing: refusing made a burst of 100 connects fail on a loaded machine.
 constexpr auto kRequestTimeout = std::chrono::seconds(5);
-constexpr int kMaxRequestsInFlight = 64;
 
 sockaddr_in ToSockaddr(const asio::ip::tcp::endpoint& endpoint) {
   sockaddr_in out{};
@@ -71,20 +71,29 @@ void ListenerCore::Stop() {
 }
 
 void ListenerCore::AcceptNext() {
+  if (reading_ >= kMaxRequestsInFlight) {
+    accept_paused_ = true;  // ReadDone accepts again
+    return;
+  }
   acceptor_.async_accept([self = shared_from_this()](const boost::system::error_code& error,
                                                      asio::ip::tcp::socket socket) {
     if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
     if (error) {
       SOFTDAT_LOG(kWarn, "tcp listener %s: accept failed: %s", EndText(self->acceptor_, true).c_str(), error.message().c_str());
-    } else if (self->reading_ >= kMaxRequestsInFlight) {
-      SOFTDAT_LOG(kWarn, "tcp listener %s: refusing a connection from %s: %d connection requests already in setup",
-                  EndText(self->acceptor_, true).c_str(), EndText(socket, false).c_str(), kMaxRequestsInFlight);
     } else {
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
     }
     self->AcceptNext();
   });
+}
+
+void ListenerCore::ReadDone() {
+  --reading_;
+  if (accept_paused_ && acceptor_.is_open()) {
+    accept_paused_ = false;
+    AcceptNext();
+  }
 }
 
 void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
@@ -104,7 +113,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
           if (why != nullptr)
             SOFTDAT_LOG(kWarn, "tcp %s -> %s: refusing a connection: %s", EndText(reader->socket, true).c_str(),
                         EndText(reader->socket, false).c_str(), why);
-          --self->reading_;
+          self->ReadDone();
           reader->timer.cancel();
           boost::system::error_code ignored;
           reader->socket.close(ignored);
@@ -113,7 +122,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
         asio::async_read(reader->socket,
                          asio::buffer(reader->bytes.data() + wire::kMpaFrameHeaderSize, reader->pd_length),
                          [self, reader](const boost::system::error_code& error, std::size_t) {
-                           --self->reading_;
+                           self->ReadDone();
                            reader->timer.cancel();
                            if (error) {
                              boost::system::error_code ignored;

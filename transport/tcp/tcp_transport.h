@@ -52,6 +52,9 @@ class TcpTransport final : public Transport {
   bool Progress() noexcept override;
   void Pause() noexcept override;
 
+  // The pools every connection takes its buffers from (for tests and reports).
+  const ConnectionBuffers& buffers() const { return *connection_options_.buffers; }
+
  private:
   void Run() noexcept;
   // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
