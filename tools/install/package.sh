@@ -68,6 +68,7 @@ fi
 # The last commit's time (or base/version.h's, outside a git checkout), unless SOURCE_DATE_EPOCH says.
 epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || stat -L -c %Y "$root/base/version.h")}
 date=$(date -R -d "@$epoch")
+# A placeholder until the project names its maintainer (lintian wants a well-formed address).
 maintainer="softdat developers <softdat@users.noreply.github.com>"
 cat >"$work/changelog" <<CHANGELOG
 $package ($version) unstable; urgency=medium
@@ -134,7 +135,6 @@ Recommends: ibverbs-providers
 Suggests: dapl2-utils
 Section: net
 Priority: optional
-Homepage: https://github.com/softdat/softdat
 Description: user-space DAT 2.0 (uDAPL) provider with shared receive queues
  softdat is a provider for the DAT 2.0 registry (libdat2) that gives RDMA
  semantics, above all the shared receive queue (SRQ), on any Linux machine:
