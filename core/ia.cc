@@ -23,6 +23,7 @@ Ia::Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> 
       params_(std::move(params)),
       transport_(std::move(transport)),
       address_(transport_->address()),
+      provider_specific_(params_, transport_->capabilities()),
       memory_(kMaxMemoryKeys, transport_->capabilities().device_memory_keys) {}
 
 Ia::~Ia() = default;

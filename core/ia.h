@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "core/evd.h"
 #include "core/handle.h"
+#include "core/ia_attributes.h"
 #include "core/memory_table.h"
 #include "evd/progress_hook.h"
 #include "transport/ia_params.h"
@@ -64,6 +65,7 @@ class Ia : public HandleHeader {
   transport::Transport& transport() { return *transport_; }
   const transport::Capabilities& capabilities() const { return transport_->capabilities(); }
   SrqLimits srq_limits() const;
+  const ProviderSpecificAttributes& provider_specific() const { return provider_specific_; }
   // What EVD waits and dequeues of this IA drive: the transport's progress on the consumer's
   // thread (until the timeout in busy-poll mode, for the IA's spin_us otherwise).
   evd::ProgressHook* progress_hook() { return &poller_; }
@@ -121,6 +123,7 @@ class Ia : public HandleHeader {
   IaParams params_;
   std::unique_ptr<transport::Transport> transport_;
   sockaddr_in address_;
+  ProviderSpecificAttributes provider_specific_;
   Evd* async_evd_ = nullptr;
   bool owns_async_evd_ = false;
   std::mutex async_reserve_mutex_;

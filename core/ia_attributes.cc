@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
+#include <string>
 
 #include "core/ia.h"
 #include "core/request_queue.h"
@@ -23,34 +23,31 @@ DAT_COUNT Count(std::uint32_t value) {
   return static_cast<DAT_COUNT>(std::min<std::uint32_t>(value, 0x7FFFFFFF));
 }
 
-char* Text(const char* literal) { return const_cast<char*>(literal); }
-char* Boolean(bool value) { return Text(value ? "TRUE" : "FALSE"); }
-
-// Named attributes, static because the consumer keeps the pointer: one array per combination.
-//   DAT_IB_RDMA_READ=TRUE    stock consumers look for it (dtest runs its RDMA Read and Send
-//                            ping-pong phases only when it finds it); present when true
-//   SOFTDAT_SRQ_RESIZE       dat_srq_resize can grow an SRQ (siw cannot: DAT_MODEL_NOT_SUPPORTED)
-//   SOFTDAT_RNR_WAITS        a Send that finds no receive buffer waits for one (tcp, InfiniBand
-//                            and RoCE RNR retry); FALSE on iWARP devices, where it breaks the
-//                            connection
-void ProviderSpecificAttributes(const transport::Capabilities& caps, DAT_NAMED_ATTR*& list, DAT_COUNT& count) {
-  static DAT_NAMED_ATTR table[2][2][2][3];
-  static std::once_flag filled;
-  std::call_once(filled, [] {
-    for (int read = 0; read < 2; ++read)
-      for (int grow = 0; grow < 2; ++grow)
-        for (int waits = 0; waits < 2; ++waits) {
-          DAT_NAMED_ATTR* at = table[read][grow][waits];
-          if (read) *at++ = {Text("DAT_IB_RDMA_READ"), Text("TRUE")};
-          *at++ = {Text("SOFTDAT_SRQ_RESIZE"), Boolean(grow)};
-          *at = {Text("SOFTDAT_RNR_WAITS"), Boolean(waits)};
-        }
-  });
-  list = table[caps.rdma_read][caps.srq_resize][caps.rnr_waits];
-  count = caps.rdma_read ? 3 : 2;
-}
+const char* Boolean(bool value) { return value ? "TRUE" : "FALSE"; }
 
 }  // namespace
+
+ProviderSpecificAttributes::ProviderSpecificAttributes(const IaParams& params,
+                                                       const transport::Capabilities& caps) {
+  if (caps.rdma_read) Add("DAT_IB_RDMA_READ", "TRUE");
+  Add("SOFTDAT_SRQ_RESIZE", Boolean(caps.srq_resize));
+  Add("SOFTDAT_RNR_WAITS", Boolean(caps.rnr_waits));
+  const bool tcp = params.kind == TransportKind::kTcp;
+  Add("SOFTDAT_TRANSPORT", tcp ? "tcp" : "verbs");
+  Add("SOFTDAT_DEVICE", tcp ? params.address : params.device + " " + std::to_string(params.port));
+  Add("SOFTDAT_PROGRESS", params.options.progress == ProgressMode::kPoll ? "poll" : "thread");
+  Add("SOFTDAT_RNR_TIMEOUT_MS", std::to_string(params.options.rnr_timeout_ms));
+  Add("SOFTDAT_SPIN_US", std::to_string(params.options.spin_us));
+  if (tcp) Add("SOFTDAT_MPA_CRC", params.options.mpa_crc ? "on" : "off");
+  list_.reserve(texts_.size() / 2);
+  for (std::size_t i = 0; i + 1 < texts_.size(); i += 2)
+    list_.push_back({texts_[i].c_str(), texts_[i + 1].c_str()});
+}
+
+void ProviderSpecificAttributes::Add(std::string name, std::string value) {
+  texts_.push_back(std::move(name));
+  texts_.push_back(std::move(value));
+}
 
 void FillIaAttr(const Ia& ia, DAT_IA_ATTR& attr) {
   const transport::Capabilities& caps = ia.capabilities();
@@ -140,7 +137,8 @@ void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {
   value.is_signal_safe = DAT_FALSE;
   value.ha_supported = DAT_FALSE;
   value.ha_loadbalancing = DAT_HA_LB_NONE;
-  ProviderSpecificAttributes(caps, value.provider_specific_attr, value.num_provider_specific_attr);
+  value.provider_specific_attr = ia.provider_specific().list();
+  value.num_provider_specific_attr = ia.provider_specific().count();
   std::memcpy(static_cast<void*>(&attr), &value, sizeof attr);
 }
 

@@ -14,14 +14,55 @@
 
 #include <dat2/udat.h>
 
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "base/version.h"
+#include "transport/ia_params.h"
+#include "transport/transport.h"
+
 namespace softdat::core {
 
 class Ia;
 
 // The name and version softdat reports as its provider (provider_name, provider_version_*).
 inline constexpr const char kProviderName[] = "softdat";
-inline constexpr DAT_UINT32 kProviderVersionMajor = 0;
-inline constexpr DAT_UINT32 kProviderVersionMinor = 2;
+inline constexpr DAT_UINT32 kProviderVersionMajor = kVersionMajor;
+inline constexpr DAT_UINT32 kProviderVersionMinor = kVersionMinor;
+
+// One IA's provider-specific attributes (provider_specific_attr): what its device can do and the
+// transport options in force (dat.conf params over the environment's defaults), so a consumer
+// or datinfo can tell what it runs on. Owned by the IA: the pointers dat_ia_query hands out live
+// as long as the IA, like ia_address_ptr. Built whole at IA creation; never moved (the list
+// points into `texts`).
+//   DAT_IB_RDMA_READ=TRUE    stock consumers look for it (dtest runs its RDMA Read and Send
+//                            ping-pong phases only when it finds it); present when true
+//   SOFTDAT_SRQ_RESIZE       dat_srq_resize can grow an SRQ (siw cannot: DAT_MODEL_NOT_SUPPORTED)
+//   SOFTDAT_RNR_WAITS        a Send that finds no receive buffer waits for one (tcp, InfiniBand
+//                            and RoCE RNR retry); FALSE on iWARP devices, where it breaks the
+//                            connection
+//   SOFTDAT_TRANSPORT        tcp or verbs
+//   SOFTDAT_DEVICE           tcp: the address or interface as dat.conf wrote it; verbs: "DEVICE PORT"
+//   SOFTDAT_PROGRESS         thread or poll
+//   SOFTDAT_RNR_TIMEOUT_MS   0 waits forever
+//   SOFTDAT_SPIN_US          a waiter's spin before it sleeps (progress=thread)
+//   SOFTDAT_MPA_CRC          tcp only: on or off (what this side asks for)
+class ProviderSpecificAttributes {
+ public:
+  ProviderSpecificAttributes(const IaParams& params, const transport::Capabilities& caps);
+  ProviderSpecificAttributes(const ProviderSpecificAttributes&) = delete;
+  ProviderSpecificAttributes& operator=(const ProviderSpecificAttributes&) = delete;
+
+  DAT_NAMED_ATTR* list() const { return const_cast<DAT_NAMED_ATTR*>(list_.data()); }
+  DAT_COUNT count() const { return static_cast<DAT_COUNT>(list_.size()); }
+
+ private:
+  void Add(std::string name, std::string value);
+
+  std::deque<std::string> texts_;  // a deque: adding never moves the strings already there
+  std::vector<DAT_NAMED_ATTR> list_;
+};
 
 inline constexpr DAT_COUNT kSrqWatermarksSupported = 0x7;
 inline constexpr DAT_COUNT kSrqLowWatermarkOnly = 0x1;

@@ -49,6 +49,7 @@ const std::vector<DatConfLine>& StandardDatConfLines() {
   static const std::vector<DatConfLine> lines = {
       {"softdat-tcp", "tcp 127.0.0.1"},
       {"softdat-lo", "tcp lo"},
+      {"softdat-options", "tcp lo progress=poll crc=off rnr_timeout_ms=250 spin_us=7"},
       {"softdat-noword", "tcp"},
       {"softdat-nosuchif", "tcp nosuchif0"},
       {"softdat-badkind", "udp 127.0.0.1"},

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "testing/dat_conf.h"
@@ -58,6 +59,39 @@ TEST_F(RegistryIaTest, InterfaceNameResolvesToItsIpv4Address) {
   const auto* address = reinterpret_cast<const sockaddr_in*>(ia_attr.ia_address_ptr);
   EXPECT_EQ(ntohl(address->sin_addr.s_addr), INADDR_LOOPBACK);
   EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+}
+
+// The provider-specific attributes name the transport and every option in force, as the dat.conf
+// line set them (what datinfo -v shows), beside what the device can do.
+TEST_F(RegistryIaTest, ProviderSpecificAttributesNameTheTransportAndItsOptions) {
+  const auto attributes = [](const char* ia_name) {
+    DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE async_evd;
+    std::map<std::string, std::string> found;
+    EXPECT_EQ(Open(ia_name, &ia, &async_evd), DAT_SUCCESS);
+    if (ia == DAT_HANDLE_NULL) return found;
+    DAT_PROVIDER_ATTR provider_attr{};
+    EXPECT_EQ(dat_ia_query(ia, nullptr, 0, nullptr, DAT_PROVIDER_FIELD_ALL, &provider_attr), DAT_SUCCESS);
+    for (DAT_COUNT i = 0; i < provider_attr.num_provider_specific_attr; ++i)
+      found[provider_attr.provider_specific_attr[i].name] = provider_attr.provider_specific_attr[i].value;
+    EXPECT_EQ(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    return found;
+  };
+  const std::map<std::string, std::string> options = attributes("softdat-options");
+  EXPECT_EQ(options.at("SOFTDAT_TRANSPORT"), "tcp");
+  EXPECT_EQ(options.at("SOFTDAT_DEVICE"), "lo");
+  EXPECT_EQ(options.at("SOFTDAT_PROGRESS"), "poll");
+  EXPECT_EQ(options.at("SOFTDAT_MPA_CRC"), "off");
+  EXPECT_EQ(options.at("SOFTDAT_RNR_TIMEOUT_MS"), "250");
+  EXPECT_EQ(options.at("SOFTDAT_SPIN_US"), "7");
+  EXPECT_EQ(options.at("SOFTDAT_SRQ_RESIZE"), "TRUE");
+  EXPECT_EQ(options.at("SOFTDAT_RNR_WAITS"), "TRUE");
+  EXPECT_EQ(options.at("DAT_IB_RDMA_READ"), "TRUE");
+  // Another IA of the same library keeps its own values (the defaults here).
+  const std::map<std::string, std::string> defaults = attributes("softdat-tcp");
+  EXPECT_EQ(defaults.at("SOFTDAT_DEVICE"), "127.0.0.1");
+  EXPECT_EQ(defaults.at("SOFTDAT_MPA_CRC"), "on");
+  EXPECT_EQ(defaults.at("SOFTDAT_RNR_TIMEOUT_MS"), "0");
 }
 
 TEST_F(RegistryIaTest, MalformedParamsGiveInvalidParameterNotACrash) {

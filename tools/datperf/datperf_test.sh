@@ -71,6 +71,8 @@ echo "ok: --srq --clients 4, CSV, table, plot"
 
 # The command line: --help 0, a usage error 2, an IA that does not open 1 with one line saying why.
 "$datperf" --help | grep -q '^usage: datperf' || fail "--help"
+"$datperf" -V | grep -qE '^datperf \(softdat\) [0-9]+\.[0-9]+$' || fail "-V: $("$datperf" -V)"
+[[ $("$datperf" --version) == $("$datperf" -V) ]] || fail "--version differs from -V"
 status=0; "$datperf" -P softdat-tcp -t nonsense 2>"$TEST_TMPDIR/err" || status=$?
 [[ $status -eq 2 ]] || fail "usage error exit $status"
 grep -q 'datperf: ' "$TEST_TMPDIR/err" || fail "usage error says nothing"

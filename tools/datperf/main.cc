@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "base/version.h"
 #include "tools/datperf/client.h"
 #include "tools/datperf/options.h"
 #include "tools/datperf/report.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   switch (ParseOptions(argc, argv, options, error)) {
     case 0: break;
     case 3: std::fputs(Usage(), stdout); return 0;
+    case 4: std::printf("datperf (softdat) %s\n", softdat::kVersionText); return 0;
     default: std::fprintf(stderr, "datperf: %s; try --help\n", error.c_str()); return 2;
   }
   if (options.server) return RunServer(options);

@@ -39,7 +39,8 @@ constexpr const char kUsage[] =
     "      --plot FILE.svg  also draw latency and bandwidth against size\n"
     "      --once           server: exit after the first client session\n"
     "  -q, --quiet          no progress line\n"
-    "      --help           this text\n"
+    "  -V, --version        print the version and exit\n"
+    "      --help           print this text and exit (-h names the host, as in perftest)\n"
     "\n"
     "Exit status: 0 success; 1 a DAT call failed or data did not verify (one line says which);\n"
     "2 usage error.\n";
@@ -119,12 +120,12 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
       {"verify", no_argument, nullptr, kVerify},    {"json", no_argument, nullptr, kJson},
       {"csv", no_argument, nullptr, kCsv},          {"plot", required_argument, nullptr, kPlot},
       {"once", no_argument, nullptr, kOnce},        {"help", no_argument, nullptr, kHelp},
-      {nullptr, 0, nullptr, 0}};
+      {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0}};
   optind = 1;
   opterr = 0;
   int c;
   std::uint64_t value = 0;
-  while ((c = getopt_long(argc, argv, ":P:h:p:t:s:an:w:q", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":P:h:p:t:s:an:w:qV", kLong, nullptr)) != -1) {
     switch (c) {
       case 'P': out.ia_name = optarg; break;
       case 'h': out.host = optarg; break;
@@ -186,6 +187,7 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
       case kPlot: out.plot = optarg; break;
       case kOnce: out.once = true; break;
       case kHelp: return 3;
+      case 'V': return 4;
       case ':': return error = std::string("option ") + argv[optind - 1] + " needs a value", 2;
       default: return error = std::string("unknown option ") + argv[optind - 1], 2;
     }

@@ -37,7 +37,8 @@ const char* ReapName(Reap reap);
 std::uint64_t DefaultIters(Test test, std::uint64_t size);
 std::uint32_t DefaultWindow(Test test);
 
-// Parses argv. Returns 0 to run, 2 on a usage error (`error` says what), 3 for --help.
+// Parses argv. Returns 0 to run, 2 on a usage error (`error` says what), 3 for --help, 4 for
+// --version.
 int ParseOptions(int argc, char** argv, Options& out, std::string& error);
 // The --help text.
 const char* Usage();

@@ -179,7 +179,8 @@ void Connection::ReadAvailable() {
       continue;
     }
     if (rx_ == nullptr && (rx_ = options_.buffers->rx.Acquire()) == nullptr) {
-      SOFTDAT_LOG(kError, "tcp: no memory for a receive block of %zu bytes; breaking the connection", kRxBlock);
+      SOFTDAT_LOG(kError, "tcp %s: no memory for a receive block of %zu bytes; breaking the connection", Describe().data(),
+                  kRxBlock);
       End(ConnectionEnd::kBroken);
       return;
     }
@@ -214,7 +215,8 @@ bool Connection::RetryRecv(ssize_t n) {
     ArmRead();
     return false;
   }
-  SOFTDAT_LOG(kInfo, "tcp: receive failed: %s", std::strerror(errno));
+  const int error = errno;  // before Describe, which may touch errno
+  SOFTDAT_LOG(kInfo, "tcp %s: receive failed: %s", Describe().data(), std::strerror(error));
   End(ConnectionEnd::kBroken);
   return false;
 }
@@ -257,12 +259,12 @@ Connection::Frame Connection::ProcessFrame() {
   const std::uint8_t* at = rx_ + rx_start_;
   std::size_t header_size = 0;
   if (const wire::ControlError error = wire::DecodeControl(at, header_size); error != wire::ControlError::kNone) {
-    SOFTDAT_LOG(kWarn, "tcp: bad FPDU control byte %#x/%#x from the peer", at[2], at[3]);
+    SOFTDAT_LOG(kInfo, "tcp %s: bad FPDU control byte %#x/%#x from the peer", Describe().data(), at[2], at[3]);
     return Fail(error == wire::ControlError::kDdpVersion ? wire::term::kDdpVersion : wire::term::kBadOpcode);
   }
   const std::size_t ulpdu = std::size_t{at[0]} << 8 | at[1];
   if (wire::kLengthFieldSize + ulpdu < header_size) {
-    SOFTDAT_LOG(kWarn, "tcp: FPDU of %zu bytes is shorter than its header", ulpdu);
+    SOFTDAT_LOG(kInfo, "tcp %s: FPDU of %zu bytes is shorter than its header", Describe().data(), ulpdu);
     return Fail(wire::term::kBadFraming);
   }
   const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
@@ -278,7 +280,7 @@ Connection::Frame Connection::ProcessFrame() {
   // it is copied (one pass over the bytes), and a mismatch fails the message before it completes.
   const bool check_while_placing = crc_ && PlacedPrivately(static_cast<wire::Opcode>(at[3] & 0x0F));
   if (crc_ && !check_while_placing && Crc32c(at, covered) != GetCrc(at + covered)) {
-    SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
+    SOFTDAT_LOG(kInfo, "tcp %s: FPDU CRC mismatch", Describe().data());
     return Fail(wire::term::kCrcError);
   }
   wire::FpduHeader header;
@@ -311,7 +313,7 @@ Connection::Frame Connection::ProcessFrame() {
               &crc);
         crc = Crc32cUpdate(crc, payload + length, covered - header_size - length);
         if (Crc32cFinal(crc) != GetCrc(at + covered)) {
-          SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch");
+          SOFTDAT_LOG(kInfo, "tcp %s: FPDU CRC mismatch", Describe().data());
           return Fail(wire::term::kCrcError);
         }
       } else {
@@ -422,7 +424,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
   RxMessage& m = rx_message_;
   if (!m.active) {
     if (header.msn != expected_msn_ || header.message_offset != 0) {
-      SOFTDAT_LOG(kWarn, "tcp: Send MSN %u offset %u, expected MSN %u offset 0", header.msn, header.message_offset,
+      SOFTDAT_LOG(kInfo, "tcp %s: Send MSN %u offset %u, expected MSN %u offset 0", Describe().data(), header.msn, header.message_offset,
                   expected_msn_);
       return Fail(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
     }
@@ -436,7 +438,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
         StartRnrTimer();
         return Frame::kHeld;
       case RecvAcquire::kRefused:
-        SOFTDAT_LOG(kWarn, "tcp: Send MSN %u may not take a receive buffer", header.msn);
+        SOFTDAT_LOG(kInfo, "tcp %s: Send MSN %u may not take a receive buffer", Describe().data(), header.msn);
         return Fail(wire::term::kMsnRange);
     }
     if (rnr_armed_) {
@@ -448,12 +450,12 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
     m.msn = header.msn;
     m.target = target;
   } else if (header.msn != m.msn || header.message_offset != m.received) {
-    SOFTDAT_LOG(kWarn, "tcp: Send MSN %u offset %u, expected MSN %u offset %llu", header.msn, header.message_offset,
+    SOFTDAT_LOG(kInfo, "tcp %s: Send MSN %u offset %u, expected MSN %u offset %llu", Describe().data(), header.msn, header.message_offset,
                 m.msn, static_cast<unsigned long long>(m.received));
     return Fail(header.msn != m.msn ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
   }
   if (m.received + length > m.target.capacity) {
-    SOFTDAT_LOG(kInfo, "tcp: Send MSN %u is longer than its receive buffer (%llu bytes)", m.msn,
+    SOFTDAT_LOG(kInfo, "tcp %s: Send MSN %u is longer than its receive buffer (%llu bytes)", Describe().data(), m.msn,
                 static_cast<unsigned long long>(m.target.capacity));
     m.active = false;
     RecvInfo info;
@@ -477,7 +479,7 @@ void Connection::StartRnrTimer() {
     if (error || self->detached_ || generation != self->rnr_generation_ || !self->rnr_armed_) return;
     self->rnr_armed_ = false;
     if (!self->rx_held_ || self->phase_ == Phase::kEnded) return;
-    SOFTDAT_LOG(kWarn, "tcp: no receive buffer for Send MSN %u within the RNR timeout of %u ms; breaking the connection",
+    SOFTDAT_LOG(kInfo, "tcp %s: no receive buffer for Send MSN %u within the RNR timeout of %u ms", self->Describe().data(),
                 self->expected_msn_, self->options_.rnr_timeout_ms);
     (void)self->Fail(wire::term::kNoBuffer);
   });
@@ -496,7 +498,7 @@ void Connection::PopRead() {
 
 Connection::Frame Connection::RefuseRemote(RemoteCheck check, bool write) {
   const wire::TerminateCode code = RemoteTerminate(check);
-  SOFTDAT_LOG(kWarn, "tcp: the peer's RDMA %s was refused: %s", write ? "Write" : "Read", wire::DescribeTerminate(code));
+  SOFTDAT_LOG(kInfo, "tcp %s: the peer's RDMA %s was refused: %s", Describe().data(), write ? "Write" : "Read", wire::DescribeTerminate(code));
   return Fail(code);
 }
 
@@ -510,14 +512,14 @@ Connection::Frame Connection::BeginWrite(const wire::FpduHeader& header, std::ui
 
 Connection::Frame Connection::OnReadRequest(const wire::FpduHeader& header, const std::uint8_t* body) {
   if (header.queue != wire::kQueueReadRequest || header.msn != expected_read_msn_ || header.message_offset != 0) {
-    SOFTDAT_LOG(kWarn, "tcp: Read Request on queue %u MSN %u offset %u, expected queue 1 MSN %u", header.queue,
+    SOFTDAT_LOG(kInfo, "tcp %s: Read Request on queue %u MSN %u offset %u, expected queue 1 MSN %u", Describe().data(), header.queue,
                 header.msn, header.message_offset, expected_read_msn_);
     return Fail(header.queue != wire::kQueueReadRequest ? wire::term::kInvalidQueue
               : header.msn != expected_read_msn_     ? wire::term::kMsnRange
                                                      : wire::term::kBadMessageOffset);
   }
   if (responses_count_ == responses_.size()) {
-    SOFTDAT_LOG(kWarn, "tcp: the peer has more than %zu RDMA Reads outstanding (our IRD)", responses_.size());
+    SOFTDAT_LOG(kInfo, "tcp %s: the peer has more than %zu RDMA Reads outstanding (our IRD)", Describe().data(), responses_.size());
     return Fail(wire::term::kStreamCatastrophic);
   }
   wire::ReadRequestBody request;
@@ -540,14 +542,14 @@ Connection::Frame Connection::OnReadRequest(const wire::FpduHeader& header, cons
 Connection::Frame Connection::BeginReadResponse(const wire::FpduHeader& header, std::uint32_t length,
                                                 Placement& out) {
   if (reads_count_ == 0) {
-    SOFTDAT_LOG(kWarn, "tcp: Read Response with no RDMA Read outstanding");
+    SOFTDAT_LOG(kInfo, "tcp %s: Read Response with no RDMA Read outstanding", Describe().data());
     return Fail(wire::term::kDdpTaggedInvalidStag);
   }
   OutstandingRead& read = reads_[reads_head_];
   const bool matches = header.stag == read.sink_stag && header.tagged_offset == read.received;
   if (!matches || read.received + length > read.work.length ||
       (header.last && read.received + length != read.work.length)) {
-    SOFTDAT_LOG(kWarn, "tcp: Read Response (STag %#x offset %llu, %u bytes) does not match the Read outstanding",
+    SOFTDAT_LOG(kInfo, "tcp %s: Read Response (STag %#x offset %llu, %u bytes) does not match the Read outstanding", Describe().data(),
                 header.stag, static_cast<unsigned long long>(header.tagged_offset), length);
     const std::uint64_t id = read.work.id;
     PopRead();
@@ -563,7 +565,7 @@ Connection::Frame Connection::BeginReadResponse(const wire::FpduHeader& header, 
 Connection::Frame Connection::OnTerminate(const std::uint8_t* payload, std::uint32_t length) {
   wire::TerminateCode code;
   if (length >= 4) code = wire::DecodeTerminateControl(payload);
-  SOFTDAT_LOG(kWarn, "tcp: the peer terminated the connection: %s (layer %u, type %u, code %#x)",
+  SOFTDAT_LOG(kWarn, "tcp %s: the peer terminated the connection: %s (layer %u, type %u, code %#x)", Describe().data(),
               wire::DescribeTerminate(code), static_cast<unsigned>(code.layer), code.etype, code.code);
   if (reads_count_ > 0 && code.layer == wire::TermLayer::kRdmap && code.etype == 1) {
     // Our oldest Read was refused by the peer's memory checks.
@@ -578,7 +580,7 @@ Connection::Frame Connection::OnTerminate(const std::uint8_t* payload, std::uint
 void Connection::OnPeerClosed() {
   switch (phase_) {
     case Phase::kAwaitReply:
-      SOFTDAT_LOG(kInfo, "tcp: the peer closed the connection before its MPA Reply");
+      SOFTDAT_LOG(kInfo, "tcp %s: the peer closed the connection before its MPA Reply", Describe().data());
       End(ConnectionEnd::kNonPeerRejected);
       return;
     case Phase::kAwaitRtr:
@@ -588,7 +590,7 @@ void Connection::OnPeerClosed() {
       break;
   }
   if (rx_start_ != rx_end_ || rx_message_.active || direct_.active) {
-    SOFTDAT_LOG(kInfo, "tcp: the peer closed the connection in the middle of a message");
+    SOFTDAT_LOG(kInfo, "tcp %s: the peer closed the connection in the middle of a message", Describe().data());
     End(ConnectionEnd::kBroken);
     return;
   }

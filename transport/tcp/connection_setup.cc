@@ -1,11 +1,13 @@
 // Connection setup and teardown: TCP connect, the MPA Request/Reply exchange with the RFC 6581
 // IRD/ORD and ready-to-receive negotiation, graceful and abrupt disconnect, Terminate, and the
 // single place a connection ends (End).
+#include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -132,6 +134,22 @@ sockaddr_in Connection::remote_address() const {
   return remote_;
 }
 
+std::array<char, 64> Connection::Describe() const {
+  const sockaddr_in local = local_address();
+  const sockaddr_in remote = remote_address();
+  char local_text[INET_ADDRSTRLEN] = "?";
+  char remote_text[INET_ADDRSTRLEN] = "?";
+  if (local.sin_family == AF_INET) inet_ntop(AF_INET, &local.sin_addr, local_text, sizeof local_text);
+  if (remote.sin_family == AF_INET) inet_ntop(AF_INET, &remote.sin_addr, remote_text, sizeof remote_text);
+  std::array<char, 64> text{};
+  if (local.sin_family != AF_INET)  // not connected yet
+    std::snprintf(text.data(), text.size(), "-> %s:%u", remote_text, ntohs(remote.sin_port));
+  else
+    std::snprintf(text.data(), text.size(), "%s:%u -> %s:%u", local_text, ntohs(local.sin_port), remote_text,
+                  ntohs(remote.sin_port));
+  return text;
+}
+
 void Connection::RecordAddresses() {
   boost::system::error_code error;
   const auto local = socket_.local_endpoint(error);
@@ -143,6 +161,10 @@ void Connection::RecordAddresses() {
 
 void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
   std::lock_guard lock(io_mutex_);
+  {
+    std::lock_guard address_lock(address_mutex_);  // for log lines before the socket connects
+    remote_ = remote;
+  }
   if (detached_ || phase_ != Phase::kIdle) return;
   phase_ = Phase::kConnecting;
   boost::system::error_code error;
@@ -152,7 +174,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
     socket_.bind(local, error);
   }
   if (error) {
-    SOFTDAT_LOG(kError, "tcp: cannot open a socket on the IA address: %s", error.message().c_str());
+    SOFTDAT_LOG(kError, "tcp %s: cannot open a socket on the IA address: %s", Describe().data(), error.message().c_str());
     End(ConnectionEnd::kUnreachable);
     return;
   }
@@ -164,7 +186,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
       std::lock_guard lock(self->io_mutex_);
       if (error || self->detached_) return;
       if (self->phase_ != Phase::kConnecting && self->phase_ != Phase::kAwaitReply) return;
-      SOFTDAT_LOG(kInfo, "tcp: connect timed out");
+      SOFTDAT_LOG(kInfo, "tcp %s: connect timed out", self->Describe().data());
       self->End(ConnectionEnd::kTimedOut);
     });
   }
@@ -178,7 +200,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
 
 void Connection::OnConnected(const boost::system::error_code& error) {
   if (error) {
-    SOFTDAT_LOG(kInfo, "tcp: connect failed: %s", error.message().c_str());
+    SOFTDAT_LOG(kInfo, "tcp %s: connect failed: %s", Describe().data(), error.message().c_str());
     End(ConnectionEnd::kUnreachable);
     return;
   }
@@ -214,7 +236,7 @@ Connection::Frame Connection::ReadMpaReply() {
   std::uint16_t pd_length = 0;
   const char* why = nullptr;
   if (!wire::DecodeMpaHeader(bytes, true, reply, pd_length, why)) {
-    SOFTDAT_LOG(kWarn, "tcp: connect refused by a bad MPA Reply: %s", why);
+    SOFTDAT_LOG(kWarn, "tcp %s: connect refused by a bad MPA Reply: %s", Describe().data(), why);
     End(ConnectionEnd::kNonPeerRejected);
     return Frame::kEnded;
   }
@@ -225,12 +247,12 @@ Connection::Frame Connection::ReadMpaReply() {
   rx_start_ += wire::kMpaFrameHeaderSize + pd_length;
   timer_.cancel();
   if (reply.rejected) {
-    SOFTDAT_LOG(kInfo, "tcp: the peer rejected the connection");
+    SOFTDAT_LOG(kInfo, "tcp %s: the peer rejected the connection", Describe().data());
     End(ConnectionEnd::kPeerRejected, peer_data);
     return Frame::kEnded;
   }
   if (reply.markers) {
-    SOFTDAT_LOG(kWarn, "tcp: the peer asks for MPA markers, which softdat does not send");
+    SOFTDAT_LOG(kWarn, "tcp %s: the peer asks for MPA markers, which softdat does not send", Describe().data());
     End(ConnectionEnd::kNonPeerRejected);
     return Frame::kEnded;
   }
@@ -281,7 +303,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
     }
   }
   if (refusal != nullptr) {
-    SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", refusal);
+    SOFTDAT_LOG(kWarn, "tcp %s: accept failed: %s", Describe().data(), refusal);
     reply.rejected = true;
     reply.private_data_length = 0;
     if (!tx_.Hold()) return End(ConnectionEnd::kAcceptFailed);
@@ -300,7 +322,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
       std::lock_guard lock(self->io_mutex_);
       if (error || self->detached_ || self->phase_ != Phase::kAwaitRtr) return;
-      SOFTDAT_LOG(kWarn, "tcp: accept failed: no ready-to-receive FPDU from the peer");
+      SOFTDAT_LOG(kWarn, "tcp %s: accept failed: no ready-to-receive FPDU from the peer", self->Describe().data());
       self->End(ConnectionEnd::kAcceptFailed);
     });
   } else {
@@ -390,7 +412,7 @@ void Connection::BeginClose() {
       timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
         std::lock_guard lock(self->io_mutex_);
         if (error || self->detached_ || self->phase_ != Phase::kClosing) return;
-        SOFTDAT_LOG(kInfo, "tcp: graceful disconnect did not finish in time; closing");
+        SOFTDAT_LOG(kInfo, "tcp %s: graceful disconnect did not finish in time; closing", self->Describe().data());
         self->End(ConnectionEnd::kDisconnected);
       });
       return;
@@ -438,7 +460,7 @@ void Connection::CloseSocket() {
 }
 
 void Connection::Terminate(wire::TerminateCode code) {
-  SOFTDAT_LOG(kWarn, "tcp: terminating the connection: %s", wire::DescribeTerminate(code));
+  SOFTDAT_LOG(kWarn, "tcp %s: terminating the connection: %s", Describe().data(), wire::DescribeTerminate(code));
   if (!socket_.is_open()) return;
   // Best effort: a Terminate may only follow whole FPDUs, and we never block for it.
   if (tx_.WriteTo(socket_.native_handle()) != TxBatch::Write::kDone) return;

@@ -123,7 +123,7 @@ void Connection::FailTx(int error) {
     Kick();
     return;
   }
-  SOFTDAT_LOG(kWarn, "tcp: send failed: %s; breaking the connection", std::strerror(error));
+  SOFTDAT_LOG(kWarn, "tcp %s: send failed: %s; breaking the connection", Describe().data(), std::strerror(error));
   End(ConnectionEnd::kBroken);
 }
 
@@ -131,7 +131,7 @@ void Connection::PumpBatches() {
   if (write_waiting_ || phase_ == Phase::kEnded) return;
   if (tx_failed_ && !in_post_) {
     // A write from Post failed; the connection ends here, where events may be reported.
-    SOFTDAT_LOG(kWarn, "tcp: send failed: %s; breaking the connection", std::strerror(tx_errno_));
+    SOFTDAT_LOG(kWarn, "tcp %s: send failed: %s; breaking the connection", Describe().data(), std::strerror(tx_errno_));
     End(ConnectionEnd::kBroken);
     return;
   }

@@ -19,6 +19,7 @@
 
 #include <netinet/in.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -84,6 +85,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool PollIo(bool wait);
   sockaddr_in local_address() const;
   sockaddr_in remote_address() const;
+  // "LOCAL -> PEER" (addresses and ports) for log lines: what softdat(7) says a connection's
+  // line names. The peer is known from the connect request on, the local end once connected
+  // (before that: "-> PEER").
+  std::array<char, 64> Describe() const;
 
  private:
   friend class KickQueue;  // runs OnKick

@@ -8,6 +8,7 @@
 #include <boost/asio/write.hpp>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include "base/log.h"
 #include "transport/tcp/tcp_endpoint.h"
@@ -23,6 +24,21 @@ sockaddr_in ToSockaddr(const asio::ip::tcp::endpoint& endpoint) {
   sockaddr_in out{};
   if (endpoint.protocol() == asio::ip::tcp::v4()) std::memcpy(&out, endpoint.data(), sizeof out);
   return out;
+}
+
+// "ADDRESS:PORT" for log lines: a listener's address, a connection's local or remote end.
+std::string EndText(const asio::ip::tcp::endpoint& end, const boost::system::error_code& error) {
+  return error ? std::string("?") : end.address().to_string() + ":" + std::to_string(end.port());
+}
+std::string EndText(const asio::ip::tcp::acceptor& acceptor, bool) {
+  boost::system::error_code error;
+  const asio::ip::tcp::endpoint end = acceptor.local_endpoint(error);
+  return EndText(end, error);
+}
+std::string EndText(const asio::ip::tcp::socket& socket, bool local) {
+  boost::system::error_code error;
+  const asio::ip::tcp::endpoint end = local ? socket.local_endpoint(error) : socket.remote_endpoint(error);
+  return EndText(end, error);
 }
 
 }  // namespace
@@ -63,7 +79,7 @@ void ListenerCore::AcceptNext() {
                                                      asio::ip::tcp::socket socket) {
     if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
     if (error) {
-      SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", error.message().c_str());
+      SOFTDAT_LOG(kWarn, "tcp listener %s: accept failed: %s", EndText(self->acceptor_, true).c_str(), error.message().c_str());
     } else {
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
@@ -84,7 +100,8 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
   reader->timer.expires_after(kRequestTimeout);
   reader->timer.async_wait([reader](const boost::system::error_code& error) {
     if (error) return;
-    SOFTDAT_LOG(kInfo, "tcp: no MPA Request within 5 s; closing the incoming connection");
+    SOFTDAT_LOG(kInfo, "tcp %s -> %s: closing an incoming connection: no MPA Request within 5 s",
+                EndText(reader->socket, true).c_str(), EndText(reader->socket, false).c_str());
     boost::system::error_code ignored;
     reader->socket.close(ignored);
   });
@@ -93,7 +110,9 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
       [self = shared_from_this(), reader](const boost::system::error_code& error, std::size_t) {
         const char* why = nullptr;
         if (error || !wire::DecodeMpaHeader(reader->bytes.data(), false, reader->frame, reader->pd_length, why)) {
-          if (why != nullptr) SOFTDAT_LOG(kWarn, "tcp: refusing a connection: %s", why);
+          if (why != nullptr)
+            SOFTDAT_LOG(kWarn, "tcp %s -> %s: refusing a connection: %s", EndText(reader->socket, true).c_str(),
+                        EndText(reader->socket, false).c_str(), why);
           self->ReadDone();
           reader->timer.cancel();
           boost::system::error_code ignored;
@@ -172,7 +191,9 @@ void TcpPendingConnection::Reject(std::span<const std::uint8_t> private_data) {
   // A Reply is a few hundred bytes on a fresh connection: the socket buffer takes it at once.
   boost::system::error_code error;
   asio::write(socket_, asio::buffer(bytes.data(), size), error);
-  if (error) SOFTDAT_LOG(kInfo, "tcp: could not send the reject: %s", error.message().c_str());
+  if (error)
+    SOFTDAT_LOG(kInfo, "tcp %s -> %s: could not send the reject: %s", EndText(socket_, true).c_str(),
+                EndText(socket_, false).c_str(), error.message().c_str());
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, error);
   socket_.close(error);
 }

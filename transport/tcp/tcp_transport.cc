@@ -253,11 +253,13 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
   if (!error) acceptor.bind(at, error);
   if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
   if (error == asio::error::address_in_use) {
-    SOFTDAT_LOG(kInfo, "tcp: port %u is already in use", port);
+    SOFTDAT_LOG(kInfo, "tcp listener %s:%u: cannot listen: the port is already in use", at.address().to_string().c_str(),
+                port);
     return Status(Code::kConnQualInUse);
   }
   if (error) {
-    SOFTDAT_LOG(kError, "tcp: cannot listen on port %u: %s", port, error.message().c_str());
+    SOFTDAT_LOG(kError, "tcp listener %s:%u: cannot listen: %s", at.address().to_string().c_str(), port,
+                error.message().c_str());
     return Status(Code::kConnQualUnavailable);
   }
   const std::uint16_t bound = acceptor.local_endpoint(error).port();

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The man pages render with man(1) at 80 columns without a single groff warning, and each tool's
+# page documents every option its --help lists (so the two cannot drift apart).
+#   man_pages_test.sh DATINFO DATPERF PAGE...
+set -euo pipefail
+datinfo=$1 datperf=$2
+shift 2
+fail() { echo "FAIL: $*"; exit 1; }
+export LC_ALL=C  # \- renders as an ASCII hyphen, so options grep as typed
+command -v man >/dev/null || fail "man is missing: install man-db (tools/dev deps does)"
+for page in "$@"; do
+  warnings=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) || fail "man -l $page failed: $warnings"
+  [[ -z $warnings ]] || fail "$page: $warnings"
+  text=$(MANWIDTH=80 man -l "$page" 2>/dev/null)
+  for section in NAME SYNOPSIS DESCRIPTION "SEE ALSO"; do
+    [[ $page == *.7 && $section == SYNOPSIS ]] && continue
+    grep -q "^$section" <<<"$text" || fail "$page has no $section section"
+  done
+  echo "ok: $(basename "$page") renders without warnings ($(wc -l <<<"$text") lines)"
+done
+# Every option --help names, in the rendered page of its tool.
+check_options() {
+  local tool=$1 page=$2 text option
+  text=$(MANWIDTH=200 man -l "$page" 2>/dev/null)
+  for option in $("$tool" --help | grep -oE '(^|[ ,])--?[a-zA-Z][a-z-]*' | tr -d ' ,' | sort -u); do
+    grep -qe "$option" <<<"$text" || fail "$(basename "$page") does not document $option (from $tool --help)"
+  done
+  echo "ok: $(basename "$page") documents every option of $(basename "$tool") --help"
+}
+for page in "$@"; do
+  case $(basename "$page") in
+    datinfo.1) check_options "$datinfo" "$page" ;;
+    datperf.1) check_options "$datperf" "$page" ;;
+  esac
+done

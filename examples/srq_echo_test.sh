@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# examples/srq_echo.c as a user meets it: built by Bazel and by the cc line of docs/EXAMPLE.md run
+# exactly as written, then a server of one build and a client of the other over softdat-tcp
+# through the stock registry, in a network namespace of the test's own (fixed port). The server
+# must have refilled its SRQ on low-watermark events and reported each EP's span; the client must
+# have checked every echo. Also: a refused connection and a usage error give their exit statuses.
+#   srq_echo_test.sh LIB SRQ_ECHO SRQ_ECHO_C EXAMPLE_MD
+set -euo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=testing/shell_helpers.sh
+. testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
+enter_private_net "$@"
+lib=$(realpath "$1") bazel_built=$(realpath "$2") source=$(realpath "$3") doc=$(realpath "$4")
+work=$TEST_TMPDIR
+
+# The doc's build line, run as written from a folder laid out like the source tree.
+line=$(grep -E '^cc .*examples/srq_echo\.c' "$doc") || fail "docs/EXAMPLE.md has no cc line for examples/srq_echo.c"
+mkdir -p "$work/tree/examples"
+cp "$source" "$work/tree/examples/"
+(cd "$work/tree" && eval "$line") || fail "the documented build line failed: $line"
+cc_built=$work/tree/srq_echo
+[[ -x $cc_built ]] || fail "the documented line made no ./srq_echo"
+
+printf 'softdat-tcp u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1" ""\n' "$lib" >"$work/dat.conf"
+sanitizer_env "$lib"  # the cc build is not sanitized; a sanitized provider needs its runtime
+export DAT_OVERRIDE=$work/dat.conf
+
+run_pair() {  # run_pair SERVER CLIENT: 4 connections, window 8, 2000 messages each
+  local server_bin=$1 client_bin=$2 server status=0 server_status=0
+  timeout 60 env "${SANITIZER_ENV[@]}" "$server_bin" server -c 4 -w 8 >"$work/server.out" 2>&1 &
+  server=$!
+  wait_listening 17001 "$server" || fail "the server never listened: $(cat "$work/server.out")"
+  timeout 60 env "${SANITIZER_ENV[@]}" "$client_bin" client 127.0.0.1 -c 4 -w 8 -n 2000 >"$work/client.out" 2>&1 || status=$?
+  wait "$server" || server_status=$?
+  cat "$work/server.out" "$work/client.out"
+  [[ $status -eq 0 && $server_status -eq 0 ]] || fail "client exit $status, server exit $server_status"
+  grep -q '^srq_echo client: 4 connections x 2000 messages of 256 bytes echoed, every byte checked$' "$work/client.out" ||
+    fail "the client did not check every echo"
+  grep -q '^srq_echo server: IA softdat-tcp, port 17001, SRQ of 64 buffers of 256 bytes, low watermark 32$' \
+    "$work/server.out" || fail "the server's SRQ is not sized from 4 x 8 messages in flight"
+  grep -qE '^srq_echo server: 8000 messages echoed over 4 connections; low watermark reached [1-9][0-9]* times$' \
+    "$work/server.out" || fail "the server did not echo 8000 messages refilling on the low watermark"
+  grep -qE '^  low watermark 1: ep0 [0-9]+/[0-9]+ ep1 [0-9]+/[0-9]+ ep2 [0-9]+/[0-9]+ ep3 [0-9]+/[0-9]+ ' "$work/server.out" ||
+    fail "no dat_ep_recv_query report for each EP at the first low watermark"
+  ! grep -q 'softdat: error' "$work/server.out" "$work/client.out" || fail "softdat logged an error"
+}
+echo "--- server built by Bazel, client built by the documented cc line"
+run_pair "$bazel_built" "$cc_built"
+echo "--- and the other way round"
+run_pair "$cc_built" "$bazel_built"
+
+echo "--- no server: exit 1, one line of srq_echo's, and softdat's log line names the peer and why"
+status=0
+SOFTDAT_LOG=info timeout 30 env "${SANITIZER_ENV[@]}" "$cc_built" client 127.0.0.1 -p 17002 >/dev/null 2>"$work/err" || status=$?
+cat "$work/err"
+[[ $status -eq 1 ]] || fail "no server: exit $status"
+grep -qx 'srq_echo: connection 0 to 127.0.0.1 port 17002: no server there (DAT_CONNECTION_EVENT_UNREACHABLE)' "$work/err" ||
+  fail "srq_echo's reason"
+[[ $(grep -c '^srq_echo: ' "$work/err") -eq 1 ]] || fail "srq_echo printed more than one line"
+grep -qx 'softdat: info: tcp -> 127.0.0.1:17002: connect failed: Connection refused' "$work/err" ||
+  fail "softdat's log line does not name the connection's peer and the reason"
+echo "--- a usage error: exit 2"
+status=0
+"$cc_built" serve >/dev/null 2>&1 || status=$?
+[[ $status -eq 2 ]] || fail "usage error: exit $status"
+echo "PASS: both builds, both directions, SRQ refilled on its low watermark, every echo checked"

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# tools/install/package.sh as `tools/dev package` runs it, on the Bazel outputs:
+#   - lintian (installed from Debian here if it is missing) finds no error in the package;
+#   - its layout and fields are Debian's: the library in the multiarch lib dir, man pages
+#     compressed, Depends on libdapl2 and the rdma-core libraries;
+#   - dpkg -i installs it into a temporary root (dpkg --root, maintainer scripts run without
+#     chroot under DPKG_ROOT; the dependencies are marked installed there from this machine's
+#     dpkg database) whose etc/dat.conf is a copy of the machine's: softdat's lines are added,
+#     every other line kept, a backup made; installing again changes nothing;
+#   - the packaged datinfo opens the packaged softdat-tcp, and the stock dtest passes over it;
+#   - dpkg -r removes every file and leaves etc/dat.conf byte for byte as it was.
+#   package_test.sh PACKAGE_SH LIB DATINFO DATPERF SRQ_ECHO_C MAN_PAGE...
+set -euo pipefail
+fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=testing/shell_helpers.sh
+. testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
+enter_private_net "$@"  # the stock dtest's fixed ports
+
+packager=$(realpath "$1") lib=$(realpath "$2") datinfo=$(realpath "$3") datperf=$(realpath "$4") example=$(realpath "$5")
+shift 5
+mans=()
+for page in "$@"; do mans+=(--man "$(realpath "$page")"); done
+work=$TEST_TMPDIR
+
+if ! command -v lintian >/dev/null; then
+  echo "lintian is missing: installing it from Debian"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends lintian >/dev/null ||
+    fail "cannot install lintian (tools/dev deps installs it)"
+fi
+
+echo "--- package"
+deb=$("$packager" --out "$work/dist" --lib "$lib" --bin "$datinfo" --bin "$datperf" "${mans[@]}" --example "$example")
+arch=$(dpkg --print-architecture) multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+[[ $(basename "$deb") =~ ^softdat_[0-9]+\.[0-9]+_${arch}\.deb$ ]] || fail "package name $(basename "$deb")"
+contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
+for path in "./usr/lib/$multiarch/libsoftdat.so.2" ./usr/bin/datinfo ./usr/bin/datperf ./usr/share/man/man1/datinfo.1.gz \
+  ./usr/share/man/man1/datperf.1.gz ./usr/share/man/man7/softdat.7.gz ./usr/share/doc/softdat/copyright \
+  ./usr/share/doc/softdat/changelog.gz ./usr/share/doc/softdat/examples/srq_echo.c; do
+  grep -qxF "$path" <<<"$contents" || fail "the package lacks $path"
+done
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "Depends: $depends"
+for dependency in libdapl2 libibverbs1 librdmacm1 libc6; do
+  grep -qE "(^|, )$dependency( |,|$)" <<<"$depends" || fail "Depends lacks $dependency"
+done
+
+echo "--- lintian"
+lintian --fail-on error "$deb" 2>&1 | grep -v 'running with root privileges' || true
+lintian --fail-on error "$deb" >/dev/null 2>&1 || fail "lintian reports errors"
+
+echo "--- dpkg -i into a temporary root"
+root=$work/root
+admin=$root/var/lib/dpkg
+mkdir -p "$root/etc" "$admin/info" "$admin/updates" "$admin/triggers"
+touch "$admin/available"
+# The dependencies, as this machine's dpkg knows them, marked installed in the temporary root.
+for dependency in $(sed -e 's/([^)]*)//g' -e 's/|[^,]*//g' -e 's/,/ /g' <<<"$depends"); do
+  dpkg-query -s "$dependency" >>"$admin/status" 2>/dev/null || fail "$dependency is not installed here"
+  echo >>"$admin/status"
+  touch "$admin/info/$dependency.list" "$admin/info/$dependency:$arch.list"
+done
+if [[ -r /etc/dat.conf ]]; then cp /etc/dat.conf "$root/etc/dat.conf"; else
+  printf '# DAT v2.0\nofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "ib0 0" ""' >"$root/etc/dat.conf"; fi
+cp "$root/etc/dat.conf" "$work/seed.conf"
+# Its own log too: dpkg.cfg would send the entries to the machine's /var/log/dpkg.log.
+dpkg_root() { dpkg --root="$root" --log="$work/dpkg.log" --force-script-chrootless "$@"; }
+dpkg_root -i "$deb" || fail "dpkg -i failed"
+[[ -f $root/usr/lib/$multiarch/libsoftdat.so.2 && -x $root/usr/bin/datinfo ]] || fail "files not installed"
+grep -q '^softdat-tcp u2.0 nonthreadsafe default libsoftdat.so.2 softdat.2.0 "tcp 127.0.0.1" ""$' "$root/etc/dat.conf" ||
+  fail "postinst did not add softdat-tcp: $(cat "$root/etc/dat.conf")"
+cmp -s "$root/etc/dat.conf.softdat-backup" "$work/seed.conf" || fail "no backup of the dat.conf as it was"
+diff <(sed '/^# softdat: begin/,/^# softdat: end/d' "$root/etc/dat.conf") <(sed '$a\' "$work/seed.conf") >/dev/null ||
+  fail "lines outside softdat's block changed"
+before=$(find "$root/etc" -printf '%p %s %T@\n' | sort; sha256sum "$root/etc/dat.conf")
+sleep 1.1
+dpkg_root -i "$deb" || fail "installing again failed"
+[[ $(find "$root/etc" -printf '%p %s %T@\n' | sort; sha256sum "$root/etc/dat.conf") == "$before" ]] ||
+  fail "installing again changed etc/"
+
+echo "--- the packaged datinfo, and the stock dtest over the packaged softdat-tcp"
+export LD_LIBRARY_PATH=$root/usr/lib/$multiarch DAT_OVERRIDE=$root/etc/dat.conf
+"$root/usr/bin/datinfo" -v softdat-tcp >"$work/datinfo.out" || fail "datinfo -v softdat-tcp: $(cat "$work/datinfo.out")"
+grep -q 'SOFTDAT_TRANSPORT: *tcp' "$work/datinfo.out" || fail "the packaged softdat-tcp does not say tcp"
+sanitizer_env "$lib"
+timeout 60 env "${SANITIZER_ENV[@]}" dtest -s -P softdat-tcp -B 64 -b 4096 >"$work/server.log" 2>&1 &
+server=$!
+wait_listening 15828 "$server" || fail "dtest's server never listened: $(cat "$work/server.log")"
+status=0 server_status=0
+timeout 60 env "${SANITIZER_ENV[@]}" dtest -P softdat-tcp -h 127.0.0.1 -B 64 -b 4096 >"$work/client.log" 2>&1 || status=$?
+wait "$server" || server_status=$?
+[[ $status -eq 0 && $server_status -eq 0 ]] && grep -q "PASSED" "$work/client.log" && grep -q "PASSED" "$work/server.log" ||
+  fail "dtest: client exit $status, server exit $server_status: $(cat "$work/client.log" "$work/server.log")"
+unset LD_LIBRARY_PATH DAT_OVERRIDE
+
+echo "--- dpkg -r"
+dpkg_root -r softdat || fail "dpkg -r failed"
+cmp "$root/etc/dat.conf" "$work/seed.conf" || fail "etc/dat.conf is not as it was"
+left=$(find "$root" -mindepth 1 -not -path "$admin*" -not -path "$root/var" -not -path "$root/var/lib" \
+  -not -path "$root/etc" -not -path "$root/etc/dat.conf")
+[[ -z $left ]] || fail "left after dpkg -r: $left"
+! dpkg --root="$root" -s softdat >/dev/null 2>&1 || fail "dpkg still lists softdat"
+echo "PASS: lintian clean, dpkg -i adds the dat.conf lines once, dtest runs, dpkg -r restores"

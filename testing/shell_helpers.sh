@@ -1,0 +1,52 @@
+# Shell helpers for tests that run stock DAT consumers (dtest) and the examples over softdat:
+# sourced, never run.
+#
+#   enter_private_net "$@"   first thing in a test script: re-runs the script in network (and,
+#                            with PRIVATE_NET_MOUNT=1, mount) namespaces of its own, with
+#                            loopback up, so fixed ports meet nobody else's. Fails the test where
+#                            no namespace can be made (unshare needs root or user namespaces).
+#   listening PORT           whether a TCP socket listens on PORT in this namespace, read from
+#                            /proc/net/tcp{,6} (state 0A); it never connects.
+#   wait_listening PORT PID  waits up to 15 s for PORT to listen while PID lives.
+#   sanitizer_env LIB        under --config=asan/ubsan/tsan the provider LIB is sanitized but a
+#                            stock consumer (or a plain cc build) is not: sets the array
+#                            SANITIZER_ENV to LD_PRELOAD of the runtime LIB needs and options that
+#                            leave the consumer's own leaks and races to it (empty otherwise);
+#                            run such a consumer as: env "${SANITIZER_ENV[@]}" dtest ...
+
+enter_private_net() {
+  if [[ -z ${PRIVATE_NET_ENTERED:-} ]]; then
+    export PRIVATE_NET_ENTERED=1
+    local mount="" flags
+    [[ ${PRIVATE_NET_MOUNT:-0} == 1 ]] && mount=m
+    for flags in "-n$mount" "-rn$mount"; do
+      if unshare "$flags" true 2>/dev/null; then exec unshare "$flags" "$0" "$@"; fi
+    done
+    echo "FAIL: cannot create a network namespace (unshare -n needs root, unshare -rn user namespaces)"
+    exit 1
+  fi
+  ip link set lo up
+}
+
+listening() {
+  awk -v port="$(printf ':%04X' "$1")" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6
+}
+
+wait_listening() {
+  local _
+  for _ in $(seq 300); do
+    listening "$1" && return 0
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.05
+  done
+  listening "$1"
+}
+
+sanitizer_env() {
+  local runtime
+  runtime=$(ldd "$1" 2>/dev/null | grep -oE '/[^ ]*lib(asan|tsan|ubsan)\.so[^ ]*' | head -1) || true
+  SANITIZER_ENV=()
+  [[ -n $runtime ]] && SANITIZER_ENV=("LD_PRELOAD=$runtime" ASAN_OPTIONS=detect_leaks=0 TSAN_OPTIONS=halt_on_error=0:exitcode=0)
+  return 0
+}
