@@ -28,6 +28,9 @@ port=$((20000 + $$ % 20000))
 run() {
   local ia="$1"; shift
   port=$((port + 1))
+  # The previous server's 'serving on' must not be taken for this one's (its client would find
+  # nobody listening, and this server would wait out its bound).
+  rm -f "$TEST_TMPDIR/server.err"
   timeout 60 "$datperf" -P "$ia" -p "$port" --once -q "$@" 2>"$TEST_TMPDIR/server.err" &
   local server=$!
   local status=0
@@ -36,8 +39,10 @@ run() {
     sleep 0.1
   done
   timeout 60 "$datperf" -P "$ia" -h 127.0.0.1 -p "$port" -q "$@" >"$TEST_TMPDIR/out" 2>&1 || status=$?
-  wait "$server" || fail "server for '$*' exited with $? ($(cat "$TEST_TMPDIR/server.err"))"
-  [[ $status -eq 0 ]] || fail "client '$*' exited with $status: $(cat "$TEST_TMPDIR/out")"
+  local server_status=0
+  wait "$server" || server_status=$?
+  [[ $server_status -eq 0 && $status -eq 0 ]] ||
+    fail "$ia '$*': server exited $server_status ($(cat "$TEST_TMPDIR/server.err")), client exited $status ($(cat "$TEST_TMPDIR/out"))"
 }
 
 # Every test, each mode and reap, data verified, JSON with the documented keys and no bad byte.
