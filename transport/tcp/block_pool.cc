@@ -59,6 +59,7 @@ std::size_t BlockPool::in_use() const {
 
 ConnectionBuffers::ConnectionBuffers()
     : rx(Connection::kRxBlock),
+      rx_held(kHeldBlock),
       frames(TxBatch::kFrameBlock),
       staging(TxBatch::kStagingSize),
       inline_copy(InlineRing::kBlockSize) {}

@@ -41,14 +41,20 @@ class BlockPool {
   std::size_t allocated_ = 0;
 };
 
-// The pools of one transport, shared (shared_ptr) by its connections, which may outlive it, and
-// a count of the sendmsg calls they made (tests check that bursts are coalesced).
+// The pools of one transport, shared (shared_ptr) by its connections, which may outlive it; a
+// count of the sendmsg calls they made (tests check that bursts are coalesced) and of its live
+// endpoints (what the kick ring must hold).
 struct ConnectionBuffers {
+  // What a connection waiting for an SRQ buffer keeps of what it read, when it is this small.
+  static constexpr std::size_t kHeldBlock = 16 * 1024;
+
   BlockPool rx;           // received bytes not yet placed (Connection::kRxBlock)
+  BlockPool rx_held;      // the same, of a connection held for a receive buffer (kHeldBlock)
   BlockPool frames;       // a batch's gather list and FPDU headers (TxBatch::kFrameBlock)
   BlockPool staging;      // payload copies that must be checksummed (TxBatch::kStagingSize)
   BlockPool inline_copy;  // small payloads copied when posted (InlineRing::kBlockSize)
   std::atomic<std::uint64_t> sendmsg_calls{0};
+  std::atomic<std::uint32_t> live_endpoints{0};  // TcpEndpoints not yet destroyed
   ConnectionBuffers();
 };
 

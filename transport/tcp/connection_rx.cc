@@ -139,12 +139,51 @@ void Connection::ArmRead() {
 
 void Connection::ReadLoop() {
   ReadAvailable();
-  // Nothing left half-received: the block goes back to the pool (an idle connection holds none).
-  if (rx_ != nullptr && rx_start_ == rx_end_) {
-    options_.buffers->rx.Release(rx_);
-    rx_ = nullptr;
-    rx_start_ = rx_end_ = 0;
+  if (rx_ == nullptr) return;
+  if (rx_start_ == rx_end_) {
+    ReleaseRx();  // nothing left half-received: an idle connection holds no block
+  } else if (rx_held_) {
+    ShrinkRx();
   }
+}
+
+void Connection::ReleaseRx() {
+  if (rx_ == nullptr) return;
+  (rx_small_ ? options_.buffers->rx_held : options_.buffers->rx).Release(rx_);
+  rx_ = nullptr;
+  rx_small_ = false;
+  rx_start_ = rx_end_ = 0;
+}
+
+// A message waiting for an SRQ buffer keeps the bytes read after it; a small remainder moves to
+// a small block, so that thousands of connections waiting on one SRQ do not each pin 128 KiB.
+void Connection::ShrinkRx() {
+  const std::size_t left = rx_end_ - rx_start_;
+  if (rx_small_ || left > ConnectionBuffers::kHeldBlock) return;
+  std::uint8_t* small = options_.buffers->rx_held.Acquire();
+  if (small == nullptr) return;  // keep the large one
+  std::memcpy(small, rx_ + rx_start_, left);
+  options_.buffers->rx.Release(rx_);
+  rx_ = small;
+  rx_small_ = true;
+  rx_start_ = 0;
+  rx_end_ = left;
+}
+
+bool Connection::HoldRxBlock() {
+  if (rx_ != nullptr && !rx_small_) return true;
+  std::uint8_t* block = options_.buffers->rx.Acquire();
+  if (block == nullptr) return false;
+  const std::size_t left = rx_end_ - rx_start_;
+  if (rx_ != nullptr) {
+    std::memcpy(block, rx_ + rx_start_, left);
+    options_.buffers->rx_held.Release(rx_);
+  }
+  rx_ = block;
+  rx_small_ = false;
+  rx_start_ = 0;
+  rx_end_ = left;
+  return true;
 }
 
 void Connection::ReadAvailable() {
@@ -178,7 +217,7 @@ void Connection::ReadAvailable() {
       budget -= std::min<std::size_t>(budget, direct_.placed - before);
       continue;
     }
-    if (rx_ == nullptr && (rx_ = options_.buffers->rx.Acquire()) == nullptr) {
+    if (!HoldRxBlock()) {
       SOFTDAT_LOG(kError, "tcp %s: no memory for a receive block of %zu bytes; breaking the connection", Describe().data(),
                   kRxBlock);
       End(ConnectionEnd::kBroken);

@@ -55,7 +55,7 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
   private_data_.reserve(wire::kMaxMpaPrivateData);
 }
 
-Connection::~Connection() { options_.buffers->rx.Release(rx_); }
+Connection::~Connection() { ReleaseRx(); }
 
 Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                            std::uint64_t timeout_us) {
@@ -443,8 +443,7 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
   CloseSocket();
   // Nothing more is read or written: the blocks go back to the pool now.
   tx_.Abandon();
-  options_.buffers->rx.Release(std::exchange(rx_, nullptr));
-  rx_start_ = rx_end_ = 0;
+  ReleaseRx();
   if (events_ != nullptr) events_->OnEnded(why, private_data);
 }
 

@@ -4,9 +4,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "base/log.h"
 #include "transport/tcp/tcp_connection.h"
@@ -44,6 +46,21 @@ void KickQueue::Stop() {
   for (auto& connection : ring_) connection.reset();
   count_ = 0;
   queued_.store(false, std::memory_order_release);
+}
+
+bool KickQueue::Reserve(std::size_t connections) {
+  std::lock_guard lock(mutex_);
+  if (ring_.size() >= connections) return true;
+  std::vector<std::shared_ptr<Connection>> grown;
+  try {
+    grown.resize(std::max(connections, 2 * ring_.size()));
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  for (std::size_t i = 0; i < count_; ++i) grown[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+  ring_.swap(grown);
+  head_ = 0;
+  return true;
 }
 
 void KickQueue::Push(std::shared_ptr<Connection> connection) {

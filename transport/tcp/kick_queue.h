@@ -23,6 +23,10 @@ class KickQueue {
  public:
   // `needs_wake` says whether a push must wake the progress thread (null: never).
   KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake);
+  // Room for `connections` queued at once, so none overflows (endpoint creation calls it; it
+  // allocates, doubling, and never shrinks). False when memory ran out: pushes beyond the room
+  // still work, through asio::post.
+  bool Reserve(std::size_t connections);
   ~KickQueue();
   KickQueue(const KickQueue&) = delete;
   KickQueue& operator=(const KickQueue&) = delete;

@@ -214,6 +214,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Reception (connection_rx.cc).
   void ReadLoop();       // ReadAvailable, then gives the receive block back if nothing is left
   void ReadAvailable();  // reads and processes until the socket is drained, held or ended
+  bool HoldRxBlock();    // a full-size receive block, keeping what is buffered; false: no memory
+  void ShrinkRx();       // held for a buffer: a small remainder moves to a small block
+  void ReleaseRx();      // the receive block goes back (what it buffered is dropped)
   void ArmRead();
   Frame ProcessFrame();
   Frame StartDirect(const std::uint8_t* at, std::size_t available, std::size_t header_size, std::size_t total);
@@ -296,7 +299,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint32_t reads_head_ = 0;
   std::uint32_t reads_count_ = 0;
 
-  std::uint8_t* rx_ = nullptr;  // a block of the rx pool while bytes are half-received
+  std::uint8_t* rx_ = nullptr;  // a pooled block while bytes are half-received
+  bool rx_small_ = false;       // rx_ is from the rx_held pool (ShrinkRx), not the rx pool
   std::size_t rx_start_ = 0;
   std::size_t rx_end_ = 0;
   RxMessage rx_message_;

@@ -2,6 +2,7 @@
 // detaches the connection (no event after it returns) and lets the progress context close it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "transport/endpoint.h"
@@ -11,8 +12,13 @@ namespace softdat::transport::tcp {
 
 class TcpEndpoint final : public Endpoint {
  public:
-  explicit TcpEndpoint(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
-  ~TcpEndpoint() override { connection_->Detach(); }
+  // `live` counts the transport's endpoints; the caller counted this one in.
+  TcpEndpoint(std::shared_ptr<Connection> connection, std::atomic<std::uint32_t>& live)
+      : connection_(std::move(connection)), live_(live) {}
+  ~TcpEndpoint() override {
+    connection_->Detach();
+    live_.fetch_sub(1, std::memory_order_relaxed);
+  }
   TcpEndpoint(const TcpEndpoint&) = delete;
   TcpEndpoint& operator=(const TcpEndpoint&) = delete;
 
@@ -32,6 +38,7 @@ class TcpEndpoint final : public Endpoint {
 
  private:
   std::shared_ptr<Connection> connection_;
+  std::atomic<std::uint32_t>& live_;
 };
 
 }  // namespace softdat::transport::tcp

@@ -3,15 +3,18 @@
 #include "transport/tcp/tcp_transport.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <exception>
+#include <new>
 
 #include "base/log.h"
 #include "transport/tcp/mono_clock.h"
@@ -35,10 +38,23 @@ constexpr std::uint64_t kHandoverNs = 1'000'000;
 constexpr std::uint64_t kRecheckNs = 5'000'000;
 // Connections read in one progress call: a bound, so one call never runs away.
 constexpr std::size_t kReadyPerCall = 16;
+// The kick ring's first size; it grows with the endpoints (KickQueue::Reserve).
+constexpr std::size_t kInitialKickRing = 64;
 
 std::uint64_t NowNs() { return MonotonicNs(); }
 
 class TcpProtectionDomain final : public ProtectionDomain {};
+
+// Each connected endpoint is one socket: as many as the process may open descriptors, raising
+// a soft limit it may raise to the hard one (memory is not the bound: an idle endpoint costs
+// about 13 KiB).
+std::uint32_t EndpointLimit() {
+  constexpr std::uint64_t kCeiling = 1u << 20;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 4096;
+  const std::uint64_t hard = limit.rlim_max == RLIM_INFINITY ? kCeiling : limit.rlim_max;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(hard, kCeiling));
+}
 
 Capabilities TcpCapabilities(const IaOptions& options) {
   Capabilities c;
@@ -48,7 +64,7 @@ Capabilities TcpCapabilities(const IaOptions& options) {
   c.srq = true;
   c.srq_resize = true;
   c.srq_limit = true;
-  c.max_endpoints = 4096;
+  c.max_endpoints = EndpointLimit();
   c.max_send_work = 4096;
   c.max_recv_work = 4096;
   c.max_segments = 16;
@@ -71,7 +87,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
       work_(asio::make_work_guard(io_)),
       poll_descriptor_(io_),
       recheck_(io_),
-      kicks_(io_, capabilities_.max_endpoints, [this] { return !busy_poll_ && !ConsumersPolling(); }) {
+      kicks_(io_, kInitialKickRing, [this] { return !busy_poll_ && !ConsumersPolling(); }) {
   kicks_.Start();
   if (!busy_poll_ && poll_set_.fd() >= 0) {
     // The progress thread's io_context learns of readable sockets through the epoll fd itself.
@@ -240,7 +256,18 @@ Status TcpTransport::CreateDeviceSrq(ProtectionDomain&, std::uint32_t, std::uint
 
 Status TcpTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
                                     std::unique_ptr<Endpoint>& out) {
-  out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events));
+  ConnectionBuffers& shared = *connection_options_.buffers;
+  const std::uint32_t live = shared.live_endpoints.fetch_add(1, std::memory_order_relaxed) + 1;
+  try {
+    // Room in the kick ring for every endpoint, so a kick never falls back to an allocation.
+    if (!kicks_.Reserve(live)) throw std::bad_alloc();
+    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events),
+                                        shared.live_endpoints);
+  } catch (const std::bad_alloc&) {
+    shared.live_endpoints.fetch_sub(1, std::memory_order_relaxed);
+    SOFTDAT_LOG(kWarn, "tcp: no memory for endpoint %u of this IA", live);
+    return Status(Code::kInsufficientResources, Detail::kMemory);
+  }
   return Status::Ok();
 }
 

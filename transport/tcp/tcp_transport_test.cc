@@ -178,10 +178,12 @@ TEST_F(TcpTransportTest, IdleConnectionsHoldNoPooledBuffers) {
   // Blocks are given back right after the last byte is written or placed: wait for that.
   const auto deadline = std::chrono::steady_clock::now() + kBound;
   auto in_use = [&] {
-    return buffers.rx.in_use() + buffers.frames.in_use() + buffers.staging.in_use() + buffers.inline_copy.in_use();
+    return buffers.rx.in_use() + buffers.rx_held.in_use() + buffers.frames.in_use() + buffers.staging.in_use() +
+           buffers.inline_copy.in_use();
   };
   while (in_use() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
   EXPECT_EQ(buffers.rx.in_use(), 0u);
+  EXPECT_EQ(buffers.rx_held.in_use(), 0u);
   EXPECT_EQ(buffers.frames.in_use(), 0u);
   EXPECT_EQ(buffers.staging.in_use(), 0u);
   EXPECT_EQ(buffers.inline_copy.in_use(), 0u);
@@ -346,6 +348,14 @@ TEST_F(TcpTransportTest, MessageWaitsForABufferThenArrives) {
   std::vector<Segment> gather = {SegmentOf(data)};
   ASSERT_TRUE(PostSend(gather, 1).ok());
   ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.not_ready > 0; }));
+  // While it waits, the connection keeps the message in a small block, not a 128 KiB one: 10,000
+  // connections waiting on one SRQ must not pin 1.28 GB.
+  const ConnectionBuffers& buffers = static_cast<TcpTransport&>(*transport_).buffers();
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  while (buffers.rx_held.in_use() != 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(buffers.rx_held.in_use(), 1u);
+  EXPECT_EQ(buffers.rx.in_use(), 0u);
   std::vector<std::uint8_t> sink(8000);
   std::vector<Segment> scatter = {SegmentOf(sink)};
   server_events_.AddBuffer(scatter);

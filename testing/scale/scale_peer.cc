@@ -1,0 +1,325 @@
+// One side of the scale test: N connections into one server whose EPs share one SRQ of 256
+// buffers, through the stock registry. Each side prints one JSON line of figures.
+//
+//   scale_peer server IA PORT N        accepts N connections, then takes one 4 KiB message from
+//                                      each (the SRQ reposted as it goes), checking every byte
+//   scale_peer client IA HOST PORT N   opens N connections, then sends one message on each, the
+//                                      N-th last
+//
+// The server measures what the issue asks: setup time, memory and descriptors held per idle
+// connection (RSS and /proc/self/fd after the SRQ exists, and again with N connections up), and
+// that receive-buffer memory does not grow with N (the SRQ's 256 buffers are all there is).
+// Both sides raise RLIMIT_NOFILE to the hard limit and say plainly when that is too low. Every
+// wait is bounded: a stuck step fails the run with a line saying which.
+#include <dat2/udat.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr DAT_COUNT kSrqBuffers = 256;
+constexpr std::size_t kMessage = 4096;
+constexpr DAT_TIMEOUT kStepUs = 60'000'000;  // no single wait may take longer
+constexpr std::size_t kConnectWave = 512;   // connects in flight at once (the listen backlog's size)
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::uint64_t RssKib() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
+
+int OpenFds() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n - 3;  // ".", ".." and the directory's own descriptor
+}
+
+[[noreturn]] void Fail(const char* what, DAT_RETURN status = DAT_SUCCESS) {
+  const char* major = "";
+  const char* minor = "";
+  if (status != DAT_SUCCESS) dat_strerror(status, &major, &minor);
+  std::fprintf(stderr, "scale_peer: %s%s%s %s\n", what, status != DAT_SUCCESS ? ": " : "", major, minor);
+  std::exit(1);
+}
+
+void Check(DAT_RETURN status, const char* what) {
+  if (status != DAT_SUCCESS) Fail(what, status);
+}
+
+// Raises the soft descriptor limit to the hard one; fails when N connections cannot fit.
+void RaiseFdLimit(std::size_t connections) {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  getrlimit(RLIMIT_NOFILE, &limit);
+  const std::size_t needed = connections + 64;
+  if (limit.rlim_cur < needed) {
+    std::fprintf(stderr,
+                 "scale_peer: %zu connections need about %zu descriptors, but RLIMIT_NOFILE's hard limit is %llu; "
+                 "raise it (ulimit -Hn, or limits.conf) and run again\n",
+                 connections, needed, static_cast<unsigned long long>(limit.rlim_max));
+    std::exit(2);
+  }
+}
+
+struct Ia {
+  DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+  DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL;
+  DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+
+  explicit Ia(const char* name) {
+    Check(dat_ia_open(const_cast<char*>(name), 8, &async_evd, &ia), "dat_ia_open");
+    Check(dat_pz_create(ia, &pz), "dat_pz_create");
+  }
+  DAT_EVD_HANDLE Evd(DAT_EVD_FLAGS flags, DAT_COUNT qlen) {
+    DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+    Check(dat_evd_create(ia, qlen, DAT_HANDLE_NULL, flags, &evd), "dat_evd_create");
+    return evd;
+  }
+  // `bytes` registered for local and remote access; the LMR's context for DAT_LMR_TRIPLETs.
+  DAT_LMR_CONTEXT Register(std::vector<std::uint8_t>& bytes) {
+    DAT_REGION_DESCRIPTION region{};
+    region.for_va = bytes.data();
+    DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
+    DAT_LMR_CONTEXT context = 0;
+    DAT_RMR_CONTEXT remote = 0;
+    DAT_VLEN registered = 0;
+    DAT_VADDR address = 0;
+    Check(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, bytes.size(), pz, DAT_MEM_PRIV_ALL_FLAG,
+                         DAT_VA_TYPE_VA, &lmr, &context, &remote, &registered, &address),
+          "dat_lmr_create");
+    return context;
+  }
+};
+
+DAT_EVENT Wait(DAT_EVD_HANDLE evd, const char* what) {
+  DAT_EVENT event{};
+  DAT_COUNT more = 0;
+  Check(dat_evd_wait(evd, kStepUs, 1, &event, &more), what);
+  return event;
+}
+
+DAT_EP_ATTR EpAttr(DAT_COUNT recv_dtos) {
+  DAT_EP_ATTR attr{};
+  attr.service_type = DAT_SERVICE_TYPE_RC;
+  attr.max_message_size = kMessage;
+  attr.max_rdma_size = 0;
+  attr.qos = DAT_QOS_BEST_EFFORT;
+  attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  attr.max_recv_dtos = recv_dtos;
+  attr.max_request_dtos = 4;
+  attr.max_recv_iov = 1;
+  attr.max_request_iov = 1;
+  attr.max_rdma_read_in = 0;
+  attr.max_rdma_read_out = 0;
+  attr.srq_soft_hw = DAT_HW_DEFAULT;
+  attr.max_rdma_read_iov = 0;
+  attr.max_rdma_write_iov = 0;
+  attr.ep_transport_specific_count = 0;
+  attr.ep_provider_specific_count = 0;
+  return attr;
+}
+
+// The message of connection `index`: its index, then a pattern derived from it.
+void Fill(std::uint8_t* at, std::uint32_t index) {
+  std::memcpy(at, &index, sizeof index);
+  for (std::size_t i = sizeof index; i < kMessage; ++i) at[i] = static_cast<std::uint8_t>(index * 131 + i * 7);
+}
+bool Intact(const std::uint8_t* at, std::uint32_t& index) {
+  std::memcpy(&index, at, sizeof index);
+  for (std::size_t i = sizeof index; i < kMessage; ++i)
+    if (at[i] != static_cast<std::uint8_t>(index * 131 + i * 7)) return false;
+  return true;
+}
+
+int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
+  RaiseFdLimit(n);
+  const double start_open = Seconds();
+  Ia ia(ia_name);
+  const DAT_COUNT qlen = static_cast<DAT_COUNT>(n + 1024);
+  DAT_EVD_HANDLE cr_evd = ia.Evd(DAT_EVD_CR_FLAG, qlen);
+  DAT_EVD_HANDLE conn_evd = ia.Evd(DAT_EVD_CONNECTION_FLAG, 2 * qlen);
+  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, qlen);
+  DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, 64);
+  DAT_SRQ_ATTR srq_attr{};
+  srq_attr.max_recv_dtos = kSrqBuffers;
+  srq_attr.max_recv_iov = 1;
+  srq_attr.low_watermark = DAT_SRQ_LW_DEFAULT;
+  DAT_SRQ_HANDLE srq = DAT_HANDLE_NULL;
+  Check(dat_srq_create(ia.ia, ia.pz, &srq_attr, &srq), "dat_srq_create");
+  std::vector<std::uint8_t> buffers(kSrqBuffers * kMessage);
+  const DAT_LMR_CONTEXT lmr = ia.Register(buffers);
+  auto post = [&](std::uint32_t slot) {
+    DAT_LMR_TRIPLET iov{reinterpret_cast<DAT_VADDR>(buffers.data() + slot * kMessage), kMessage, lmr};
+    DAT_DTO_COOKIE cookie{};
+    cookie.as_64 = slot;
+    Check(dat_srq_post_recv(srq, 1, &iov, cookie), "dat_srq_post_recv");
+  };
+  for (std::uint32_t slot = 0; slot < kSrqBuffers; ++slot) post(slot);
+  DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+  Check(dat_psp_create(ia.ia, port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create");
+  const std::uint64_t rss_before = RssKib();
+  const int fds_before = OpenFds();
+  std::fprintf(stderr, "scale_peer: serving %zu connections on port %llu\n", n, static_cast<unsigned long long>(port));
+
+  // Accept N; the clock starts at the first request.
+  std::vector<DAT_EP_HANDLE> eps;
+  eps.reserve(n);
+  double first_request = 0;
+  std::size_t established = 0;
+  DAT_EP_ATTR attr = EpAttr(0);
+  while (established < n) {
+    DAT_EVENT event{};
+    DAT_COUNT more = 0;
+    while (eps.size() < n && dat_evd_dequeue(cr_evd, &event) == DAT_SUCCESS) {
+      if (first_request == 0) first_request = Seconds();
+      const DAT_CR_HANDLE cr = event.event_data.cr_arrival_event_data.cr_handle;
+      DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+      Check(dat_ep_create_with_srq(ia.ia, ia.pz, recv_evd, req_evd, conn_evd, srq, &attr, &ep),
+            "dat_ep_create_with_srq");
+      Check(dat_cr_accept(cr, ep, 0, nullptr), "dat_cr_accept");
+      eps.push_back(ep);
+    }
+    const DAT_RETURN got = dat_evd_wait(conn_evd, eps.size() < n ? 1000 : kStepUs, 1, &event, &more);
+    if (got == DAT_SUCCESS) {
+      if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) Fail("a connection did not establish");
+      ++established;
+    } else if (DAT_GET_TYPE(got) != DAT_TIMEOUT_EXPIRED || eps.size() == n) {
+      Fail("waiting for connections", got);
+    }
+  }
+  const double setup_s = Seconds() - first_request;
+  const std::uint64_t rss_after = RssKib();
+  const int fds_after = OpenFds();
+
+  // One message per connection, each checked, the SRQ reposted as it goes.
+  std::vector<bool> seen(n, false);
+  std::size_t received = 0, bad = 0;
+  while (received < n) {
+    const DAT_EVENT event = Wait(recv_evd, "waiting for messages");
+    const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
+    if (dto.status != DAT_DTO_SUCCESS) Fail("a receive completed in error");
+    const auto slot = static_cast<std::uint32_t>(dto.user_cookie.as_64);
+    std::uint32_t index = 0;
+    if (dto.transfered_length != kMessage || !Intact(buffers.data() + slot * kMessage, index) || index >= n ||
+        seen[index]) {
+      ++bad;
+    } else {
+      seen[index] = true;
+    }
+    ++received;
+    post(slot);
+  }
+  const std::uint64_t rss_loaded = RssKib();
+  DAT_SRQ_PARAM srq_param{};
+  Check(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &srq_param), "dat_srq_query");
+
+  // The client disconnects; every EP ends once.
+  std::size_t ended = 0;
+  while (ended < n) {
+    const DAT_EVENT event = Wait(conn_evd, "waiting for disconnects");
+    if (event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED || event.event_number == DAT_CONNECTION_EVENT_BROKEN)
+      ++ended;
+  }
+  const double open_s = first_request - start_open;
+  (void)open_s;
+  std::printf(
+      "{\"role\": \"server\", \"connections\": %zu, \"setup_s\": %.3f, \"rss_before_kib\": %llu, "
+      "\"rss_connected_kib\": %llu, \"rss_after_messages_kib\": %llu, \"kib_per_connection\": %.2f, "
+      "\"fds_before\": %d, \"fds_connected\": %d, \"fds_per_connection\": %.3f, \"messages\": %zu, "
+      "\"bad_messages\": %zu, \"last_connection_received\": %s, \"srq_buffers\": %d, "
+      "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d}\n",
+      n, setup_s, static_cast<unsigned long long>(rss_before), static_cast<unsigned long long>(rss_after),
+      static_cast<unsigned long long>(rss_loaded),
+      static_cast<double>(rss_after - rss_before) / static_cast<double>(n), fds_before, fds_after,
+      static_cast<double>(fds_after - fds_before) / static_cast<double>(n), received, bad,
+      seen[n - 1] ? "true" : "false", kSrqBuffers, buffers.size(),
+      static_cast<int>(srq_param.available_dto_count));
+  for (DAT_EP_HANDLE ep : eps) (void)dat_ep_free(ep);
+  (void)dat_psp_free(psp);
+  return bad == 0 && seen[n - 1] ? 0 : 1;
+}
+
+int Client(const char* ia_name, const char* host, DAT_CONN_QUAL port, std::size_t n) {
+  RaiseFdLimit(n);
+  Ia ia(ia_name);
+  const DAT_COUNT qlen = static_cast<DAT_COUNT>(n + 1024);
+  DAT_EVD_HANDLE conn_evd = ia.Evd(DAT_EVD_CONNECTION_FLAG, 2 * qlen);
+  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, 64);
+  DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, qlen);
+  sockaddr_in server{};
+  server.sin_family = AF_INET;
+  if (inet_pton(AF_INET, host, &server.sin_addr) != 1) Fail("the host must be an IPv4 address");
+  std::vector<std::uint8_t> messages(n * kMessage);
+  for (std::uint32_t i = 0; i < n; ++i) Fill(messages.data() + i * kMessage, i);
+  const DAT_LMR_CONTEXT lmr = ia.Register(messages);
+
+  // Connect in waves, so that a burst never outgrows the server's listen backlog.
+  std::vector<DAT_EP_HANDLE> eps(n, DAT_HANDLE_NULL);
+  DAT_EP_ATTR attr = EpAttr(1);
+  const double start = Seconds();
+  std::size_t established = 0;
+  for (std::size_t next = 0; next < n || established < n;) {
+    while (next < n && next - established < kConnectWave) {
+      Check(dat_ep_create(ia.ia, ia.pz, recv_evd, req_evd, conn_evd, &attr, &eps[next]), "dat_ep_create");
+      Check(dat_ep_connect(eps[next], reinterpret_cast<DAT_IA_ADDRESS_PTR>(&server), port, kStepUs, 0, nullptr,
+                           DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+            "dat_ep_connect");
+      ++next;
+    }
+    const DAT_EVENT event = Wait(conn_evd, "waiting for connections");
+    if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) Fail("a connection did not establish");
+    ++established;
+  }
+  const double connect_s = Seconds() - start;
+  // One message per connection, in order: the N-th connection's last.
+  for (std::uint32_t i = 0; i < n; ++i) {
+    DAT_LMR_TRIPLET iov{reinterpret_cast<DAT_VADDR>(messages.data() + i * kMessage), kMessage, lmr};
+    DAT_DTO_COOKIE cookie{};
+    cookie.as_64 = i;
+    Check(dat_ep_post_send(eps[i], 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+  }
+  for (std::size_t done = 0; done < n; ++done) {
+    const DAT_EVENT event = Wait(req_evd, "waiting for sends");
+    if (event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) Fail("a send completed in error");
+  }
+  for (DAT_EP_HANDLE ep : eps) Check(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
+  for (std::size_t ended = 0; ended < n; ++ended) (void)Wait(conn_evd, "waiting for disconnects");
+  std::printf("{\"role\": \"client\", \"connections\": %zu, \"connect_s\": %.3f, \"rss_kib\": %llu, \"fds\": %d}\n",
+              n, connect_s, static_cast<unsigned long long>(RssKib()), OpenFds());
+  for (DAT_EP_HANDLE ep : eps) (void)dat_ep_free(ep);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 5 && std::strcmp(argv[1], "server") == 0)
+    return Server(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
+  if (argc == 6 && std::strcmp(argv[1], "client") == 0)
+    return Client(argv[2], argv[3], std::strtoull(argv[4], nullptr, 10), std::strtoull(argv[5], nullptr, 10));
+  std::fprintf(stderr, "usage: scale_peer server IA PORT N | scale_peer client IA HOST PORT N\n");
+  return 2;
+}
