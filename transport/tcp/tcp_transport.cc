@@ -45,9 +45,8 @@ std::uint64_t NowNs() { return MonotonicNs(); }
 
 class TcpProtectionDomain final : public ProtectionDomain {};
 
-// Each connected endpoint is one socket: as many as the process may open descriptors, raising
-// a soft limit it may raise to the hard one (memory is not the bound: an idle endpoint costs
-// about 13 KiB).
+// Each connected endpoint is one socket: as many as the process may open descriptors (its soft
+// limit can be raised to the hard one). Memory is not the bound: an idle endpoint costs ~13 KiB.
 std::uint32_t EndpointLimit() {
   constexpr std::uint64_t kCeiling = 1u << 20;
   rlimit limit{};
