@@ -18,6 +18,8 @@ class Deadline {
         at_(std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us)) {}
 
   bool Expired() const { return !infinite_ && std::chrono::steady_clock::now() >= at_; }
+  // Against a clock reading the caller already took (a spin reads the clock once per turn).
+  bool ExpiredAt(std::chrono::steady_clock::time_point now) const { return !infinite_ && now >= at_; }
 
   // Sleeps on `cv` until notified (or spuriously woken) or the deadline passes. Callers recheck
   // their condition and Expired() after it returns.
