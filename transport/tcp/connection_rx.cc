@@ -234,6 +234,7 @@ void Connection::ReadAvailable() {
     const std::size_t want = large_stream_ ? kSmallRead : kRxBlock - rx_end_;
     const ssize_t n = ::recv(socket_.native_handle(), rx_ + rx_end_, want, MSG_DONTWAIT);
     if (n > 0) {
+      ++rx_reads_;
       writes_without_read_ = 0;  // what we send next may be an answer: no coalescing
       rx_end_ += static_cast<std::size_t>(n);
       budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
@@ -280,6 +281,7 @@ bool Connection::ReadDirect() {
   }
   const ssize_t n = ::recv(socket_.native_handle(), to, room, MSG_DONTWAIT);
   if (n > 0) {
+    ++rx_reads_;
     writes_without_read_ = 0;
     if (crc_) d.crc = Crc32cUpdate(d.crc, to, static_cast<std::size_t>(n));  // still in cache
     Place(d.placement.segments, d.placement.contiguous, d.placement.segment, d.placement.segment_offset, nullptr,

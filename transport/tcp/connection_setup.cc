@@ -362,10 +362,11 @@ bool Connection::PollIo(bool wait) {
   if (phase_ != Phase::kAwaitReply && phase_ != Phase::kAwaitRtr && phase_ != Phase::kEstablished &&
       phase_ != Phase::kClosing)
     return false;
+  const std::uint64_t reads = rx_reads_;
   ReadLoop();
   if (phase_ == Phase::kEnded) return true;
   PumpTx();
-  return true;
+  return rx_reads_ != reads;  // something arrived (a poll that found nothing moved nothing)
 }
 
 bool Connection::OnKick(bool consumer) {

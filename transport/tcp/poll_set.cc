@@ -45,12 +45,30 @@ bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std
   epoll_event event{};
   event.events = EPOLLIN | EPOLLRDHUP;
   event.data.u64 = token;
-  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, socket, &event) == 0) return true;
+  if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, socket, &event) == 0) {
+    std::lock_guard lock(mutex_);
+    CountLocked(+1);
+    return true;
+  }
   SOFTDAT_LOG(kError, "tcp: cannot poll a socket: %s", std::strerror(errno));
   std::lock_guard lock(mutex_);
   slots_[slot].connection.reset();
   free_.push_back(slot);
   return false;
+}
+
+void PollSet::CountLocked(int change) {
+  count_.store(count_.load(std::memory_order_relaxed) + change, std::memory_order_relaxed);
+  sole_.reset();
+  if (count_.load(std::memory_order_relaxed) != 1) return;
+  for (const Slot& s : slots_)  // control path: a scan is fine
+    if (!s.connection.expired()) sole_ = s.connection;
+}
+
+std::shared_ptr<Connection> PollSet::Sole() {
+  if (count_.load(std::memory_order_relaxed) != 1) return nullptr;
+  std::lock_guard lock(mutex_);
+  return sole_.lock();
 }
 
 void PollSet::SetReading(int socket, std::uint64_t token, bool reading) {
@@ -68,6 +86,7 @@ void PollSet::Remove(int socket, std::uint64_t token) {
   slots_[slot].connection.reset();
   ++slots_[slot].generation;  // an event already returned for the old socket finds nothing
   free_.push_back(slot);
+  CountLocked(-1);
 }
 
 std::size_t PollSet::Wait(std::shared_ptr<Connection>* out, std::size_t max, int timeout_ms) {

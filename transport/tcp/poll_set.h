@@ -9,6 +9,7 @@
 // when the connection goes away between epoll_wait and its use.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,16 +41,25 @@ class PollSet {
   // `timeout_ms` (0: not at all). Never allocates.
   std::size_t Wait(std::shared_ptr<Connection>* out, std::size_t max, int timeout_ms);
 
+  // The one registered connection, when there is exactly one (else null). A poller that spins
+  // may read it straight away: one recv instead of an epoll_wait and then a recv, which is the
+  // latency of a ping-pong (and costs the same one syscall when nothing came).
+  std::shared_ptr<Connection> Sole();
+
  private:
   struct Slot {
     std::weak_ptr<Connection> connection;
     std::uint32_t generation = 0;
   };
 
+  void CountLocked(int change);  // a connection came or went: count_ and sole_
+
   int epfd_ = -1;
   std::mutex mutex_;  // the slot table
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;
+  std::atomic<std::size_t> count_{0};  // registered connections (written under mutex_)
+  std::weak_ptr<Connection> sole_;     // the registered one while count_ == 1 (mutex_)
 };
 
 }  // namespace softdat::transport::tcp

@@ -78,10 +78,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Disconnect(bool graceful);
   // The endpoint goes away: no event runs after this returns.
   void Detach();
-  // A poller found the socket readable (or the connection queued): reads and places what arrived,
-  // reports completions, sends what is queued. `wait` takes the lock even when another thread
-  // holds it (the progress thread); otherwise a busy connection is left to its holder. True when
-  // the connection was handled.
+  // A poller found the socket readable (or polls its only connection): reads and places what
+  // arrived, reports completions, sends what is queued. `wait` takes the lock even when another
+  // thread holds it (the progress thread); otherwise a busy connection is left to its holder.
+  // True when bytes arrived or the connection ended.
   bool PollIo(bool wait);
   sockaddr_in local_address() const;
   sockaddr_in remote_address() const;
@@ -270,6 +270,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool in_post_ = false;          // framing from Post: events wait for the next poll
   std::uint64_t last_write_ns_ = 0;  // when the last batch went on the socket
   std::uint8_t writes_without_read_ = 0;  // batches written since the last read (counted to 2)
+  std::uint64_t rx_reads_ = 0;     // recv calls that returned bytes
   bool tx_failed_ = false;        // a write from Post failed (errno tx_errno_)
   int tx_errno_ = 0;
   bool rx_held_ = false;          // a Send waits for a receive buffer

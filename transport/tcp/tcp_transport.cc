@@ -167,6 +167,10 @@ void TcpTransport::OnRecheck() {
 }
 
 bool TcpTransport::PollReady(bool wait) noexcept {
+  // A consumer's poll with one connection reads it straight away (PollSet::Sole).
+  if (!wait) {
+    if (std::shared_ptr<Connection> sole = poll_set_.Sole()) return sole->PollIo(false);
+  }
   bool any = false;
   std::shared_ptr<Connection> ready[kReadyPerCall];
   // Level-triggered: a connection still readable after its turn is reported again, after the
