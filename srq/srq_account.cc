@@ -77,12 +77,15 @@ Status SrqAccount::BeginConnection() {
 
 void SrqAccount::Close() {
   std::shared_ptr<MsnWindow> window;
+  BufferWaiter* waiter = nullptr;
   {
     std::lock_guard lock(mu_);
     live_ = false;
     window = window_;
+    if (waking_) waiter = waiter_;
   }
-  if (window != nullptr) (void)pool_.Close(*window);
+  // The window takes no more buffers: a wake-up the waiter had not used goes to the next EP.
+  if (window != nullptr) (void)pool_.Close(*window, waiter);
 }
 
 ReceiveSource::TakeResult SrqAccount::TakeForMessage(std::uint32_t msn, RecvBuffer& out) {

@@ -1,11 +1,12 @@
 // An EP's account on a shared SRQ (SrqAccount): window sizing per connection, the waiting of an
-// EP that found no buffer, device completions mapped to MSNs, what the account holds and returns
+// EP that found no buffer (one woken per buffer, in arrival order), device completions mapped to MSNs, what the account holds and returns
 // when it goes away.
 #include "srq/srq_account.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 #include "srq/test_util.h"
 
@@ -91,20 +92,109 @@ TEST(SrqAccount, NoWakeUpAfterStopWaking) {
   EXPECT_EQ(waiter.calls, 0);
 }
 
-TEST(SrqAccount, EveryWaitingEndpointIsWokenByOnePost) {
+// One connected account per waiter, each with its first message waiting for a buffer.
+struct Waiting {
+  CountingWaiter waiter;
+  std::unique_ptr<SrqAccount> account;
+};
+std::vector<std::unique_ptr<Waiting>> MakeWaiting(SrqPool& pool, int n) {
+  std::vector<std::unique_ptr<Waiting>> all;
+  for (int i = 0; i < n; ++i) {
+    auto w = std::make_unique<Waiting>();
+    w->account = MakeAccount(pool, &w->waiter);
+    EXPECT_TRUE(w->account->BeginConnection().ok());
+    RecvBuffer buffer{};
+    EXPECT_EQ(w->account->TakeForMessage(1, buffer), TakeResult::kNotReady);
+    all.push_back(std::move(w));
+  }
+  return all;
+}
+
+TEST(SrqAccount, APostWakesTheOldestWaiterOnly) {
   auto pool = MakePool(8);
-  CountingWaiter first_waiter;
-  CountingWaiter second_waiter;
-  auto first = MakeAccount(*pool, &first_waiter);
-  auto second = MakeAccount(*pool, &second_waiter);
-  ASSERT_TRUE(first->BeginConnection().ok());
-  ASSERT_TRUE(second->BeginConnection().ok());
-  RecvBuffer buffer{};
-  EXPECT_EQ(first->TakeForMessage(1, buffer), TakeResult::kNotReady);
-  EXPECT_EQ(second->TakeForMessage(1, buffer), TakeResult::kNotReady);
+  auto w = MakeWaiting(*pool, 3);
   ASSERT_TRUE(PostTagged(*pool, 1).ok());
-  EXPECT_EQ(first_waiter.calls, 1);
-  EXPECT_EQ(second_waiter.calls, 1);
+  EXPECT_EQ(w[0]->waiter.calls, 1);
+  EXPECT_EQ(w[1]->waiter.calls, 0) << "one buffer, one waiter woken";
+  EXPECT_EQ(w[2]->waiter.calls, 0);
+  ASSERT_TRUE(PostTagged(*pool, 2).ok());
+  EXPECT_EQ(w[1]->waiter.calls, 1) << "the next buffer wakes the next waiter, in arrival order";
+  EXPECT_EQ(w[2]->waiter.calls, 0);
+  RecvBuffer buffer{};
+  EXPECT_EQ(w[0]->account->TakeForMessage(1, buffer), TakeResult::kTaken);
+  EXPECT_EQ(w[1]->account->TakeForMessage(1, buffer), TakeResult::kTaken);
+  EXPECT_EQ(w[2]->waiter.calls, 0) << "taking a buffer one was woken for wakes nobody else";
+}
+
+TEST(SrqAccount, AWokenWaiterThatLostItsBufferKeepsItsPlaceAtTheHead) {
+  auto pool = MakePool(8);
+  auto w = MakeWaiting(*pool, 2);
+  auto other = MakeAccount(*pool);
+  ASSERT_TRUE(other->BeginConnection().ok());
+  ASSERT_TRUE(PostTagged(*pool, 1).ok());
+  ASSERT_EQ(w[0]->waiter.calls, 1);
+  RecvBuffer buffer{};
+  ASSERT_EQ(other->TakeForMessage(1, buffer), TakeResult::kTaken) << "a message that arrived meanwhile";
+  EXPECT_EQ(w[0]->account->TakeForMessage(1, buffer), TakeResult::kNotReady);
+  ASSERT_TRUE(PostTagged(*pool, 2).ok());
+  EXPECT_EQ(w[0]->waiter.calls, 2) << "still first in line";
+  EXPECT_EQ(w[1]->waiter.calls, 0);
+}
+
+TEST(SrqAccount, AWakeUpNeverUsedGoesToTheNextWaiterWhenTheConnectionEnds) {
+  auto pool = MakePool(8);
+  auto w = MakeWaiting(*pool, 2);
+  ASSERT_TRUE(PostTagged(*pool, 1).ok());
+  ASSERT_EQ(w[0]->waiter.calls, 1);
+  ASSERT_EQ(w[1]->waiter.calls, 0);
+  w[0]->account->Close();  // its connection ended before it came back for the buffer
+  EXPECT_EQ(w[1]->waiter.calls, 1);
+  RecvBuffer buffer{};
+  EXPECT_EQ(w[1]->account->TakeForMessage(1, buffer), TakeResult::kTaken);
+}
+
+TEST(SrqAccount, AWakeUpNeverUsedGoesToTheNextWaiterWhenTheEpStopsWaking) {
+  auto pool = MakePool(8);
+  auto w = MakeWaiting(*pool, 2);
+  ASSERT_TRUE(PostTagged(*pool, 1).ok());
+  w[0]->account->StopWaking();  // the EP is being freed
+  EXPECT_EQ(w[1]->waiter.calls, 1);
+}
+
+TEST(SrqAccount, AQueuedWaiterThatClosesIsForgotten) {
+  auto pool = MakePool(8);
+  auto w = MakeWaiting(*pool, 2);
+  w[0]->account->Close();
+  ASSERT_TRUE(PostTagged(*pool, 1).ok());
+  EXPECT_EQ(w[0]->waiter.calls, 0);
+  EXPECT_EQ(w[1]->waiter.calls, 1);
+}
+
+TEST(SrqAccount, ManyWaitersAreEachWokenOncePerBuffer) {
+  // A fan-in: 1,000 connections wait on one SRQ, and every woken EP comes back for a buffer as
+  // core's EP does. Waking every waiter on every post made each post cost 1,000 wake-ups and
+  // 999 failed takes (the 1,000-connection collapse of the performance issue).
+  constexpr int kWaiters = 1000;
+  auto pool = MakePool(1024);
+  auto w = MakeWaiting(*pool, kWaiters);
+  std::vector<int> seen(kWaiters, 0);
+  int taken = 0;
+  RecvBuffer buffer{};
+  for (int post = 0; post < kWaiters; ++post) {
+    ASSERT_TRUE(PostTagged(*pool, static_cast<std::uint64_t>(post)).ok());
+    for (int i = 0; i < kWaiters; ++i) {
+      if (w[i]->waiter.calls == seen[i]) continue;
+      seen[i] = w[i]->waiter.calls;
+      if (w[i]->account->TakeForMessage(1, buffer) == TakeResult::kTaken) ++taken;
+    }
+  }
+  EXPECT_EQ(taken, kWaiters);
+  int calls = 0;
+  for (int i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(w[i]->waiter.calls, 1) << "waiter " << i;
+    calls += w[i]->waiter.calls;
+  }
+  EXPECT_EQ(calls, kWaiters);
 }
 
 TEST(SrqAccount, ANewConnectionNeedsThePreviousFlushDelivered) {

@@ -128,7 +128,7 @@ Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segment
   {
     std::lock_guard lock(mu_);
     if (Status status = PostLocked(cookie, segments, slot); !status.ok()) return status;
-    wake = !waiting_.empty();
+    wake = WakeDueLocked();
     device = device_;
   }
   if (device != nullptr) {
@@ -143,12 +143,42 @@ Status SrqPool::Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segment
   return Status::Ok();
 }
 
+void SrqPool::EnqueueLocked(BufferWaiter* waiter, bool front) {
+  waiter->wait_state_ = BufferWaiter::WaitState::kQueued;
+  waiter->prev_ = front ? nullptr : wait_tail_;
+  waiter->next_ = front ? wait_head_ : nullptr;
+  (waiter->prev_ != nullptr ? waiter->prev_->next_ : wait_head_) = waiter;
+  (waiter->next_ != nullptr ? waiter->next_->prev_ : wait_tail_) = waiter;
+}
+
+void SrqPool::SettleLocked(BufferWaiter* waiter) {
+  switch (waiter->wait_state_) {
+    case BufferWaiter::WaitState::kIdle:
+      return;
+    case BufferWaiter::WaitState::kQueued:
+      (waiter->prev_ != nullptr ? waiter->prev_->next_ : wait_head_) = waiter->next_;
+      (waiter->next_ != nullptr ? waiter->next_->prev_ : wait_tail_) = waiter->prev_;
+      waiter->prev_ = waiter->next_ = nullptr;
+      break;
+    case BufferWaiter::WaitState::kWoken:
+      --woken_;
+      break;
+  }
+  waiter->wait_state_ = BufferWaiter::WaitState::kIdle;
+}
+
 void SrqPool::WakeWaiters() {
   std::lock_guard wake(wake_mutex_);
   {
     std::lock_guard lock(mu_);
-    waking_.swap(waiting_);  // both have room for every user: no allocation
-    for (BufferWaiter* waiter : waking_) waiter->queued_ = false;
+    // One waiter per buffer nobody is on the way to yet; waking_ has room for every user.
+    while (WakeDueLocked()) {
+      BufferWaiter* waiter = wait_head_;
+      SettleLocked(waiter);
+      waiter->wait_state_ = BufferWaiter::WaitState::kWoken;
+      ++woken_;
+      waking_.push_back(waiter);
+    }
   }
   for (BufferWaiter* waiter : waking_) waiter->OnBuffersPosted();
   waking_.clear();
@@ -337,8 +367,8 @@ Status SrqPool::AddUser() {
   std::lock_guard wake(wake_mutex_);
   std::lock_guard lock(mu_);
   try {
-    waiting_.reserve(users_ + 1);
-    waking_.reserve(users_ + 1);
+    // Doubling, so that 10,000 EPs joining one by one do not copy the list 10,000 times.
+    if (waking_.capacity() < users_ + 1) waking_.reserve(std::max<std::size_t>(2 * waking_.capacity(), users_ + 1));
   } catch (const std::bad_alloc&) {
     return Status(Code::kInsufficientResources, Detail::kMemory);
   }
@@ -352,12 +382,14 @@ void SrqPool::RemoveUser() {
 }
 
 void SrqPool::CancelWait(BufferWaiter* waiter) {
-  std::lock_guard wake(wake_mutex_);  // waits out a wake-up that may be calling `waiter`
-  std::lock_guard lock(mu_);
-  if (waiter->queued_) {
-    std::erase(waiting_, waiter);
-    waiter->queued_ = false;
+  bool pass_on = false;
+  {
+    std::lock_guard wake(wake_mutex_);  // waits out a wake-up that may be calling `waiter`
+    std::lock_guard lock(mu_);
+    SettleLocked(waiter);
+    pass_on = WakeDueLocked();
   }
+  if (pass_on) WakeWaiters();
 }
 
 std::uint32_t SrqPool::user_count() const {
@@ -367,37 +399,52 @@ std::uint32_t SrqPool::user_count() const {
 
 SrqPool::TakeResult SrqPool::Take(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out, BufferWaiter* waiter) {
   LowWatermarkListener* notify = nullptr;
-  std::uint32_t index = 0;
-  RecvBuffer view;
+  TakeResult result = TakeResult::kRefused;
+  bool pass_on = false;
   {
     std::lock_guard lock(mu_);
-    // The device picks buffers in the device model; a software take would race it.
-    if (ep.pool_ != this || device_ != nullptr) return TakeResult::kRefused;
-    switch (ep.Find(msn, index)) {
-      case MsnWindow::Lookup::kRefused: return TakeResult::kRefused;
-      case MsnWindow::Lookup::kHeld: break;  // a later segment of the same message
-      case MsnWindow::Lookup::kFree:
-        if (posted_count_ == 0) {
-          // AddUser made room for every user, so this never allocates.
-          if (waiter != nullptr && !waiter->queued_) {
-            waiter->queued_ = true;
-            waiting_.push_back(waiter);
-          }
-          return TakeResult::kEmpty;
-        }
-        index = posted_[posted_head_];
-        posted_head_ = (posted_head_ + 1) & (static_cast<std::uint32_t>(posted_.size()) - 1);
-        --posted_count_;
-        slots_[index].state = SlotState::kHeld;
-        ep.Allocate(msn, index);
-        notify = LowWatermarkCrossedLocked();
-        break;
+    using WaitState = BufferWaiter::WaitState;
+    const WaitState before = waiter != nullptr ? waiter->wait_state_ : WaitState::kIdle;
+    result = TakeLocked(ep, msn, out, notify);
+    if (waiter != nullptr) {
+      if (result != TakeResult::kEmpty) {
+        SettleLocked(waiter);  // took a buffer, or may not: it waits no more
+      } else if (before == WaitState::kWoken) {
+        // Another message took the buffer first: the woken waiter goes back to the head.
+        SettleLocked(waiter);
+        EnqueueLocked(waiter, true);
+      } else if (before == WaitState::kIdle) {
+        EnqueueLocked(waiter, false);
+      }  // already queued: it keeps its place
     }
-    const Slot& slot = slots_[index];
-    view = RecvBuffer{slot.cookie, slot.num_segments, slot.segments, slot.capacity, index};
+    // A woken waiter that takes nothing leaves its buffer to the next one.
+    pass_on = before == WaitState::kWoken && result == TakeResult::kRefused && WakeDueLocked();
   }
-  out = view;
+  if (pass_on) WakeWaiters();
   if (notify != nullptr) notify->OnLowWatermark();
+  return result;
+}
+
+SrqPool::TakeResult SrqPool::TakeLocked(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out,
+                                        LowWatermarkListener*& notify) {
+  // The device picks buffers in the device model; a software take would race it.
+  if (ep.pool_ != this || device_ != nullptr) return TakeResult::kRefused;
+  std::uint32_t index = 0;
+  switch (ep.Find(msn, index)) {
+    case MsnWindow::Lookup::kRefused: return TakeResult::kRefused;
+    case MsnWindow::Lookup::kHeld: break;  // a later segment of the same message
+    case MsnWindow::Lookup::kFree:
+      if (posted_count_ == 0) return TakeResult::kEmpty;
+      index = posted_[posted_head_];
+      posted_head_ = (posted_head_ + 1) & (static_cast<std::uint32_t>(posted_.size()) - 1);
+      --posted_count_;
+      slots_[index].state = SlotState::kHeld;
+      ep.Allocate(msn, index);
+      notify = LowWatermarkCrossedLocked();
+      break;
+  }
+  const Slot& slot = slots_[index];
+  out = RecvBuffer{slot.cookie, slot.num_segments, slot.segments, slot.capacity, index};
   return TakeResult::kTaken;
 }
 
@@ -434,10 +481,20 @@ Status SrqPool::Place(MsnWindow& ep, std::uint32_t msn, std::uint64_t transferre
   return Status::Ok();
 }
 
-Status SrqPool::Close(MsnWindow& ep) {
-  std::lock_guard lock(mu_);
-  if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kNone);
-  ep.Close();
+Status SrqPool::Close(MsnWindow& ep, BufferWaiter* waiter) {
+  bool pass_on = false;
+  {
+    std::lock_guard lock(mu_);
+    if (ep.pool_ != this) return Status(Code::kInvalidParameter, Detail::kNone);
+    ep.Close();
+    if (waiter != nullptr) {
+      // A closed window takes no buffer: a wake-up it was given goes to the next waiter.
+      pass_on = waiter->wait_state_ == BufferWaiter::WaitState::kWoken;
+      SettleLocked(waiter);
+      pass_on = pass_on && WakeDueLocked();
+    }
+  }
+  if (pass_on) WakeWaiters();
   return Status::Ok();
 }
 

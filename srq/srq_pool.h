@@ -1,7 +1,7 @@
 // The SRQ's buffer store and every rule dat_srq_* puts on it: posting checks, the one-shot low
 // watermark, resize without losing a buffer, who holds which buffer under which MSN, completion
 // order per connection, flush on disconnect, dat_ep_recv_query's snapshot, and which endpoints
-// wait for a buffer (told once when one is posted).
+// wait for a buffer (in arrival order; one is woken per buffer posted for it).
 //
 // Transport-independent: it knows nothing of handles, LMRs or EVDs. core/ validates segments
 // before Post and turns the completions and watermark events it gets back into DAT events. Each
@@ -84,8 +84,9 @@ class SrqPool {
   // kInvalidParameter, kArg2. Queue full, counting every outstanding buffer:
   // kInsufficientResources, kResourceSrq. A refused post changes nothing. Valid in every state.
   // `slot`, if given, gets the pool's name for the buffer (what a device receive is posted as).
-  // Wakes every waiting endpoint (software model); posts to the device (device model), and a
-  // buffer the device refuses is withdrawn and its error returned.
+  // Wakes the oldest waiting endpoint, if no woken one is already on its way to this buffer
+  // (software model); posts to the device (device model), and a buffer the device refuses is
+  // withdrawn and its error returned.
   Status Post(DAT_DTO_COOKIE cookie, std::span<const RecvSegment> segments,
               std::uint32_t* slot = nullptr);
 
@@ -127,7 +128,8 @@ class SrqPool {
   Status AddUser();
   void RemoveUser();
   std::uint32_t user_count() const;
-  // Takes `waiter` off the waiting list; returns only once no wake-up of it is running.
+  // Takes `waiter` off the waiting list, or hands its wake-up to the next waiter if it was woken
+  // and never came back for the buffer; returns only once no wake-up of it is running.
   void CancelWait(BufferWaiter* waiter);
 
   // A connection's MSN window starts or stops taking buffers from this SRQ.
@@ -138,8 +140,10 @@ class SrqPool {
   Status Detach(MsnWindow& ep);
 
   // The first segment of message `msn` arrived on `ep`: give it the oldest posted buffer. May fire
-  // the low watermark. kEmpty with a `waiter`: it is told once when a buffer is posted (the
-  // check and the registration are one step, so no post can slip between them).
+  // the low watermark. kEmpty with a `waiter`: it joins the waiting endpoints and is told once
+  // when a buffer is posted for it (the check and the registration are one step, so no post can
+  // slip between them); a woken waiter that finds the buffer gone to another message goes back
+  // to the head of the line.
   TakeResult Take(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out, BufferWaiter* waiter = nullptr);
 
   // Device receive model: the device gave buffer `slot` to message `msn` of `ep` (the device,
@@ -159,8 +163,9 @@ class SrqPool {
   // The EP was disconnected: it takes no more buffers, and PopCompletion now hands out every
   // buffer it holds, in MSN order: placed ones with their status, the others
   // DAT_DTO_ERR_FLUSHED. Buffers still on the SRQ stay for the other EPs. kInvalidParameter,
-  // kArg1 when `ep` is not attached here.
-  Status Close(MsnWindow& ep);
+  // kArg1 when `ep` is not attached here. `waiter`, the EP's, stops waiting: a wake-up it had
+  // not used goes to the next waiter.
+  Status Close(MsnWindow& ep, BufferWaiter* waiter = nullptr);
 
   // The next completion of `ep` that may be generated now, in MSN order (none while an earlier
   // MSN is still open, unless the account is closed). One at a time, so the caller can hand each
@@ -206,8 +211,16 @@ class SrqPool {
   // Disarms and returns the listener when the watermark is armed and the SRQ is below it.
   LowWatermarkListener* LowWatermarkCrossedLocked();
   RecvCompletion CompletionLocked(const MsnWindow::Ready& ready);
+  // Take's buffer decision; `notify` gets the listener if the low watermark fired.
+  TakeResult TakeLocked(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out, LowWatermarkListener*& notify);
   // Takes posted slot `index` out of the FIFO wherever it is (the oldest in practice).
   bool RemovePostedLocked(std::uint32_t index);
+  // The waiting endpoints, oldest first, under mu_. Settle: not queued and no wake-up pending.
+  void EnqueueLocked(BufferWaiter* waiter, bool front);
+  void SettleLocked(BufferWaiter* waiter);
+  bool WakeDueLocked() const { return wait_head_ != nullptr && woken_ < posted_count_; }
+  // Wakes the oldest waiters while buffers on the SRQ outnumber the wake-ups still pending.
+  // Takes wake_mutex_ then mu_; call with neither held.
   void WakeWaiters();
   Status SetDeviceLowWatermark(std::uint32_t low_watermark);
   Status GrowDevice(std::uint32_t new_max);
@@ -231,12 +244,14 @@ class SrqPool {
   std::uint32_t posted_head_ = 0;  // index of the oldest, modulo the ring size
   std::uint32_t posted_count_ = 0;
 
-  // Endpoints using the SRQ and those waiting for a buffer. Control path and receiver-not-ready
-  // path only; both lists have room for every user (AddUser), so waiting never allocates.
+  // Endpoints using the SRQ and those waiting for a buffer. Receiver-not-ready path only; the
+  // queue is intrusive and waking_ has room for every user (AddUser), so waiting never allocates.
   // Lock order: wake_mutex_, then mu_. A waker holds wake_mutex_ while it calls the waiters it
-  // took off waiting_, so RemoveUser (which takes it too) never returns while its waiter runs.
+  // took off the queue, so CancelWait (which takes it too) never returns while its waiter runs.
   std::uint32_t users_ = 0;
-  std::vector<BufferWaiter*> waiting_;  // guarded by mu_
+  BufferWaiter* wait_head_ = nullptr;  // guarded by mu_
+  BufferWaiter* wait_tail_ = nullptr;
+  std::uint32_t woken_ = 0;             // waiters told of a buffer, not yet back (mu_)
   std::vector<BufferWaiter*> waking_;   // guarded by wake_mutex_
   std::mutex wake_mutex_;
 };

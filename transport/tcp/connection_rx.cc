@@ -23,8 +23,9 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// The largest FPDU: ULPDU_Length, a full ULPDU, pad and CRC.
+// The largest FPDU: ULPDU_Length, a full ULPDU, pad and CRC. A receive block holds at least one.
 constexpr std::size_t kMaxFrame = wire::kLengthFieldSize + wire::kMaxUlpduLength + 3 + wire::kCrcSize;
+static_assert(Connection::kRxBlock >= kMaxFrame + 4096);
 // Bytes one handler reads before it lets other connections run.
 constexpr std::size_t kReadBudget = 1u << 20;
 // An FPDU with at least this much payload makes the stream "large": headers are then read in
@@ -136,6 +137,16 @@ void Connection::ArmRead() {
 
 
 void Connection::ReadLoop() {
+  ReadAvailable();
+  // Nothing left half-received: the block goes back to the pool (an idle connection holds none).
+  if (rx_ != nullptr && rx_start_ == rx_end_) {
+    options_.buffers->rx.Release(rx_);
+    rx_ = nullptr;
+    rx_start_ = rx_end_ = 0;
+  }
+}
+
+void Connection::ReadAvailable() {
   // What Post wrote from the consumer's thread completes before anything read now: the peer's
   // answer to a Send must never be reported ahead of the Send (an RNIC completes it first, and
   // consumers sharing one EVD for both, like dapltest, rely on that order).
@@ -166,16 +177,21 @@ void Connection::ReadLoop() {
       budget -= std::min<std::size_t>(budget, direct_.placed - before);
       continue;
     }
+    if (rx_ == nullptr && (rx_ = options_.buffers->rx.Acquire()) == nullptr) {
+      SOFTDAT_LOG(kError, "tcp: no memory for a receive block of %zu bytes; breaking the connection", kRxBlock);
+      End(ConnectionEnd::kBroken);
+      return;
+    }
     if (rx_start_ == rx_end_) {
       rx_start_ = rx_end_ = 0;
-    } else if (rx_.size() - rx_end_ < kMaxFrame) {
+    } else if (kRxBlock - rx_end_ < kMaxFrame) {
       // What is left is less than one FPDU (whole ones were consumed): move it to the front.
-      std::memmove(rx_.data(), rx_.data() + rx_start_, rx_end_ - rx_start_);
+      std::memmove(rx_, rx_ + rx_start_, rx_end_ - rx_start_);
       rx_end_ -= rx_start_;
       rx_start_ = 0;
     }
-    const std::size_t want = large_stream_ && !crc_ ? kSmallRead : rx_.size() - rx_end_;
-    const ssize_t n = ::recv(socket_.native_handle(), rx_.data() + rx_end_, want, MSG_DONTWAIT);
+    const std::size_t want = large_stream_ && !crc_ ? kSmallRead : kRxBlock - rx_end_;
+    const ssize_t n = ::recv(socket_.native_handle(), rx_ + rx_end_, want, MSG_DONTWAIT);
     if (n > 0) {
       rx_end_ += static_cast<std::size_t>(n);
       budget -= std::min<std::size_t>(budget, static_cast<std::size_t>(n));
@@ -234,7 +250,7 @@ Connection::Frame Connection::ProcessFrame() {
   if (direct_.active) return direct_.payload_done ? FinishDirect() : Frame::kNeedMore;
   const std::size_t available = rx_end_ - rx_start_;
   if (available < 4) return Frame::kNeedMore;
-  const std::uint8_t* at = rx_.data() + rx_start_;
+  const std::uint8_t* at = rx_ + rx_start_;
   std::size_t header_size = 0;
   if (const wire::ControlError error = wire::DecodeControl(at, header_size); error != wire::ControlError::kNone) {
     SOFTDAT_LOG(kWarn, "tcp: bad FPDU control byte %#x/%#x from the peer", at[2], at[3]);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "base/log.h"
 #include "transport/tcp/crc32c.h"
@@ -18,10 +19,6 @@
 namespace softdat::transport::tcp {
 namespace {
 
-constexpr std::size_t kRxBufferSize = 128 * 1024;
-// Sixteen full-size inline messages: more than a consumer usually has unsent at once; when the
-// ring is full a small message is simply read at framing time like a large one.
-constexpr std::size_t kInlineRingSize = 16 * InlineRing::kMaxInline;
 // How long a passive connection waits for the active side's ready-to-receive FPDU, and how long
 // a graceful disconnect waits for the peer's FIN before it closes anyway.
 constexpr auto kRtrTimeout = std::chrono::seconds(10);
@@ -41,7 +38,7 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       options_(options),
       config_(config),
       posted_(AtLeastOne(config.max_send_work)),
-      inline_(kInlineRingSize),
+      inline_(options.buffers->inline_copy),
       events_(events),
       socket_(io),
       timer_(io),
@@ -52,12 +49,11 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       written_lengths_(AtLeastOne(config.max_send_work)),
       written_inline_(AtLeastOne(config.max_send_work)),
       responses_(AtLeastOne(config.max_rdma_read_in)),
-      reads_(AtLeastOne(config.max_rdma_read_out)),
-      rx_(kRxBufferSize) {
+      reads_(AtLeastOne(config.max_rdma_read_out)) {
   private_data_.reserve(wire::kMaxMpaPrivateData);
 }
 
-Connection::~Connection() = default;
+Connection::~Connection() { options_.buffers->rx.Release(rx_); }
 
 Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                            std::uint64_t timeout_us) {
@@ -201,6 +197,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
   request.ird = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_in, 0x3FFF));
   request.ord = static_cast<std::uint16_t>(std::min<std::uint32_t>(config_.max_rdma_read_out, 0x3FFF));
   request.private_data_length = static_cast<std::uint16_t>(private_data_.size());
+  if (!tx_.Hold()) return FailTx(ENOMEM);
   (void)wire::EncodeMpaFrame(request, tx_.Reserve(MpaFrameSize(request)));
   WriteRaw(private_data_.data(), private_data_.size());
   phase_ = Phase::kAwaitReply;
@@ -212,7 +209,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
 Connection::Frame Connection::ReadMpaReply() {
   const std::size_t available = rx_end_ - rx_start_;
   if (available < wire::kMpaFrameHeaderSize) return Frame::kNeedMore;
-  const std::uint8_t* bytes = rx_.data() + rx_start_;
+  const std::uint8_t* bytes = rx_ + rx_start_;
   wire::MpaFrame reply;
   std::uint16_t pd_length = 0;
   const char* why = nullptr;
@@ -287,12 +284,14 @@ void Connection::StartAccept(wire::MpaFrame request) {
     SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", refusal);
     reply.rejected = true;
     reply.private_data_length = 0;
+    if (!tx_.Hold()) return End(ConnectionEnd::kAcceptFailed);
     (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
     (void)FlushTx();
     End(ConnectionEnd::kAcceptFailed);
     return;
   }
   reply.private_data_length = static_cast<std::uint16_t>(private_data_.size());
+  if (!tx_.Hold()) return FailTx(ENOMEM);
   (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
   WriteRaw(private_data_.data(), private_data_.size());
   if (await_rtr) {
@@ -412,6 +411,10 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
   timer_.cancel();
   rnr_timer_.cancel();
   CloseSocket();
+  // Nothing more is read or written: the blocks go back to the pool now.
+  tx_.Abandon();
+  options_.buffers->rx.Release(std::exchange(rx_, nullptr));
+  rx_start_ = rx_end_ = 0;
   if (events_ != nullptr) events_->OnEnded(why, private_data);
 }
 

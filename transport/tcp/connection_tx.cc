@@ -90,18 +90,36 @@ bool Connection::NeedsSnapshot(const TxMessage& m) const {
 }
 
 void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
-  if (length == 0) return;
+  if (length == 0) return;  // after a Reserve: the frames block is held
   std::memcpy(tx_.Reserve(length), bytes, length);
 }
 
 void Connection::PumpTx() {
+  PumpBatches();
+  // Everything is on the socket: the send blocks go back to the pool until there is more.
+  if (tx_.empty()) tx_.Drop();
+}
+
+void Connection::FailTx(int error) {
+  if (in_post_) {
+    tx_failed_ = true;  // Post may not report events: the next poll ends the connection
+    tx_errno_ = error;
+    Kick();
+    return;
+  }
+  SOFTDAT_LOG(kWarn, "tcp: send failed: %s; breaking the connection", std::strerror(error));
+  End(ConnectionEnd::kBroken);
+}
+
+void Connection::PumpBatches() {
   if (write_waiting_ || phase_ == Phase::kEnded) return;
   if (tx_failed_ && !in_post_) {
     // A write from Post failed; the connection ends here, where events may be reported.
-    SOFTDAT_LOG(kInfo, "tcp: send failed: %s", std::strerror(tx_errno_));
+    SOFTDAT_LOG(kWarn, "tcp: send failed: %s; breaking the connection", std::strerror(tx_errno_));
     End(ConnectionEnd::kBroken);
     return;
   }
+  if (!tx_.Hold()) return FailTx(ENOMEM);
   for (int batch = 0; batch < kBatchesPerTurn; ++batch) {
     if (!FlushTx()) return;
     tx_.Reset();
@@ -142,13 +160,7 @@ bool Connection::FlushTx() {
     case TxBatch::Write::kError:
       break;
   }
-  if (in_post_) {
-    tx_failed_ = true;  // Post may not report events: the next poll ends the connection
-    tx_errno_ = errno != 0 ? errno : EPIPE;
-    return false;
-  }
-  SOFTDAT_LOG(kInfo, "tcp: send failed: %s", errno != 0 ? std::strerror(errno) : "connection closed");
-  End(ConnectionEnd::kBroken);
+  FailTx(errno != 0 ? errno : EPIPE);
   return false;
 }
 
@@ -362,6 +374,7 @@ void Connection::AppendTrailer(std::size_t ulpdu, std::uint32_t crc) {
 void Connection::FrameOne() {
   TxMessage& m = tx_message_;
   if (m.kind == TxKind::kNone || tx_.arena_room() < kFpduArena || tx_.piece_room() < 3) return;
+  if (NeedsSnapshot(m) && !tx_.HoldStaging()) return FailTx(ENOMEM);
   wire::FpduHeader header;
   std::uint32_t chunk = 0;
   if (!PlanFpdu(m, header, chunk)) return;

@@ -1,24 +1,31 @@
-// InlineRing: contiguous FIFO allocation with a skipped tail at the wrap.
+// InlineRing: contiguous FIFO allocation with a skipped tail at the wrap, in a pooled block.
 #include "transport/tcp/inline_ring.h"
 
 namespace softdat::transport::tcp {
 
 std::uint8_t* InlineRing::Allocate(std::size_t length, std::uint32_t& charged) {
-  const std::size_t capacity = bytes_.size();
+  const std::size_t capacity = pool_.block_size();
   if (length == 0 || length > kMaxInline || length > capacity) return nullptr;
   if (used_ == 0) head_ = 0;  // empty: start at the front, so nothing is skipped
+  if (bytes_ == nullptr && (bytes_ = pool_.Acquire()) == nullptr) return nullptr;
   const std::size_t tail_room = capacity - head_;
   // The free space is [head_, head_ + capacity - used_) modulo capacity.
   const std::size_t skip = tail_room < length ? tail_room : 0;
   if (used_ + skip + length > capacity) return nullptr;
   if (skip != 0) head_ = 0;
-  std::uint8_t* at = bytes_.data() + head_;
+  std::uint8_t* at = bytes_ + head_;
   head_ = (head_ + length) % capacity;
   charged = static_cast<std::uint32_t>(skip + length);
   used_ += charged;
   return at;
 }
 
-void InlineRing::Release(std::uint32_t charged) { used_ -= charged <= used_ ? charged : used_; }
+void InlineRing::Release(std::uint32_t charged) {
+  used_ -= charged <= used_ ? charged : used_;
+  if (used_ == 0 && bytes_ != nullptr) {
+    pool_.Release(bytes_);
+    bytes_ = nullptr;
+  }
+}
 
 }  // namespace softdat::transport::tcp

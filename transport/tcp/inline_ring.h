@@ -6,33 +6,47 @@
 // window for small messages; larger ones are still read from registered memory at framing time.
 //
 // A FIFO byte ring: space is taken in post order and given back in the same order once the
-// message's bytes are on the socket. Not thread-safe; the connection's post mutex guards it.
+// message's bytes are on the socket. Its memory is a block of the transport's pool, held only
+// while some copy is not yet sent: an idle connection holds none. Not thread-safe; the
+// connection's post mutex guards it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "transport/tcp/block_pool.h"
 
 namespace softdat::transport::tcp {
 
 class InlineRing {
  public:
   static constexpr std::size_t kMaxInline = 4096;
+  // Sixteen full-size inline messages: more than a consumer usually has unsent at once; when the
+  // ring is full a small message is simply read at framing time like a large one.
+  static constexpr std::size_t kBlockSize = 16 * kMaxInline;
 
-  explicit InlineRing(std::size_t capacity) : bytes_(capacity) {}
+  // The ring is one block of `pool` (its block_size() is the capacity).
+  explicit InlineRing(BlockPool& pool) : pool_(pool) {}
+  ~InlineRing() { pool_.Release(bytes_); }
+  InlineRing(const InlineRing&) = delete;
+  InlineRing& operator=(const InlineRing&) = delete;
 
-  // Contiguous room for `length` (1..kMaxInline) bytes, or nullptr when the ring is too full.
+  // Contiguous room for `length` (1..kMaxInline) bytes, or nullptr when the ring is too full (or
+  // no block could be had).
   // `charged` is what to hand back to Release: the length plus any tail skipped to stay
   // contiguous.
   std::uint8_t* Allocate(std::size_t length, std::uint32_t& charged);
-  // Gives back the oldest allocation (allocations are released in the order they were made).
+  // Gives back the oldest allocation (allocations are released in the order they were made);
+  // the block goes back to the pool once nothing is allocated.
   void Release(std::uint32_t charged);
 
   std::size_t used() const { return used_; }
-  std::size_t capacity() const { return bytes_.size(); }
+  std::size_t capacity() const { return pool_.block_size(); }
+  bool holds_block() const { return bytes_ != nullptr; }
 
  private:
-  std::vector<std::uint8_t> bytes_;
+  BlockPool& pool_;
+  std::uint8_t* bytes_ = nullptr;  // the pool's block while used_ > 0
   std::size_t head_ = 0;  // next free byte
   std::size_t used_ = 0;  // bytes allocated, skipped tails included
 };

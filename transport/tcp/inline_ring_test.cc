@@ -1,5 +1,5 @@
-// InlineRing: FIFO allocation, the skipped tail at the wrap, refusal when full, and nothing
-// handed out twice while in use.
+// InlineRing: FIFO allocation, the skipped tail at the wrap, refusal when full, nothing handed
+// out twice while in use, and its pooled block held only while something is allocated.
 #include "transport/tcp/inline_ring.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +11,8 @@ namespace softdat::transport::tcp {
 namespace {
 
 TEST(InlineRing, RefusesEmptyOversizeAndWhatDoesNotFit) {
-  InlineRing ring(10000);
+  BlockPool pool(10000);
+  InlineRing ring(pool);
   std::uint32_t charged = 0;
   EXPECT_EQ(ring.Allocate(0, charged), nullptr);
   EXPECT_EQ(ring.Allocate(InlineRing::kMaxInline + 1, charged), nullptr);
@@ -23,8 +24,28 @@ TEST(InlineRing, RefusesEmptyOversizeAndWhatDoesNotFit) {
   EXPECT_EQ(ring.Allocate(1, charged), nullptr);
 }
 
+TEST(InlineRing, HoldsAPooledBlockOnlyWhileSomethingIsAllocated) {
+  BlockPool pool(8192);
+  InlineRing ring(pool);
+  EXPECT_FALSE(ring.holds_block());
+  std::uint32_t a = 0, b = 0;
+  ASSERT_NE(ring.Allocate(100, a), nullptr);
+  ASSERT_NE(ring.Allocate(100, b), nullptr);
+  EXPECT_TRUE(ring.holds_block());
+  EXPECT_EQ(pool.in_use(), 1u);
+  ring.Release(a);
+  EXPECT_TRUE(ring.holds_block());
+  ring.Release(b);
+  EXPECT_FALSE(ring.holds_block()) << "idle: the block is back in the pool";
+  EXPECT_EQ(pool.in_use(), 0u);
+  ASSERT_NE(ring.Allocate(100, a), nullptr);
+  EXPECT_EQ(pool.allocated(), 1u) << "the block is reused, not allocated again";
+  ring.Release(a);
+}
+
 TEST(InlineRing, SkipsTheTailAtTheWrapAndChargesIt) {
-  InlineRing ring(10000);
+  BlockPool pool(10000);
+  InlineRing ring(pool);
   std::uint32_t a = 0, b = 0, c = 0;
   std::uint8_t* first = ring.Allocate(4000, a);
   ASSERT_NE(ring.Allocate(4000, b), nullptr);
@@ -42,7 +63,8 @@ TEST(InlineRing, SkipsTheTailAtTheWrapAndChargesIt) {
 // Many rounds of allocate-fill and release-check in FIFO order: no live allocation overlaps
 // another, so no message's bytes are overwritten before it is released.
 TEST(InlineRing, LiveAllocationsNeverOverlap) {
-  InlineRing ring(3 * 4096 + 100);
+  BlockPool pool(3 * 4096 + 100);
+  InlineRing ring(pool);
   std::deque<std::pair<std::uint8_t*, std::pair<std::size_t, std::uint32_t>>> live;
   std::uint8_t tag = 0;
   for (int round = 0; round < 5000; ++round) {

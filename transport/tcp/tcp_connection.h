@@ -31,6 +31,7 @@
 
 #include "base/status.h"
 #include "transport/endpoint.h"
+#include "transport/tcp/block_pool.h"
 #include "transport/tcp/inline_ring.h"
 #include "transport/tcp/tx_batch.h"
 #include "transport/tcp/wire.h"
@@ -46,6 +47,7 @@ class PollSet;
 struct ConnectionOptions {
   KickQueue* kicks = nullptr;       // how consumer threads wake the progress context
   PollSet* poll_set = nullptr;      // where the connected socket waits to be read
+  std::shared_ptr<ConnectionBuffers> buffers;  // the pools of receive, send and inline blocks
   sockaddr_in local{};              // the IA address: active connections bind to it
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
   bool mpa_crc = true;
@@ -54,6 +56,10 @@ struct ConnectionOptions {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
+  // A pooled block of received bytes: room for a whole FPDU and more, so one recv takes every
+  // small FPDU that arrived.
+  static constexpr std::size_t kRxBlock = 128 * 1024;
+
   Connection(asio::io_context& io, const ConnectionOptions& options, const EndpointConfig& config,
              EndpointEvents* events);
   ~Connection();
@@ -180,7 +186,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
 
   // Transmission (connection_tx.cc).
-  void PumpTx();
+  void PumpTx();        // PumpBatches, then gives the send blocks back if all is written
+  void PumpBatches();   // frames and writes up to kBatchesPerTurn batches
+  void FailTx(int error);  // the connection cannot send: it ends (at the next poll if in Post)
   bool FlushTx();  // false when the socket is full (a write wait is armed) or the connection ended
   bool NextTxMessage();
   void FrameOne();
@@ -197,7 +205,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool NeedsSnapshot(const TxMessage& m) const;  // the payload must be copied to be checksummed
 
   // Reception (connection_rx.cc).
-  void ReadLoop();
+  void ReadLoop();       // ReadAvailable, then gives the receive block back if nothing is left
+  void ReadAvailable();  // reads and processes until the socket is drained, held or ended
   void ArmRead();
   Frame ProcessFrame();
   Frame StartDirect(const std::uint8_t* at, std::size_t available, std::size_t header_size, std::size_t total);
@@ -259,7 +268,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::uint8_t> private_data_;  // ours to send; the peer's after its MPA frame
   std::uint16_t peer_private_length_ = 0;
 
-  TxBatch tx_;
+  TxBatch tx_{options_.buffers->frames, options_.buffers->staging};
   TxMessage tx_message_;
   std::uint32_t send_msn_ = 1;
   std::uint32_t read_request_msn_ = 1;
@@ -277,7 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint32_t reads_head_ = 0;
   std::uint32_t reads_count_ = 0;
 
-  std::vector<std::uint8_t> rx_;
+  std::uint8_t* rx_ = nullptr;  // a block of the rx pool while bytes are half-received
   std::size_t rx_start_ = 0;
   std::size_t rx_end_ = 0;
   RxMessage rx_message_;

@@ -15,9 +15,9 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// A peer gets this long to send its MPA Request, and this many may be in flight per listener.
+// A peer gets this long to send its MPA Request. At kMaxRequestsInFlight the listener waits
+// instead of refusing: refusing made a burst of 100 connects fail on a loaded machine.
 constexpr auto kRequestTimeout = std::chrono::seconds(5);
-constexpr int kMaxRequestsInFlight = 64;
 
 sockaddr_in ToSockaddr(const asio::ip::tcp::endpoint& endpoint) {
   sockaddr_in out{};
@@ -55,19 +55,29 @@ void ListenerCore::Stop() {
 }
 
 void ListenerCore::AcceptNext() {
+  if (reading_ >= kMaxRequestsInFlight) {
+    accept_paused_ = true;  // ReadDone accepts again
+    return;
+  }
   acceptor_.async_accept([self = shared_from_this()](const boost::system::error_code& error,
                                                      asio::ip::tcp::socket socket) {
     if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
     if (error) {
       SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", error.message().c_str());
-    } else if (self->reading_ >= kMaxRequestsInFlight) {
-      SOFTDAT_LOG(kWarn, "tcp: %d connection requests already in setup; refusing another", kMaxRequestsInFlight);
     } else {
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
     }
     self->AcceptNext();
   });
+}
+
+void ListenerCore::ReadDone() {
+  --reading_;
+  if (accept_paused_ && acceptor_.is_open()) {
+    accept_paused_ = false;
+    AcceptNext();
+  }
 }
 
 void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
@@ -84,7 +94,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
         const char* why = nullptr;
         if (error || !wire::DecodeMpaHeader(reader->bytes.data(), false, reader->frame, reader->pd_length, why)) {
           if (why != nullptr) SOFTDAT_LOG(kWarn, "tcp: refusing a connection: %s", why);
-          --self->reading_;
+          self->ReadDone();
           reader->timer.cancel();
           boost::system::error_code ignored;
           reader->socket.close(ignored);
@@ -93,7 +103,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
         asio::async_read(reader->socket,
                          asio::buffer(reader->bytes.data() + wire::kMpaFrameHeaderSize, reader->pd_length),
                          [self, reader](const boost::system::error_code& error, std::size_t) {
-                           --self->reading_;
+                           self->ReadDone();
                            reader->timer.cancel();
                            if (error) {
                              boost::system::error_code ignored;

@@ -1,6 +1,7 @@
 // The passive side of the TCP transport: a listening socket on the IA address, an MPA Request
 // reader per incoming connection (bounded in number and time, so a silent or hostile peer cannot
-// pin resources), and the PendingConnection the consumer accepts or rejects.
+// pin resources: at the bound it stops accepting, and the listen backlog waits), and the
+// PendingConnection the consumer accepts or rejects.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,10 @@ namespace softdat::transport::tcp {
 // Shared with the accept and request-reading handlers, which may outlive the TcpListener.
 class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
  public:
+  // MPA Requests read at once; beyond it the listener stops accepting until one is read, and
+  // the kernel's listen backlog holds the rest.
+  static constexpr int kMaxRequestsInFlight = 1024;
+
   ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events);
   void Start();
   // No ListenEvents call runs after this returns; requests still being read are refused.
@@ -29,12 +34,14 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   void AcceptNext();
   void ReadRequest(std::shared_ptr<RequestReader> reader);
   void Deliver(const std::shared_ptr<RequestReader>& reader);
+  void ReadDone();  // a request was read (or given up on): room for another
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;  // progress context only
   std::mutex mutex_;
   ListenEvents* events_;              // under mutex_; null once stopped
   int reading_ = 0;                   // progress context only
+  bool accept_paused_ = false;        // progress context only: at the limit, not accepting
 };
 
 class TcpListener final : public Listener {

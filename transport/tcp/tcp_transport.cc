@@ -81,6 +81,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
     poll_descriptor_.assign(::dup(poll_set_.fd()), error);
     if (!error) ArmPollSet();
   }
+  connection_options_.buffers = std::make_shared<ConnectionBuffers>();
   connection_options_.kicks = &kicks_;
   connection_options_.poll_set = &poll_set_;
   connection_options_.local = address;

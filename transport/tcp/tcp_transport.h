@@ -52,6 +52,9 @@ class TcpTransport final : public Transport {
   bool Progress() noexcept override;
   void Pause() noexcept override;
 
+  // The pools every connection takes its buffers from (for tests and reports).
+  const ConnectionBuffers& buffers() const { return *connection_options_.buffers; }
+
   // Tests and fuzzers only (adopted_socket.cc): a connection request over `fd`, one end of a
   // connected stream socket pair, as if a listener had read `request` and `private_data` from
   // it. Takes `fd` over; null if it cannot be used.

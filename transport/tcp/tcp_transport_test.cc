@@ -2,6 +2,7 @@
 // its failures, Sends into buffers handed out on arrival, RDMA Write and Read with key checks,
 // receiver-not-ready back-pressure and its timeout, and teardown. Every wait is bounded.
 #include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/tcp_listener.h"
 #include "transport/test_recorder.h"
 
 #include <arpa/inet.h>
@@ -153,6 +154,37 @@ TEST_F(TcpTransportTest, SendsScatterInOrderAcrossSegmentsAndFpdus) {
   EXPECT_EQ(client_events_.work_done[0].id, 1u);
   EXPECT_EQ(client_events_.work_done[1].id, 2u);
   EXPECT_EQ(server_events_.acquired_msns, (std::vector<std::uint32_t>{1, 2}));
+}
+
+TEST_F(TcpTransportTest, IdleConnectionsHoldNoPooledBuffers) {
+  // Receive, send, staging and inline blocks are taken while bytes are in flight and given back
+  // after: an idle connection costs no buffer memory (10,000 connections must fit).
+  ConnectBoth();
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  std::vector<std::uint8_t> large = Bytes(300 * 1024, 3), small(100, 0x5A);
+  std::vector<std::uint8_t> large_sink(large.size()), small_sink(small.size());
+  std::vector<Segment> large_gather = {SegmentOf(large)}, small_gather = {SegmentOf(small)};
+  std::vector<Segment> large_scatter = {SegmentOf(large_sink)}, small_scatter = {SegmentOf(small_sink)};
+  server_events_.AddBuffer(large_scatter);
+  server_events_.AddBuffer(small_scatter);
+  ASSERT_TRUE(PostSend(large_gather, 1).ok());
+  ASSERT_TRUE(PostSend(small_gather, 2).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
+  EXPECT_EQ(large_sink, large);
+  const ConnectionBuffers& buffers = tcp.buffers();
+  EXPECT_GE(buffers.rx.allocated() + buffers.frames.allocated() + buffers.inline_copy.allocated(), 3u)
+      << "the transfer used pooled blocks";
+  // Blocks are given back right after the last byte is written or placed: wait for that.
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  auto in_use = [&] {
+    return buffers.rx.in_use() + buffers.frames.in_use() + buffers.staging.in_use() + buffers.inline_copy.in_use();
+  };
+  while (in_use() != 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(buffers.rx.in_use(), 0u);
+  EXPECT_EQ(buffers.frames.in_use(), 0u);
+  EXPECT_EQ(buffers.staging.in_use(), 0u);
+  EXPECT_EQ(buffers.inline_copy.in_use(), 0u);
 }
 
 TEST_F(TcpTransportTest, ZeroLengthSendTakesABufferAndCompletes) {
@@ -365,6 +397,28 @@ TEST_F(TcpTransportTest, SilentPeerTimesOut) {
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
   EXPECT_EQ(*client_events_.ended, ConnectionEnd::kTimedOut);
   ::close(fd);
+}
+
+TEST_F(TcpTransportTest, ConnectsBeyondTheRequestsInSetupWaitInsteadOfBeingRefused) {
+  // As many peers as the listener reads MPA Requests from at once connect and stay silent; one
+  // more real connect must wait in the listen backlog, not be refused (stock dtestsrq -c 100
+  // failed on a loaded machine when the 65th of its connects was closed unanswered).
+  std::vector<int> silent;
+  for (int i = 0; i < ListenerCore::kMaxRequestsInFlight; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in at = transport_->address();
+    at.sin_port = htons(listener_->port());
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+    silent.push_back(fd);
+  }
+  ASSERT_TRUE(StartConnect().ok());
+  for (int fd : silent) ::close(fd);  // their readers give up: the listener accepts again
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr) << "the connect beyond the bound was never read";
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established || client_events_.ended; }));
+  EXPECT_TRUE(client_events_.established);
 }
 
 TEST_F(TcpTransportTest, GracefulDisconnectEndsBothSidesOnce) {

@@ -1,4 +1,4 @@
-// TxBatch: gather-list bookkeeping and the non-blocking sendmsg loop.
+// TxBatch: its pooled blocks, gather-list bookkeeping and the non-blocking sendmsg loop.
 #include "transport/tcp/tx_batch.h"
 
 #include <sys/socket.h>
@@ -6,6 +6,37 @@
 #include <cerrno>
 
 namespace softdat::transport::tcp {
+
+TxBatch::~TxBatch() {
+  frames_.Release(reinterpret_cast<std::uint8_t*>(pieces_));
+  staging_pool_.Release(staging_);
+}
+
+bool TxBatch::Hold() {
+  if (pieces_ != nullptr) return true;
+  std::uint8_t* block = frames_.Acquire();
+  if (block == nullptr) return false;
+  pieces_ = reinterpret_cast<iovec*>(block);
+  arena_ = block + kMaxPieces * sizeof(iovec);
+  return true;
+}
+
+bool TxBatch::HoldStaging() {
+  if (staging_ == nullptr) staging_ = staging_pool_.Acquire();
+  return staging_ != nullptr;
+}
+
+void TxBatch::Drop() {
+  if (empty()) Abandon();
+}
+
+void TxBatch::Abandon() {
+  Reset();
+  frames_.Release(reinterpret_cast<std::uint8_t*>(pieces_));
+  staging_pool_.Release(staging_);
+  pieces_ = nullptr;
+  arena_ = staging_ = nullptr;
+}
 
 void TxBatch::Reset() {
   arena_used_ = 0;
@@ -16,14 +47,14 @@ void TxBatch::Reset() {
 }
 
 std::uint8_t* TxBatch::Reserve(std::size_t length) {
-  std::uint8_t* at = arena_.data() + arena_used_;
+  std::uint8_t* at = arena_ + arena_used_;
   arena_used_ += length;
   Append(at, length, Source::kArena);
   return at;
 }
 
 std::uint8_t* TxBatch::ReserveStaging(std::size_t length) {
-  std::uint8_t* at = staging_.data() + staging_used_;
+  std::uint8_t* at = staging_ + staging_used_;
   staging_used_ += length;
   Append(at, length, Source::kStaging);
   return at;
@@ -49,7 +80,7 @@ void TxBatch::Append(const void* data, std::size_t length, Source source) {
 TxBatch::Write TxBatch::WriteTo(int fd) {
   while (next_ < count_) {
     msghdr message{};
-    message.msg_iov = pieces_.data() + next_;
+    message.msg_iov = pieces_ + next_;
     message.msg_iovlen = count_ - next_;
     const ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {

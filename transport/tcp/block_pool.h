@@ -1,0 +1,52 @@
+// Byte blocks of one size, shared by every connection of one transport. A connection takes a
+// block only while it has bytes in flight (a partly received FPDU, a batch being written, inline
+// copies not yet sent) and gives it back when that is done, so an idle connection holds none:
+// 10,000 mostly idle connections cost blocks for the few that are busy, not half a MiB each.
+//
+// The pool grows to the peak number of blocks in use at once and keeps them: after warm-up,
+// Acquire and Release only move a pointer under a short lock. Any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace softdat::transport::tcp {
+
+class BlockPool {
+ public:
+  explicit BlockPool(std::size_t block_size) : block_size_(block_size) {}
+  // Frees every block; each must have been released.
+  ~BlockPool();
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  // A block of block_size() bytes, 64-byte aligned: a free one, or a new one when none is free.
+  // Null only when memory is exhausted.
+  std::uint8_t* Acquire() noexcept;
+  // Gives back a block Acquire returned (null is ignored). Never allocates.
+  void Release(std::uint8_t* block) noexcept;
+
+  std::size_t block_size() const { return block_size_; }
+  // Blocks made so far (in use or free), and those in use now.
+  std::size_t allocated() const;
+  std::size_t in_use() const;
+
+ private:
+  const std::size_t block_size_;
+  mutable std::mutex mutex_;
+  std::vector<std::uint8_t*> free_;  // capacity >= allocated_, so Release never allocates
+  std::size_t allocated_ = 0;
+};
+
+// The pools of one transport, shared (shared_ptr) by its connections, which may outlive it.
+struct ConnectionBuffers {
+  BlockPool rx;           // received bytes not yet placed (Connection::kRxBlock)
+  BlockPool frames;       // a batch's gather list and FPDU headers (TxBatch::kFrameBlock)
+  BlockPool staging;      // payload copies that must be checksummed (TxBatch::kStagingSize)
+  BlockPool inline_copy;  // small payloads copied when posted (InlineRing::kBlockSize)
+  ConnectionBuffers();
+};
+
+}  // namespace softdat::transport::tcp
