@@ -1,8 +1,8 @@
 // Fuzz target: the DAT entry points' argument checks. Each input is a program of calls into
-// softdat's DAT_PROVIDER table (the table libdat2 dispatches through: dat/provider_table.cc,
-// registered here by dat_provider_init as libdat2 would), made with the handles the program
-// created, handles of the wrong kind, freed ones, null, pointers to garbage, null or valid output
-// pointers, and arbitrary flags, masks, counts, lengths and iovs. A program can build real
+// softdat's DAT_PROVIDER table (the table libdat2 dispatches through, registered by
+// dat_provider_init as libdat2 would: dat/registry_stand_in.h), made with the handles the
+// program created, handles of the wrong kind, freed ones, null, pointers to garbage, null or
+// valid output pointers, and arbitrary flags, masks, counts, lengths and iovs. A program can build real
 // objects and connect EPs to each other over loopback TCP, so the checks behind the first ones
 // (states, iovs against registered memory, SRQ and EVD rules) are reached too.
 //
@@ -34,24 +34,11 @@
 #include <cstring>
 #include <vector>
 
+#include "dat/registry_stand_in.h"
+
 namespace {
 
-// The registry half of dat_provider_init: libdat2 is not linked, so these stand in for it.
 const DAT_PROVIDER* registered = nullptr;
-
-}  // namespace
-
-extern "C" DAT_RETURN dat_registry_add_provider(const DAT_PROVIDER* provider, const DAT_PROVIDER_INFO*) {
-  registered = provider;
-  return DAT_SUCCESS;
-}
-extern "C" DAT_RETURN dat_registry_remove_provider(const DAT_PROVIDER*, const DAT_PROVIDER_INFO*) {
-  return DAT_SUCCESS;
-}
-extern "C" void dat_provider_init(const DAT_PROVIDER_INFO* info, const char* ia_params);
-
-namespace {
-
 constexpr char kIaName[] = "softdat-fuzz";
 constexpr std::size_t kMaxOps = 64;
 constexpr std::size_t kMemorySize = 1 << 20;
@@ -855,11 +842,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* v = std::getenv("SOFTDAT_FUZZ_VERBOSE");
   verbose = v != nullptr && v[0] == '1';
   TryPrivateNetwork();
-  DAT_PROVIDER_INFO info{};
-  std::strncpy(info.ia_name, kIaName, DAT_NAME_MAX_LENGTH - 1);
-  info.dapl_version_major = 2;
   // progress=poll: nothing moves but in the program's own calls, so an input replays the same.
-  dat_provider_init(&info, "tcp 127.0.0.1 progress=poll");
+  registered = softdat::dat::RegisterWithoutLibdat2(kIaName, "tcp 127.0.0.1 progress=poll");
   if (registered == nullptr) {
     std::fprintf(stderr, "dat_api_fuzzer: dat_provider_init registered nothing\n");
     std::abort();
