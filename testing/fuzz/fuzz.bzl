@@ -1,6 +1,6 @@
 """softdat_fuzz_target: one libFuzzer target, its replay binary and its corpus test."""
 
-def softdat_fuzz_target(name, srcs, deps, data = []):
+def softdat_fuzz_target(name, srcs, deps, data = [], copts = []):
     """Declares the targets of fuzz target `name` (e.g. "fpdu").
 
     :<name>_fuzzer_lib      the harness (LLVMFuzzerTestOneInput), alwayslink
@@ -12,6 +12,7 @@ def softdat_fuzz_target(name, srcs, deps, data = []):
         name = name + "_fuzzer_lib",
         testonly = True,
         srcs = srcs,
+        copts = copts,
         deps = deps,
         alwayslink = True,
     )

@@ -44,9 +44,14 @@ max_len() {
 build() {
   local labels=() target
   for target in "$@"; do labels+=("//testing/fuzz:${target}_fuzzer"); done
-  log "building ${labels[*]} (clang, libFuzzer, ASan, UBSan)"
-  # gold warns about every sanitizer symbol it cannot export; the warnings say nothing.
-  fuzz_bazel build --config=fuzz --symlink_prefix=/ --noshow_progress "${labels[@]}" 2> >(grep -v 'ld.gold: warning: Cannot export local symbol' >&2)
+  log "building ${labels[*]} (clang, libFuzzer, ASan, UBSan; log: $work/logs/build.log)"
+  mkdir -p "$work/logs"
+  if ! fuzz_bazel build --config=fuzz --symlink_prefix=/ --noshow_progress "${labels[@]}" >"$work/logs/build.log" 2>&1; then
+    # gold warns about every sanitizer symbol it cannot export; the warnings say nothing.
+    grep -v 'ld.gold: warning: Cannot export local symbol' "$work/logs/build.log" >&2
+    log "FAILED: building the fuzz targets"
+    return 1
+  fi
   bin=$(fuzz_bazel info --config=fuzz bazel-bin 2>/dev/null)
 }
 
