@@ -6,6 +6,7 @@
 //
 //   corpus/connection/<scenario>-passive   flags + cut + what the active side sent after its
 //                                          MPA Request (what a passive fuzzer world reads)
+//   corpus/connection/<scenario>-passive-request  the same after the Request itself
 //   corpus/connection/<scenario>-active    flags + cut + what the passive side sent (its MPA
 //                                          Reply, then FPDUs: what an active world reads)
 //   corpus/mpa/<scenario>-request|reply    the MPA frames as sent
@@ -179,6 +180,9 @@ void Capture(const Scenario& scenario, const fs::path& out, std::set<std::string
   }
   const std::string name = scenario.name;
   Write(out / "connection" / (name + "-passive"), scenario.passive_flags, scenario.cut, from_client, 0);
+  std::vector<std::uint8_t> with_request = request;
+  with_request.insert(with_request.end(), from_client.begin(), from_client.end());
+  Write(out / "connection" / (name + "-passive-request"), scenario.passive_flags, scenario.cut, with_request, 0);
   Write(out / "connection" / (name + "-active"), scenario.active_flags | input::kActive, scenario.cut, from_server, 0);
   const std::size_t reply = std::min(MpaFrameLength(from_server), from_server.size());
   const std::vector<std::uint8_t> reply_frame(from_server.begin(), from_server.begin() + reply);

@@ -11,10 +11,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include "testing/fuzz/connection_input.h"
@@ -29,6 +31,7 @@ using softdat::fuzz::WorldConfig;
 namespace input = softdat::fuzz::input;
 namespace wire = softdat::transport::tcp::wire;
 
+constexpr std::string_view kRequestKey = "MPA ID Req Frame";
 constexpr std::size_t kMaxRounds = 512;   // writes of the input, at most
 constexpr std::size_t kIdleRounds = 24;   // rounds with nothing happening before we give up
 // SOFTDAT_FUZZ_VERBOSE=1: one line per input saying how far the connection got (seed checks).
@@ -69,6 +72,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const WorldConfig config = input::ConfigOf(flags);
   const bool fin = (flags & input::kNoFin) == 0;
   std::vector<std::uint8_t> bytes(data + 2, data + size);
+  // Passive, bytes that start with an MPA Request: the listener's part, done with its parser.
+  wire::MpaFrame request;
+  std::vector<std::uint8_t> request_data;
+  const bool own_request = !config.active && bytes.size() >= kRequestKey.size() &&
+                           std::equal(kRequestKey.begin(), kRequestKey.end(), bytes.begin());
+  if (own_request) {
+    std::uint16_t pd_length = 0;
+    const char* why = nullptr;
+    // What the listener closes without a Reply (a bad or short frame) reaches no connection.
+    if (bytes.size() < wire::kMpaFrameHeaderSize ||
+        !wire::DecodeMpaHeader(bytes.data(), false, request, pd_length, why) ||
+        bytes.size() < wire::kMpaFrameHeaderSize + pd_length)
+      return 0;
+    const std::size_t block = request.enhanced ? wire::kMpaEnhancedBlockSize : 0;
+    if (request.enhanced) wire::DecodeMpaBlock(bytes.data() + wire::kMpaFrameHeaderSize, request);
+    request_data.assign(bytes.begin() + wire::kMpaFrameHeaderSize + block,
+                        bytes.begin() + wire::kMpaFrameHeaderSize + pd_length);
+    bytes.erase(bytes.begin(), bytes.begin() + wire::kMpaFrameHeaderSize + pd_length);
+  }
   std::size_t chunk = input::ChunkOf(data[1], bytes.size());
   if (chunk == 0) chunk = 1;
   // Where the FPDUs start (after the MPA Reply on the active side), and where the peer's setup
@@ -94,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int peer = fds[1];
   std::unique_ptr<World> world = World::Open(config);
   world->SetPeerWindow(0x1234, 0x10000);  // the fuzzer's side: any key it likes
-  world->Start(fds[0]);
+  world->Start(fds[0], own_request ? &request : nullptr, request_data);
 
   std::size_t sent = 0;
   std::size_t idle = 0;

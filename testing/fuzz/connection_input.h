@@ -4,8 +4,8 @@
 //   byte 0   flags (below)
 //   byte 1   how the peer's bytes are cut: 0 all at once, 1..127 that many bytes per write,
 //            128..255 (n - 127) * 512 bytes per write; progress runs between writes
-//   rest     the peer's bytes: after the MPA Request (passive: the harness sent a valid one),
-//            or from the MPA Reply on (active)
+//   rest     the peer's bytes: after the MPA Request (passive: the harness sent a valid one,
+//            unless the bytes start with one of their own), or from the MPA Reply on (active)
 #pragma once
 
 #include <cstddef>

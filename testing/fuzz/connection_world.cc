@@ -137,7 +137,7 @@ class SocketPairTransport final : public transport::Transport {
   void Pause() noexcept override { inner_->Pause(); }
 
   // Passive: the connection request over `fd` reaches the PSP.
-  void Deliver(int fd, const wire::MpaFrame& request);
+  void Deliver(int fd, const wire::MpaFrame& request, std::span<const std::uint8_t> private_data);
   // Active: the socket the EP's next Connect runs over.
   void SetConnectSocket(int fd) { connect_fd_ = fd; }
   int TakeConnectSocket() { return std::exchange(connect_fd_, -1); }
@@ -197,8 +197,9 @@ Status SocketPairTransport::CreateEndpoint(const transport::EndpointConfig& conf
   return Status::Ok();
 }
 
-void SocketPairTransport::Deliver(int fd, const wire::MpaFrame& request) {
-  auto pending = tcp_.AdoptRequest(fd, request, {});
+void SocketPairTransport::Deliver(int fd, const wire::MpaFrame& request,
+                                  std::span<const std::uint8_t> private_data) {
+  auto pending = tcp_.AdoptRequest(fd, request, std::vector<std::uint8_t>(private_data.begin(), private_data.end()));
   if (pending == nullptr || listen_events_ == nullptr) Die("adopting the passive socket");
   listen_events_->OnConnectRequest(std::make_unique<AdoptedRequest>(std::move(pending)));
 }
@@ -350,7 +351,7 @@ bool World::PostSpareBuffer() {
   return true;
 }
 
-void World::Start(int fd) {
+void World::Start(int fd, const wire::MpaFrame* request, std::span<const std::uint8_t> private_data) {
   Impl& w = *impl_;
   if (config_.active) {
     w.transport->SetConnectSocket(fd);
@@ -358,7 +359,7 @@ void World::Start(int fd) {
     Must(w.ep->Connect(reinterpret_cast<sockaddr*>(&peer), kPort, DAT_TIMEOUT_INFINITE, 0, nullptr), "dat_ep_connect");
     return;
   }
-  w.transport->Deliver(fd, PeerRequest(config_.crc));
+  w.transport->Deliver(fd, request != nullptr ? *request : PeerRequest(config_.crc), private_data);
   DAT_EVENT event;
   if (!w.cr_evd->Dequeue(event).ok() || event.event_number != DAT_CONNECTION_REQUEST_EVENT) Die("the CR event");
   core::Cr* cr = core::HandleAs<core::Cr>(event.event_data.cr_arrival_event_data.cr_handle);

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "transport/tcp/wire.h"
 
@@ -73,8 +74,9 @@ class World {
   World& operator=(const World&) = delete;
 
   // Passive: a connection request arrives over `fd` (the harness's end of the pair is the
-  // peer) and the EP accepts it. Active: the EP connects over `fd`. Takes `fd` over.
-  void Start(int fd);
+  // peer), with `request` and its private data as the listener read them (PeerRequest when
+  // null), and the EP accepts it. Active: the EP connects over `fd`. Takes `fd` over.
+  void Start(int fd, const wire::MpaFrame* request = nullptr, std::span<const std::uint8_t> private_data = {});
   // One round of progress: the transport (a few calls, so Asio's handlers run too) and every EVD
   // drained; receive buffers are reposted as they complete, our operations posted once
   // established. True if anything happened.

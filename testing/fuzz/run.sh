@@ -7,6 +7,9 @@
 #                                  time; fails on any crash, leak or timeout
 #   run.sh capture                 rewrite the captured seeds in testing/fuzz/corpus (softdat
 #                                  talking to itself through a recording relay)
+#   run.sh coverage [TARGET|all]   line coverage of softdat's own sources by each target's seeds
+#                                  and working corpus (clang source-based coverage, an output base
+#                                  of its own; the report is kept in $SOFTDAT_FUZZ_DIR/coverage/)
 #   run.sh list                    the targets
 #
 # Targets are built with clang 14, libFuzzer, ASan and UBSan (--config=fuzz) in an output base of
@@ -158,6 +161,37 @@ finish() {
   return 1
 }
 
+# Replays each target's seeds and working corpus in a coverage build and reports, per source file
+# of softdat (not the harness), the lines run.
+coverage() {
+  local which=${1:-all} list=() target labels=()
+  if [[ $which == all ]]; then list=("${targets[@]}"); else list=("$which"); fi
+  for target in "${list[@]}"; do labels+=("//testing/fuzz:${target}_fuzzer"); done
+  local cov_base="$work/bazel-coverage/$(printf '%s' "$root" | md5sum | cut -c1-12)"
+  log "building ${labels[*]} with coverage (log: $work/logs/coverage-build.log)"
+  mkdir -p "$work/logs" "$work/coverage"
+  local flags=(--config=fuzz --symlink_prefix=/ --noshow_progress --copt=-fprofile-instr-generate
+               --copt=-fcoverage-mapping --linkopt=-fprofile-instr-generate)
+  bazel --output_base="$cov_base" build "${flags[@]}" "${labels[@]}" >"$work/logs/coverage-build.log" 2>&1 || {
+    tail -n 40 "$work/logs/coverage-build.log" >&2; return 1; }
+  local cov_bin
+  cov_bin=$(bazel --output_base="$cov_base" info "${flags[@]}" bazel-bin 2>/dev/null)
+  bazel --output_base="$cov_base" shutdown 2>/dev/null || true
+  for target in "${list[@]}"; do
+    local out="$work/coverage/$target"
+    rm -rf "$out" && mkdir -p "$out" "$work/corpus/$target"
+    LLVM_PROFILE_FILE="$out/%p.profraw" "$cov_bin/testing/fuzz/${target}_fuzzer" -runs=0 -timeout=10 \
+      -max_len="$(max_len "$target")" "$work/corpus/$target" "testing/fuzz/corpus/$target" >"$out/run.log" 2>&1 || true
+    llvm-profdata-14 merge -sparse "$out"/*.profraw -o "$out/merged.profdata"
+    # Paths as the build saw them; only softdat's sources, not the harness or system headers.
+    llvm-cov-14 report "$cov_bin/testing/fuzz/${target}_fuzzer" -instr-profile="$out/merged.profdata" \
+      -ignore-filename-regex='(^/usr/|external/|testing/fuzz/)' >"$out/report.txt" 2>/dev/null || true
+    echo "== $target: line coverage of softdat's sources it reaches (full report: $out/report.txt)"
+    awk 'NR > 2 && $1 != "TOTAL" && $1 !~ /^-/ && NF >= 10 { printf "  %-40s %6s of %5s lines\n", $1, $10, $8 }
+         $1 == "TOTAL" { printf "  %-40s %6s of %5s lines\n", "TOTAL", $10, $8 }' "$out/report.txt"
+  done
+}
+
 capture() {
   bazel build //testing/fuzz:capture_seeds
   "$(bazel info bazel-bin 2>/dev/null)/testing/fuzz/capture_seeds" "$root/testing/fuzz/corpus"
@@ -167,6 +201,7 @@ command=${1:-all}
 case "$command" in
   ci) ci ;;
   capture) capture ;;
+  coverage) shift; coverage "$@" ;;
   list) printf '%s\n' "${targets[@]}" ;;
   -h|--help|help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
   *) run "$@" ;;
