@@ -411,11 +411,13 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
   timer_.cancel();
   rnr_timer_.cancel();
   CloseSocket();
-  // Nothing more is read or written: the blocks go back to the pool now.
+  // Nothing more is read or written: the blocks go back to the pool now, the receive block once
+  // OnEnded has run (a reject's private data lies in it).
   tx_.Abandon();
-  options_.buffers->rx.Release(std::exchange(rx_, nullptr));
+  std::uint8_t* const rx = std::exchange(rx_, nullptr);
   rx_start_ = rx_end_ = 0;
   if (events_ != nullptr) events_->OnEnded(why, private_data);
+  options_.buffers->rx.Release(rx);
 }
 
 void Connection::CloseSocket() {
