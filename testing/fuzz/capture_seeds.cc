@@ -72,12 +72,24 @@ const Scenario kScenarios[] = {
     {"active-writes-bad-key", 0, 0, 0,
      [](WorldConfig&, WorldConfig& active) {
        active.write_bytes = 64;
-       active.write_bad_key = true;
+       active.bad_key = true;
      }},
     {"passive-writes-bad-key", 0, 0, 0,
      [](WorldConfig& passive, WorldConfig&) {
        passive.write_bytes = 64;
-       passive.write_bad_key = true;
+       passive.bad_key = true;
+     }},
+    {"active-reads-bad-key", 0, input::kPostOps, 0,
+     [](WorldConfig& passive, WorldConfig& active) {
+       active.sends = 0;
+       active.write_bytes = 0;
+       active.bad_key = true;
+       passive.sends = 1;
+     }},
+    {"large-send-crc-off", input::kCrcOff, input::kCrcOff, 130,
+     [](WorldConfig&, WorldConfig& active) {
+       active.sends = 1;
+       active.send_bytes = 16000;  // into the 20000-byte buffer, placed as it comes
      }},
 };
 
@@ -101,10 +113,11 @@ bool Relay(int from, int to, std::vector<std::uint8_t>& record) {
   }
 }
 
+// A connection seed (flags, no extra actions, the cut, the bytes); with flags 0xFF the bytes alone.
 void Write(const fs::path& path, std::uint8_t flags, std::uint8_t cut, const std::vector<std::uint8_t>& bytes,
            std::size_t from) {
   std::ofstream out(path, std::ios::binary);
-  if (flags != 0xFF) out.put(static_cast<char>(flags)).put(static_cast<char>(cut));
+  if (flags != 0xFF) out.put(static_cast<char>(flags)).put(0).put(static_cast<char>(cut));
   out.write(reinterpret_cast<const char*>(bytes.data() + from), static_cast<std::streamsize>(bytes.size() - from));
 }
 
@@ -133,8 +146,8 @@ void SplitFpdus(const std::vector<std::uint8_t>& bytes, std::size_t at, const fs
 
 void Capture(const Scenario& scenario, const fs::path& out, std::set<std::string>& fpdus_seen,
              std::set<std::vector<std::uint8_t>>& frames_seen) {
-  WorldConfig passive = input::ConfigOf(scenario.passive_flags);
-  WorldConfig active = input::ConfigOf(scenario.active_flags | input::kActive);
+  WorldConfig passive = input::ConfigOf(scenario.passive_flags, 0);
+  WorldConfig active = input::ConfigOf(scenario.active_flags | input::kActive, 0);
   scenario.adjust(passive, active);
   std::unique_ptr<World> server = World::Open(passive);
   std::unique_ptr<World> client = World::Open(active);

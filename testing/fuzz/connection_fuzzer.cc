@@ -3,7 +3,8 @@
 // registered memory, over a socketpair) whose peer sends the input's bytes, cut as the input
 // says (connection_input.h: a flags byte, a cut byte, the peer's bytes). Unless the input says
 // otherwise, the harness writes the right CRC into every FPDU it can frame, so the fuzzer gets
-// past the check and into the state behind it.
+// past the check and into the state behind it. Meanwhile our side may disconnect, gracefully
+// or not, or find nobody reading what it sends.
 //
 // Checks: no crash, leak or undefined behaviour (sanitizers); no byte written outside the receive
 // buffers, the window and the Read sink (guards); no receive completion longer than its buffer
@@ -67,11 +68,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  if (size < 2) return 0;
-  const std::uint8_t flags = data[0];
-  const WorldConfig config = input::ConfigOf(flags);
+  if (size < input::kHeaderSize) return 0;
+  const std::uint8_t flags = data[0], actions = data[1];
+  const WorldConfig config = input::ConfigOf(flags, actions);
   const bool fin = (flags & input::kNoFin) == 0;
-  std::vector<std::uint8_t> bytes(data + 2, data + size);
+  std::vector<std::uint8_t> bytes(data + input::kHeaderSize, data + size);
   // Passive, bytes that start with an MPA Request: the listener's part, done with its parser.
   wire::MpaFrame request;
   std::vector<std::uint8_t> request_data;
@@ -91,7 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         bytes.begin() + wire::kMpaFrameHeaderSize + pd_length);
     bytes.erase(bytes.begin(), bytes.begin() + wire::kMpaFrameHeaderSize + pd_length);
   }
-  std::size_t chunk = input::ChunkOf(data[1], bytes.size());
+  std::size_t chunk = input::ChunkOf(data[2], bytes.size());
   if (chunk == 0) chunk = 1;
   // Where the FPDUs start (after the MPA Reply on the active side), and where the peer's setup
   // ends: the Reply, or the ready-to-receive FPDU.
@@ -120,9 +121,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::size_t sent = 0;
   std::size_t idle = 0;
-  bool fin_sent = false;
+  bool fin_sent = false, disconnected = false, aborted = false;
   while (!world->ended()) {
     bool any = false;
+    if ((actions & input::kAbortHalfway) != 0 && !aborted && sent >= bytes.size() / 2) {
+      world->Disconnect(false);
+      aborted = true;
+    }
+    if ((actions & input::kDisconnectAfter) != 0 && !disconnected && sent == bytes.size()) {
+      world->Disconnect(true);
+      disconnected = true;
+    }
     const std::size_t limit = world->established() ? bytes.size() : std::min(bytes.size(), hold);
     if (sent < limit) {
       const std::size_t n = std::min(chunk, limit - sent);
@@ -139,7 +148,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       any = true;
     }
     any |= world->Step();
-    DrainPeer(peer);
+    if ((actions & input::kNoDrain) == 0) DrainPeer(peer);
     if (any) {
       idle = 0;
       continue;

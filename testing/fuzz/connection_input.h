@@ -2,7 +2,8 @@
 // captured peer bytes behind the flags that rebuild the world they were captured against:
 //
 //   byte 0   flags (below)
-//   byte 1   how the peer's bytes are cut: 0 all at once, 1..127 that many bytes per write,
+//   byte 1   what our side does meanwhile (below)
+//   byte 2   how the peer's bytes are cut: 0 all at once, 1..127 that many bytes per write,
 //            128..255 (n - 127) * 512 bytes per write; progress runs between writes
 //   rest     the peer's bytes: after the MPA Request (passive: the harness sent a valid one,
 //            unless the bytes start with one of their own), or from the MPA Reply on (active)
@@ -24,12 +25,18 @@ inline constexpr std::uint8_t kPostOps = 0x20;    // we post a Send, an RDMA Wri
 inline constexpr std::uint8_t kBindRmr = 0x40;    // we bind a read-only RMR once established
 inline constexpr std::uint8_t kNoFin = 0x80;      // no FIN after the bytes
 
+// Byte 1.
+inline constexpr std::uint8_t kDisconnectAfter = 0x01;  // we disconnect gracefully once all is written
+inline constexpr std::uint8_t kAbortHalfway = 0x02;     // we disconnect abruptly halfway through
+inline constexpr std::uint8_t kNoDrain = 0x04;          // nobody reads what our side sends
+inline constexpr std::uint8_t kTwoOfEach = 0x08;        // kPostOps posts each operation twice
+inline constexpr std::size_t kHeaderSize = 3;
 // kPostOps: what we post (a Read Response in the input must match the Read's size).
 inline constexpr std::uint32_t kSendBytes = 48;
 inline constexpr std::uint32_t kWriteBytes = 200;
 inline constexpr std::uint32_t kReadBytes = 100;
 
-inline WorldConfig ConfigOf(std::uint8_t flags) {
+inline WorldConfig ConfigOf(std::uint8_t flags, std::uint8_t actions) {
   WorldConfig config;
   config.active = (flags & kActive) != 0;
   config.crc = (flags & kCrcOff) == 0;
@@ -40,6 +47,7 @@ inline WorldConfig ConfigOf(std::uint8_t flags) {
     config.send_bytes = kSendBytes;
     config.write_bytes = kWriteBytes;
     config.read_bytes = kReadBytes;
+    if ((actions & kTwoOfEach) != 0) config.sends = config.writes = config.reads = 2;
   }
   config.bind_rmr = (flags & kBindRmr) != 0;
   return config;

@@ -85,10 +85,10 @@ std::vector<std::pair<std::size_t, std::size_t>> GuardRanges(std::uint32_t read_
   std::vector<std::pair<std::size_t, std::size_t>> ranges;
   ranges.emplace_back(Layout::kWindowSize, Layout::kRecv);
   for (std::uint32_t i = 0; i < kRecvBuffers; ++i) {
-    const std::size_t start = Layout::kRecv + i * Layout::kRecvStride;
-    ranges.emplace_back(start + RecvBufferSize(i), start + Layout::kRecvStride);
+    ranges.emplace_back(Layout::kRecv + RecvOffset(i) + kRecvSizes[i], Layout::kRecv + RecvOffset(i + 1));
   }
   // Our Read's sink is the one place of kLocal a peer reaches.
+  ranges.emplace_back(Layout::kRecv + Layout::kRecvArea, Layout::kLocal);
   ranges.emplace_back(Layout::kReadSink + read_bytes, Layout::kLocal + Layout::kLocalSize);
   ranges.emplace_back(Layout::kLocal + Layout::kLocalSize, Layout::kOtherPz);
   ranges.emplace_back(Layout::kOtherPz + Layout::kOtherPzSize, Layout::kSize);
@@ -219,11 +219,6 @@ DAT_DTO_COOKIE Cookie(std::uint64_t value) {
 
 }  // namespace
 
-std::uint32_t RecvBufferSize(std::uint32_t i) {
-  static constexpr std::uint32_t kSizes[kRecvBuffers] = {256, 64, 1024, 16, 4096, 128, 2048, 512};
-  return kSizes[i % kRecvBuffers];
-}
-
 wire::MpaFrame PeerRequest(bool crc) {
   wire::MpaFrame request;
   request.crc = crc;
@@ -290,13 +285,13 @@ std::unique_ptr<World> World::Open(const WorldConfig& config) {
   };
   lmr(Layout::kWindow, Layout::kWindowSize, w.pz, DAT_MEM_PRIV_ALL_FLAG, &w.window, &w.window_context,
       &world->window_key_);
-  lmr(Layout::kRecv, kRecvBuffers * Layout::kRecvStride, w.pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &w.recv,
+  lmr(Layout::kRecv, Layout::kRecvArea, w.pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &w.recv,
       &w.recv_context, &world->recv_key_);
   lmr(Layout::kLocal, Layout::kLocalSize, w.pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &w.local, &w.local_context, nullptr);
   lmr(Layout::kOtherPz, Layout::kOtherPzSize, w.other_pz, DAT_MEM_PRIV_ALL_FLAG, &w.other, nullptr,
       &world->other_pz_key_);
   for (std::uint32_t i = 0; i < kRecvBuffers; ++i) {
-    std::memset(region + Layout::kRecv + i * Layout::kRecvStride, 0, RecvBufferSize(i));
+    std::memset(region + Layout::kRecv + RecvOffset(i), 0, kRecvSizes[i]);
   }
   if (config.send_bytes > kMaxSendBytes || config.write_bytes > kMaxWriteBytes || config.read_bytes > kMaxReadBytes)
     Die("the world's configuration");
@@ -335,8 +330,8 @@ void World::Repost(std::uint64_t cookie) {
   Impl& w = *impl_;
   DAT_LMR_TRIPLET triplet{};
   triplet.lmr_context = w.recv_context;
-  triplet.virtual_address = base_ + Layout::kRecv + cookie * Layout::kRecvStride;
-  triplet.segment_length = RecvBufferSize(static_cast<std::uint32_t>(cookie));
+  triplet.virtual_address = base_ + Layout::kRecv + RecvOffset(static_cast<std::uint32_t>(cookie));
+  triplet.segment_length = kRecvSizes[cookie];
   // A refusal (the EP or SRQ full, the connection gone) is the consumer's to see, not a bug.
   if (w.srq != nullptr) {
     (void)w.srq->PostRecv(1, &triplet, Cookie(cookie));
@@ -349,6 +344,10 @@ bool World::PostSpareBuffer() {
   if (next_spare_ >= kRecvBuffers || ended_) return false;
   Repost(next_spare_++);
   return true;
+}
+
+void World::Disconnect(bool graceful) {
+  (void)impl_->ep->Disconnect(graceful ? DAT_CLOSE_GRACEFUL_FLAG : DAT_CLOSE_ABRUPT_FLAG);
 }
 
 void World::Start(int fd, const wire::MpaFrame* request, std::span<const std::uint8_t> private_data) {
@@ -395,18 +394,22 @@ void World::OnEstablished() {
   if (config_.write_bytes != 0) {
     local.virtual_address = base_ + Layout::kWriteSource;
     local.segment_length = config_.write_bytes;
-    remote.rmr_context = config_.write_bad_key ? peer_key_ + (1000u << 8) : peer_key_;  // a slot nobody has
+    remote.rmr_context = config_.bad_key ? peer_key_ + (1000u << 8) : peer_key_;  // a slot nobody has
     remote.virtual_address = peer_address_;
     remote.segment_length = config_.write_bytes;
-    (void)w.ep->PostRdma(DAT_DTO_RDMA_WRITE, 1, &local, Cookie(kCookieWrite), &remote, DAT_COMPLETION_DEFAULT_FLAG);
+    for (std::uint32_t i = 0; i < config_.writes; ++i) {
+      (void)w.ep->PostRdma(DAT_DTO_RDMA_WRITE, 1, &local, Cookie(kCookieWrite), &remote, DAT_COMPLETION_DEFAULT_FLAG);
+    }
   }
   if (config_.read_bytes != 0) {
     local.virtual_address = base_ + Layout::kReadSink;
     local.segment_length = config_.read_bytes;
-    remote.rmr_context = peer_key_;
+    remote.rmr_context = config_.bad_key ? peer_key_ + (1000u << 8) : peer_key_;
     remote.virtual_address = peer_address_ + 0x100;
     remote.segment_length = config_.read_bytes;
-    (void)w.ep->PostRdma(DAT_DTO_RDMA_READ, 1, &local, Cookie(kCookieRead), &remote, DAT_COMPLETION_DEFAULT_FLAG);
+    for (std::uint32_t i = 0; i < config_.reads; ++i) {
+      (void)w.ep->PostRdma(DAT_DTO_RDMA_READ, 1, &local, Cookie(kCookieRead), &remote, DAT_COMPLETION_DEFAULT_FLAG);
+    }
   }
 }
 
@@ -427,7 +430,7 @@ void World::Drain() {
     if (dto.user_cookie.as_64 >= kRecvBuffers) Die("a receive completion with a cookie never posted");
     if (dto.status == DAT_DTO_SUCCESS) {
       ++recvs_done_;
-      if (dto.transfered_length > RecvBufferSize(static_cast<std::uint32_t>(dto.user_cookie.as_64)))
+      if (dto.transfered_length > kRecvSizes[dto.user_cookie.as_64])
         Die("a receive completion longer than its buffer");
       if (!ended_) Repost(dto.user_cookie.as_64);
     }

@@ -30,10 +30,24 @@ struct WorldConfig {
   std::uint32_t sends = 0;         // how many Sends of send_bytes each
   std::uint32_t send_bytes = 48;   // at most kMaxSendBytes
   std::uint32_t write_bytes = 0;   // one RDMA Write to the peer's window, at most kMaxWriteBytes
-  std::uint32_t read_bytes = 0;    // one RDMA Read from the peer's window, at most kMaxReadBytes
-  bool write_bad_key = false;      // the Write names a key the peer never gave (it must refuse)
+  std::uint32_t read_bytes = 0;    // RDMA Reads from the peer's window, at most kMaxReadBytes each
+  std::uint32_t reads = 1;         // how many (all into the one sink)
+  std::uint32_t writes = 1;        // how many RDMA Writes of write_bytes
+  bool bad_key = false;            // the Writes and Reads name a key the peer never gave (it must refuse)
   bool bind_rmr = false;           // bind a remote-read-only RMR over part of the window
 };
+
+inline constexpr std::uint32_t kRecvBuffers = 8;
+// The receive buffers' sizes, in posting order: the first takes a Send of 16 KiB and more (placed
+// as it arrives without CRC), the others cut messages short.
+inline constexpr std::uint32_t kRecvSizes[kRecvBuffers] = {20000, 256, 64, 1024, 16, 4096, 128, 2048};
+// Receive buffer i's offset in the receive area: each starts on a page, with at least 256 bytes
+// of guard after it.
+constexpr std::size_t RecvOffset(std::uint32_t i) {
+  std::size_t at = 0;
+  for (std::uint32_t j = 0; j < i; ++j) at = (at + kRecvSizes[j] + 0x100 + 0xFFF) & ~std::size_t{0xFFF};
+  return at;
+}
 
 // Where a world's memory is, as offsets from its base.
 struct Layout {
@@ -42,22 +56,19 @@ struct Layout {
   static constexpr std::size_t kRmrOffset = 0x8000;       // the RMR window (bind_rmr): inside kWindow
   static constexpr std::size_t kRmrSize = 0x1000;
   static constexpr std::size_t kRecv = 0x11000;          // LMR, local write only: receive buffers
-  static constexpr std::size_t kRecvStride = 0x1000;
-  static constexpr std::size_t kLocal = 0x1A000;         // LMR, local write only: our Send and Write
+  static constexpr std::size_t kRecvArea = RecvOffset(kRecvBuffers);
+  static constexpr std::size_t kLocal = kRecv + kRecvArea + 0x1000;  // LMR, local write only: our Send and Write
   static constexpr std::size_t kLocalSize = 0x10000;      // sources, our Read's sink
   static constexpr std::size_t kSendSource = kLocal;
   static constexpr std::size_t kWriteSource = kLocal + 0x4000;
   static constexpr std::size_t kReadSink = kLocal + 0xC000;
-  static constexpr std::size_t kOtherPz = 0x2B000;        // LMR of a second PZ, every privilege
+  static constexpr std::size_t kOtherPz = kLocal + kLocalSize + 0x1000;  // LMR of a second PZ, every privilege
   static constexpr std::size_t kOtherPzSize = 0x1000;
-  static constexpr std::size_t kSize = 0x2D000;
+  static constexpr std::size_t kSize = kOtherPz + kOtherPzSize + 0x1000;
 };
 inline constexpr std::uint32_t kMaxSendBytes = 0x4000;
 inline constexpr std::uint32_t kMaxWriteBytes = 0x8000;
 inline constexpr std::uint32_t kMaxReadBytes = 0x1000;
-inline constexpr std::uint32_t kRecvBuffers = 8;
-// The size of receive buffer i (the rest of its stride is guard).
-std::uint32_t RecvBufferSize(std::uint32_t i);
 
 // Fixed bases: a passive world and an active one may exist at once (the capture).
 inline constexpr std::uintptr_t kPassiveBase = 0x5f0000000000;
@@ -83,6 +94,8 @@ class World {
   bool Step();
   // Posts one more receive buffer from those not posted at the start; false when none is left.
   bool PostSpareBuffer();
+  // dat_ep_disconnect, graceful or abrupt.
+  void Disconnect(bool graceful);
   bool established() const { return established_; }
   bool ended() const { return ended_; }
   // What the consumer saw: receive completions (successful ones), request completions, and the
