@@ -197,12 +197,17 @@ capture() {
   "$(bazel info bazel-bin 2>/dev/null)/testing/fuzz/capture_seeds" "$root/testing/fuzz/corpus"
 }
 
-command=${1:-all}
-case "$command" in
-  ci) ci ;;
-  capture) capture ;;
-  coverage) shift; coverage "$@" ;;
-  list) printf '%s\n' "${targets[@]}" ;;
-  -h|--help|help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
-  *) run "$@" ;;
-esac
+main() {
+  local command=${1:-all}
+  case "$command" in
+    ci) ci ;;
+    capture) capture ;;
+    coverage) shift; coverage "$@" ;;
+    list) printf '%s\n' "${targets[@]}" ;;
+    -h|--help|help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
+    *) run "$@" ;;
+  esac
+}
+
+# One line, read whole before it runs: a campaign outlives edits to this file.
+main "$@"; exit
