@@ -70,9 +70,11 @@ inline constexpr std::uint32_t kMaxSendBytes = 0x4000;
 inline constexpr std::uint32_t kMaxWriteBytes = 0x8000;
 inline constexpr std::uint32_t kMaxReadBytes = 0x1000;
 
-// Fixed bases: a passive world and an active one may exist at once (the capture).
-inline constexpr std::uintptr_t kPassiveBase = 0x5f0000000000;
-inline constexpr std::uintptr_t kActiveBase = 0x5f0001000000;
+// Fixed bases: a passive world and an active one may exist at once (the capture). Low addresses,
+// where every sanitizer lets a program map memory (ASan's low memory ends at 2 GiB, TSan's first
+// application range at 512 GiB) and nothing else maps by itself.
+inline constexpr std::uintptr_t kPassiveBase = 0x40000000;
+inline constexpr std::uintptr_t kActiveBase = 0x48000000;
 // The Request a passive world's peer sent (the listener's part, done by the harness).
 wire::MpaFrame PeerRequest(bool crc);
 
