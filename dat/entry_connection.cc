@@ -7,6 +7,7 @@
 #include "core/service_point.h"
 #include "dat/consumer_ia_handle.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
@@ -17,7 +18,7 @@ DAT_RETURN EpConnect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote_ia_addre
   return Guarded("dat_ep_connect", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    if (flags & ~(DAT_CONNECT_MULTIPATH_REQUESTED_FLAG | DAT_CONNECT_MULTIPATH_REQUIRED_FLAG))
+    if (!Fits(flags) || flags & ~(DAT_CONNECT_MULTIPATH_REQUESTED_FLAG | DAT_CONNECT_MULTIPATH_REQUIRED_FLAG))
       return Status(Code::kInvalidParameter, Detail::kParamFlags);
     // One path only: a required multipath cannot be had, a requested one falls back to one.
     if (flags & DAT_CONNECT_MULTIPATH_REQUIRED_FLAG) return Status(Code::kModelNotSupported);
@@ -42,6 +43,7 @@ DAT_RETURN EpDisconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags) noexcept
   return Guarded("dat_ep_disconnect", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
     return ep->Disconnect(flags);
   });
 }
@@ -54,6 +56,7 @@ DAT_RETURN PspCreate(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL conn_qual, DAT_EVD_H
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return Status(Code::kInvalidHandle, Detail::kEvdCr);
     if (psp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
     core::Psp* psp = nullptr;
     Status status = core::Psp::Create(ia, conn_qual, evd, flags, &psp);
     if (status.ok()) *psp_handle = psp;
@@ -71,6 +74,7 @@ DAT_RETURN PspCreateAny(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL* conn_qual, DAT_E
     if (psp_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Psp* psp = nullptr;
     if (conn_qual == nullptr) return Status(Code::kInvalidParameter, Detail::kParamConnQual);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
     Status status = core::Psp::CreateAny(ia, *conn_qual, evd, flags, &psp);
     if (status.ok()) *psp_handle = psp;
     return status;
@@ -82,8 +86,9 @@ DAT_RETURN PspQuery(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK mask, DAT_PSP_
     const core::Psp* psp = core::HandleAs<core::Psp>(psp_handle);
     if (psp == nullptr) return Status(Code::kInvalidHandle, Detail::kPsp);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    psp->Query(mask, *param);
-    if (mask & DAT_PSP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(psp->ia());
+    const auto known = KnownBits(mask);
+    psp->Query(known, *param);
+    if (known & DAT_PSP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(psp->ia());
     return Status::Ok();
   });
 }
@@ -121,8 +126,9 @@ DAT_RETURN RspQuery(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK mask, DAT_RSP_
     const core::Rsp* rsp = core::HandleAs<core::Rsp>(rsp_handle);
     if (rsp == nullptr) return Status(Code::kInvalidHandle, Detail::kRsp);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    rsp->Query(mask, *param);
-    if (mask & DAT_RSP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(rsp->ia());
+    const auto known = KnownBits(mask);
+    rsp->Query(known, *param);
+    if (known & DAT_RSP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(rsp->ia());
     return Status::Ok();
   });
 }
@@ -140,7 +146,8 @@ DAT_RETURN CrQuery(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM
     const core::Cr* cr = core::HandleAs<core::Cr>(cr_handle);
     if (cr == nullptr) return Status(Code::kInvalidHandle, Detail::kCr);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    cr->Query(mask, *param);
+    const auto known = KnownBits(mask);
+    cr->Query(known, *param);
     return Status::Ok();
   });
 }

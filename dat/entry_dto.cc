@@ -2,6 +2,7 @@
 #include "base/log.h"
 #include "core/ep.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
@@ -11,6 +12,7 @@ DAT_RETURN EpPostRecv(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_T
   return Guarded("dat_ep_post_recv", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
     return ep->PostRecv(num_segments, local_iov, user_cookie, flags);
   });
 }
@@ -20,6 +22,7 @@ DAT_RETURN EpPostSend(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_LMR_T
   return Guarded("dat_ep_post_send", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
     return ep->PostSend(num_segments, local_iov, user_cookie, flags, false, 0);
   });
 }
@@ -30,6 +33,8 @@ DAT_RETURN EpPostSendWithInvalidate(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segme
   return Guarded("dat_ep_post_send_with_invalidate", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+    if (!Fits(invalidate_flag)) return Status(Code::kInvalidParameter, Detail::kParamInvalidateFlag);
     return ep->PostSend(num_segments, local_iov, user_cookie, flags, invalidate_flag != DAT_FALSE, rmr_context);
   });
 }
@@ -40,6 +45,7 @@ DAT_RETURN EpPostRdmaRead(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_L
   return Guarded("dat_ep_post_rdma_read", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
     return ep->PostRdma(DAT_DTO_RDMA_READ, num_segments, local_iov, user_cookie, remote_iov, flags);
   });
 }
@@ -50,6 +56,7 @@ DAT_RETURN EpPostRdmaWrite(DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments, DAT_
   return Guarded("dat_ep_post_rdma_write", [&]() -> Status {
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
     return ep->PostRdma(DAT_DTO_RDMA_WRITE, num_segments, local_iov, user_cookie, remote_iov, flags);
   });
 }

@@ -7,10 +7,17 @@
 #include "core/srq.h"
 #include "dat/consumer_ia_handle.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
 namespace {
+
+// Whether the enum types of the attributes hold the consumer's values (core reads them as enums).
+bool AttributesFit(const DAT_EP_ATTR& attr) {
+  return Fits(attr.service_type) && Fits(attr.qos) && Fits(attr.recv_completion_flags) &&
+         Fits(attr.request_completion_flags);
+}
 
 // An optional EVD argument: null is allowed, anything else must be a live EVD.
 bool ResolveEvd(DAT_EVD_HANDLE handle, core::Evd*& out) {
@@ -34,6 +41,7 @@ Status CreateEp(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE
   if (!ResolveEvd(request_handle, request)) return Status(Code::kInvalidHandle, Detail::kEvdRequest);
   if (!ResolveEvd(connect_handle, connect)) return Status(Code::kInvalidHandle, Detail::kEvdConnect);
   if (ep_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+  if (attr != nullptr && !AttributesFit(*attr)) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   core::Ep* ep = nullptr;
   Status status = core::Ep::Create(ia, pz, recv, request, connect, srq, attr, &ep);
   if (status.ok()) *ep_handle = ep;
@@ -76,6 +84,8 @@ DAT_RETURN EpModify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, const DAT_E
     core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
+    if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) != 0 && !AttributesFit(param->ep_attr))
+      return Status(Code::kInvalidParameter, Detail::kParamAttributes);
     return ep->Modify(mask, *param);
   });
 }

@@ -4,6 +4,7 @@
 #include "core/ia.h"
 #include "dat/consumer_ia_handle.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
@@ -25,6 +26,7 @@ DAT_RETURN EvdCreate(DAT_IA_HANDLE ia_handle, DAT_COUNT min_qlen, DAT_CNO_HANDLE
       if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
     }
     if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
     core::Evd* evd = nullptr;
     Status status = core::Evd::Create(ia, min_qlen, cno, flags, &evd);
     if (status.ok()) *evd_handle = evd;
@@ -37,8 +39,9 @@ DAT_RETURN EvdQuery(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK mask, DAT_EVD_
     const core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    evd->Query(mask, *param);
-    if (mask & DAT_EVD_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(evd->ia());
+    const auto known = KnownBits(mask);
+    evd->Query(known, *param);
+    if (known & DAT_EVD_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(evd->ia());
     return Status::Ok();
   });
 }
@@ -163,8 +166,9 @@ DAT_RETURN CnoQuery(DAT_CNO_HANDLE cno_handle, DAT_CNO_PARAM_MASK mask, DAT_CNO_
     const core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
     if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    cno->Query(mask, *param);
-    if (mask & DAT_CNO_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(cno->ia());
+    const auto known = KnownBits(mask);
+    cno->Query(known, *param);
+    if (known & DAT_CNO_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(cno->ia());
     return Status::Ok();
   });
 }

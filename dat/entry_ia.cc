@@ -2,6 +2,7 @@
 #include "core/ia.h"
 #include "dat/entries.h"
 #include "dat/provider_entry.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 #include "transport/factory.h"
 
@@ -31,6 +32,7 @@ DAT_RETURN IaClose(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS flags) noexcept {
   return Guarded("dat_ia_close", [&]() -> Status {
     core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
     if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
     return core::Ia::Close(ia, flags);
   });
 }

@@ -26,8 +26,9 @@ DAT_RETURN PzQuery(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM
     const core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    pz->Query(mask, *param);
-    if (mask & DAT_PZ_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(pz->ia());
+    const auto known = KnownBits(mask);
+    pz->Query(known, *param);
+    if (known & DAT_PZ_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(pz->ia());
     return Status::Ok();
   });
 }
@@ -52,6 +53,8 @@ DAT_RETURN LmrCreate(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_
     core::Pz* pz = core::HandleAs<core::Pz>(pz_handle);
     if (pz == nullptr) return Status(Code::kInvalidHandle, Detail::kPz);
     if (lmr_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
+    if (!Fits(mem_type)) return Status(Code::kInvalidParameter, Detail::kParamMemType);
+    if (!Fits(va_type)) return Status(Code::kInvalidParameter, Detail::kParamVaType);
     core::Lmr* lmr = nullptr;
     Status status = core::Lmr::Create(ia, mem_type, region, length, pz, privilege_bits, va_type, &lmr,
                                       lmr_context, rmr_context, registered_length, registered_address);
@@ -65,8 +68,9 @@ DAT_RETURN LmrQuery(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK mask, DAT_LMR_
     const core::Lmr* lmr = core::HandleAs<core::Lmr>(lmr_handle);
     if (lmr == nullptr) return Status(Code::kInvalidHandle, Detail::kLmr);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    lmr->Query(mask, *param);
-    if (mask & DAT_LMR_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(lmr->ia());
+    const auto known = KnownBits(mask);
+    lmr->Query(known, *param);
+    if (known & DAT_LMR_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(lmr->ia());
     return Status::Ok();
   });
 }

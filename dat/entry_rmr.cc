@@ -28,8 +28,9 @@ DAT_RETURN RmrQuery(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask, DAT_RMR_
     const core::Rmr* rmr = core::HandleAs<core::Rmr>(rmr_handle);
     if (rmr == nullptr) return Status(Code::kInvalidHandle, Detail::kRmr);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    rmr->Query(mask, *param);
-    if (mask & DAT_RMR_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(rmr->ia());
+    const auto known = KnownBits(mask);
+    rmr->Query(known, *param);
+    if (known & DAT_RMR_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(rmr->ia());
     return Status::Ok();
   });
 }
@@ -50,6 +51,8 @@ DAT_RETURN RmrBind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle, const D
     }
     if (lmr_triplet == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLmrTriplet);
     if (context == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRmrContext);
+    if (!Fits(va_type)) return Status(Code::kInvalidParameter, Detail::kParamVaType);
+    if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
     return rmr->Bind(lmr, *lmr_triplet, mem_priv_bits, va_type, ep, user_cookie, flags, *context);
   });
 }

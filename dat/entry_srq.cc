@@ -4,6 +4,7 @@
 #include "core/srq.h"
 #include "dat/consumer_ia_handle.h"
 #include "dat/entries.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {
@@ -46,8 +47,9 @@ DAT_RETURN SrqQuery(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_
     const core::Srq* srq = core::HandleAs<core::Srq>(srq_handle);
     if (srq == nullptr) return Status(Code::kInvalidHandle, Detail::kSrq);
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    srq->Query(mask, *param);
-    if (mask & DAT_SRQ_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(srq->ia());
+    const auto known = KnownBits(mask);
+    srq->Query(known, *param);
+    if (known & DAT_SRQ_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(srq->ia());
     return Status::Ok();
   });
 }

@@ -8,13 +8,44 @@
 #include "transport/tcp/tcp_connection.h"
 #include "transport/tcp/tx_batch.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SOFTDAT_POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SOFTDAT_POOL_ASAN 1
+#endif
+#endif
+#ifdef SOFTDAT_POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace softdat::transport::tcp {
 namespace {
 constexpr std::align_val_t kAlign{64};
+
+// Under ASan a free block is poisoned, so a connection that touches a block after giving it back
+// (which another connection may already be filling) is reported like a use after free.
+void MarkFree(std::uint8_t* block, std::size_t size) {
+#ifdef SOFTDAT_POOL_ASAN
+  ASAN_POISON_MEMORY_REGION(block, size);
+#else
+  (void)block, (void)size;
+#endif
+}
+void MarkInUse(std::uint8_t* block, std::size_t size) {
+#ifdef SOFTDAT_POOL_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(block, size);
+#else
+  (void)block, (void)size;
+#endif
+}
 }  // namespace
 
 BlockPool::~BlockPool() {
-  for (std::uint8_t* block : free_) ::operator delete[](block, kAlign);
+  for (std::uint8_t* block : free_) {
+    MarkInUse(block, block_size_);
+    ::operator delete[](block, kAlign);
+  }
 }
 
 std::uint8_t* BlockPool::Acquire() noexcept {
@@ -23,6 +54,7 @@ std::uint8_t* BlockPool::Acquire() noexcept {
     if (!free_.empty()) {
       std::uint8_t* block = free_.back();
       free_.pop_back();
+      MarkInUse(block, block_size_);
       return block;
     }
     try {
@@ -43,6 +75,7 @@ std::uint8_t* BlockPool::Acquire() noexcept {
 
 void BlockPool::Release(std::uint8_t* block) noexcept {
   if (block == nullptr) return;
+  MarkFree(block, block_size_);
   std::lock_guard lock(mutex_);
   free_.push_back(block);
 }

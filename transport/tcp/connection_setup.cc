@@ -442,10 +442,15 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
   timer_.cancel();
   rnr_timer_.cancel();
   CloseSocket();
-  // Nothing more is read or written: the blocks go back to the pool now.
+  // Nothing more is read or written: the blocks go back to the pool now, the receive block once
+  // OnEnded has run (a reject's private data lies in it).
   tx_.Abandon();
-  ReleaseRx();
+  std::uint8_t* const rx = std::exchange(rx_, nullptr);
+  BlockPool& rx_pool = rx_small_ ? options_.buffers->rx_held : options_.buffers->rx;
+  rx_small_ = false;
+  rx_start_ = rx_end_ = 0;
   if (events_ != nullptr) events_->OnEnded(why, private_data);
+  if (rx != nullptr) rx_pool.Release(rx);
 }
 
 void Connection::CloseSocket() {

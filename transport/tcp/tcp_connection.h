@@ -73,6 +73,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Passive side: takes over `socket`, whose MPA Request `request` a listener read.
   Status Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
                 std::span<const std::uint8_t> private_data);
+  // Tests and fuzzers only (adopted_socket.cc): the active side over `fd`, a stream socket that is
+  // already connected (one end of a socketpair): the MPA Request goes out at once, as after a
+  // TCP connect. Takes `fd` over.
+  Status ConnectOver(int fd, std::span<const std::uint8_t> private_data);
   Status Post(const Work& work);
   void RecvBuffersAvailable();
   void Disconnect(bool graceful);
