@@ -10,7 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/tcp/crc32c.h"
@@ -121,6 +126,22 @@ wire::FpduHeader SendHeader(std::uint32_t msn) {
   return header;
 }
 
+// How many connections wait in the accept queue of the IPv4 listener on `port` (the rx_queue
+// column /proc/net/tcp gives a listening socket), -1 if there is none.
+int AcceptQueueLength(std::uint16_t port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues;
+    fields >> slot >> local >> remote >> state >> queues;
+    if (state != "0A" || std::stoul(local.substr(local.find(':') + 1), nullptr, 16) != port) continue;
+    return static_cast<int>(std::stoul(queues.substr(queues.find(':') + 1), nullptr, 16));
+  }
+  return -1;
+}
+
 EndpointConfig Config() {
   EndpointConfig config;
   config.max_send_work = 16;
@@ -191,6 +212,30 @@ TEST_F(HostilePeerTest, JunkInsteadOfAnMpaRequestIsDroppedWithoutARequest) {
   std::vector<std::uint8_t> ignored;
   EXPECT_FALSE(peer_.Read(1, ignored)) << "the listener closes without a Reply";
   ExpectStillServing();
+}
+
+// More peers than the listener reads MPA Requests from at once (64), all connected before any
+// sends its Request, as a busy client process that connects 100 EPs in a loop does: each one is
+// served once its Request comes. Peers beyond the bound once had their connections closed at
+// accept (stock `dtestsrq -c 100` saw DAT_CONNECTION_EVENT_NON_PEER_REJECTED under load); now
+// they wait in the kernel's listen backlog.
+TEST_F(HostilePeerTest, LateRequestsBeyondTheSetupBoundWaitInsteadOfBeingRefused) {
+  constexpr int kPeers = 80;
+  std::vector<RawPeer> peers(kPeers);
+  for (RawPeer& peer : peers) ASSERT_TRUE(peer.Connect(transport_->address(), listener_->port()));
+  // Every connection is in the kernel's accept queue; the Requests must come only after the
+  // listener has taken as many as its bound allows (the queue is down to the rest).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (AcceptQueueLength(listener_->port()) > kPeers - 64) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the listener never took its 64";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::vector<std::unique_ptr<PendingConnection>> requests;
+  for (RawPeer& peer : peers) peer.SendMpaRequest();
+  for (int i = 0; i < kPeers; ++i) {
+    requests.push_back(requests_.Next());
+    ASSERT_NE(requests.back(), nullptr) << "request " << i << " of " << kPeers << " never came";
+  }
 }
 
 // A receive buffer belongs to the provider until its completion, so a Send may be checked while

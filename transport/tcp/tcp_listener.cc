@@ -60,14 +60,26 @@ void ListenerCore::AcceptNext() {
     if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
     if (error) {
       SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", error.message().c_str());
-    } else if (self->reading_ >= kMaxRequestsInFlight) {
-      SOFTDAT_LOG(kWarn, "tcp: %d connection requests already in setup; refusing another", kMaxRequestsInFlight);
     } else {
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
     }
+    // At the bound, further peers wait in the kernel's backlog instead of being refused: a burst
+    // of connects whose MPA Requests come late (a busy peer process) is slow, not rejected.
+    if (self->reading_ >= kMaxRequestsInFlight) {
+      self->accept_paused_ = true;
+      return;
+    }
     self->AcceptNext();
   });
+}
+
+void ListenerCore::DoneReading() {
+  --reading_;
+  if (accept_paused_ && reading_ < kMaxRequestsInFlight && acceptor_.is_open()) {
+    accept_paused_ = false;
+    AcceptNext();
+  }
 }
 
 void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
@@ -84,7 +96,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
         const char* why = nullptr;
         if (error || !wire::DecodeMpaHeader(reader->bytes.data(), false, reader->frame, reader->pd_length, why)) {
           if (why != nullptr) SOFTDAT_LOG(kWarn, "tcp: refusing a connection: %s", why);
-          --self->reading_;
+          self->DoneReading();
           reader->timer.cancel();
           boost::system::error_code ignored;
           reader->socket.close(ignored);
@@ -93,7 +105,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
         asio::async_read(reader->socket,
                          asio::buffer(reader->bytes.data() + wire::kMpaFrameHeaderSize, reader->pd_length),
                          [self, reader](const boost::system::error_code& error, std::size_t) {
-                           --self->reading_;
+                           self->DoneReading();
                            reader->timer.cancel();
                            if (error) {
                              boost::system::error_code ignored;

@@ -1,6 +1,8 @@
 // The passive side of the TCP transport: a listening socket on the IA address, an MPA Request
 // reader per incoming connection (bounded in number and time, so a silent or hostile peer cannot
-// pin resources), and the PendingConnection the consumer accepts or rejects.
+// pin resources; beyond the bound the listener stops accepting and the kernel's backlog holds
+// the rest, as an RNIC's listen backlog would), and the PendingConnection the consumer accepts
+// or rejects.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -29,12 +31,15 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   void AcceptNext();
   void ReadRequest(std::shared_ptr<RequestReader> reader);
   void Deliver(const std::shared_ptr<RequestReader>& reader);
+  // A reader is done (request read, refused or timed out): accepting resumes if it had paused.
+  void DoneReading();
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;  // progress context only
   std::mutex mutex_;
   ListenEvents* events_;              // under mutex_; null once stopped
   int reading_ = 0;                   // progress context only
+  bool accept_paused_ = false;        // progress context only: reading_ reached the bound
 };
 
 class TcpListener final : public Listener {
