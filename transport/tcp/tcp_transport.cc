@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -21,6 +22,27 @@ namespace softdat::transport::tcp {
 namespace {
 
 constexpr std::uint32_t kMaxBytes = 1u << 30;
+
+// Queue depths come from memory, as an RNIC's come from the queue memory it has, not from small
+// constants: an EP preallocates what its consumer asks for at create (core's request and
+// receive rings, this transport's posted-work ring and completion bookkeeping), and what one
+// queue may ask for is a share of physical memory. kBytesPerDto rounds up the cost of one DTO
+// slot with 16 segments (measured near 450 bytes; rings are rounded up to a power of two).
+// The ceiling is rxe's max_qp_wr, about a million; the floor keeps a machine that will not
+// say its memory usable.
+constexpr std::uint64_t kBytesPerDto = 1024;
+constexpr std::uint64_t kMemoryShare = 16;  // one queue may take 1/16 of physical memory
+constexpr std::uint32_t kMinWork = 4096;
+constexpr std::uint32_t kMaxWork = 1u << 20;
+
+std::uint32_t WorkLimitFromMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return kMinWork;
+  const std::uint64_t slots =
+      static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / kMemoryShare / kBytesPerDto;
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(slots, kMinWork, kMaxWork));
+}
 // MPA allows 512 bytes of private data; the RFC 6581 block takes 4 and DAT consumers expect
 // the InfiniBand-sized limits (dapltest uses up to 196 bytes).
 constexpr std::uint32_t kMaxPrivateData = 252;
@@ -51,15 +73,16 @@ Capabilities TcpCapabilities(const IaOptions& options) {
   c.srq_resize = true;
   c.srq_limit = true;
   c.max_endpoints = 4096;
-  c.max_send_work = 4096;
-  c.max_recv_work = 4096;
+  const std::uint32_t work = WorkLimitFromMemory();
+  c.max_send_work = work;
+  c.max_recv_work = work;
   c.max_segments = 16;
   c.max_message_size = kMaxBytes;
   c.max_rdma_size = kMaxBytes;
   c.max_private_data = kMaxPrivateData;
   c.max_rdma_read_in = 128;
   c.max_rdma_read_out = 128;
-  c.max_srq_work = 65536;
+  c.max_srq_work = work;
   c.max_srq_segments = 16;
   return c;
 }
