@@ -111,6 +111,38 @@ void KillRounds(bool survivor_listens) {
 
 TEST(KillPeer, ActiveSideKilledMidTransferWithReadsOutstanding) { KillRounds(true); }
 
+// The victim started a helper program while connected (a launcher, a shell-out) that outlives
+// it. The helper must not hold the victim's sockets: killing the victim breaks the connection at
+// once. (softdat's sockets were once inherited across exec: the survivor then waited, with its
+// Reads outstanding, for a peer that no longer existed.)
+TEST(KillPeer, AHelperProcessOfTheVictimDoesNotKeepTheConnectionAlive) {
+  PeerProcess survivor;
+  std::vector<std::string> args = kEndless;
+  args.push_back("--id=1");
+  ASSERT_TRUE(survivor.Start(args)) << survivor.transcript();
+  const std::uint16_t port = survivor.Listen();
+  ASSERT_NE(port, 0) << survivor.transcript();
+  PeerProcess victim;
+  args.back() = "--id=2";
+  ASSERT_TRUE(victim.Start(args)) << victim.transcript();
+  survivor.Send("accept 30");
+  victim.Send("connect 127.0.0.1 " + std::to_string(port));
+  ASSERT_TRUE(survivor.WaitLine("progress", 60s)) << survivor.transcript() << victim.transcript();
+  victim.Send("spawn");
+  const std::optional<std::string> spawned = victim.WaitLine("spawned ", 20s);
+  ASSERT_TRUE(spawned) << victim.transcript();
+  const pid_t helper = static_cast<pid_t>(std::strtol(spawned->c_str() + 8, nullptr, 10));
+  ASSERT_GT(helper, 0);
+  victim.Signal(SIGKILL);
+  EXPECT_EQ(victim.Finish(30s), 128 + SIGKILL);
+  const Round report = survivor.WaitRound(30s);
+  kill(helper, SIGKILL);
+  ASSERT_TRUE(report.parsed) << "the connection outlived its killed owner:\n" << survivor.transcript();
+  EXPECT_FALSE(report.clean) << report.line;
+  EXPECT_EQ(report.violations, 0u) << report.line;
+  EXPECT_EQ(survivor.Finish(), 0) << survivor.transcript();
+}
+
 TEST(KillPeer, PassiveSideKilledMidTransferWithReadsOutstanding) { KillRounds(false); }
 
 }  // namespace

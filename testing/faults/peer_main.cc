@@ -12,6 +12,7 @@
 //   connect <ipv4> <port>      round ...      (one connection as the active side)
 //   status                     status ...     (also answered in the middle of a connection)
 //   resources                  resources fds=N rss=N peak=N
+//   spawn                      spawned <pid>  (a `sleep 60` child, also in the middle of a connection)
 //   quit (or end of input)     bye violations=N; exit status 0, or 3 if the ledger found any
 // A round line reads `round clean=0|1 established=0|1 sent=N received=N writes=N reads=N lw=N
 // violations=N fds=N rss=N end=<how it ended> | <ledger summary>`, then one `violation <text>`
@@ -80,6 +81,22 @@ void SayRound(const RoundReport& r, const DtoLedger& ledger) {
       " lw=" + std::to_string(r.low_watermark_events) + " violations=" + std::to_string(r.violations.size()) + " " +
       Resources(r.resources) + " end=" + r.end + " | " + ledger.Summary());
   for (const std::string& v : r.violations) Say("violation " + v);
+}
+
+// A helper program the consumer starts mid-connection, as a launcher or a shell-out would:
+// `sleep 60` in a process group of its own (a kill of the peer's group leaves it running). It
+// inherits every descriptor of this process that is not close-on-exec.
+void Spawn() {
+  char sleep_path[] = "/bin/sleep";
+  char seconds[] = "60";
+  char* argv[] = {sleep_path, seconds, nullptr};
+  const pid_t child = fork();
+  if (child == 0) {
+    setpgid(0, 0);
+    execv(sleep_path, argv);
+    _exit(127);
+  }
+  Say("spawned " + std::to_string(child));
 }
 
 bool ParseOptions(int argc, char** argv, PeerOptions& o, long& nofile) {
@@ -153,7 +170,12 @@ int Main(int argc, char** argv) {
   PeerNode node(options);
   node.poll_command = [&] {
     std::string line;
-    return input.Next(line, false) ? line : std::string();
+    if (!input.Next(line, false)) return std::string();
+    if (line == "spawn") {
+      Spawn();
+      return std::string();
+    }
+    return line;
   };
   node.on_idle = [](const std::string& status) { Say("status " + status); };
   node.on_progress = [](const RoundReport& r) {
@@ -188,6 +210,8 @@ int Main(int argc, char** argv) {
       DAT_CONN_QUAL port = 0;
       words >> address >> port;
       SayRound(node.Connect(address, port), node.ledger());
+    } else if (command == "spawn") {
+      Spawn();
     } else if (command == "status") {
       Say("status idle");
     } else if (command == "resources") {

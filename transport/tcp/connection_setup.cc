@@ -2,6 +2,7 @@
 // IRD/ORD and ready-to-receive negotiation, graceful and abrupt disconnect, Terminate, and the
 // single place a connection ends (End).
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -13,6 +14,7 @@
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/poll_set.h"
+#include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_connection.h"
 
 namespace softdat::transport::tcp {
@@ -150,7 +152,13 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
   if (detached_ || phase_ != Phase::kIdle) return;
   phase_ = Phase::kConnecting;
   boost::system::error_code error;
-  socket_.open(asio::ip::tcp::v4(), error);
+  const int fd = OpenCloseOnExecSocket();
+  if (fd < 0) {
+    error = boost::system::error_code(errno, boost::system::system_category());
+  } else {
+    socket_.assign(asio::ip::tcp::v4(), fd, error);
+    if (error) ::close(fd);
+  }
   if (!error) {
     asio::ip::tcp::endpoint local(asio::ip::address_v4(ntohl(options_.local.sin_addr.s_addr)), 0);
     socket_.bind(local, error);

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_endpoint.h"
 
 namespace softdat::transport::tcp {
@@ -61,6 +62,7 @@ void ListenerCore::AcceptNext() {
     if (error) {
       SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", error.message().c_str());
     } else {
+      SetCloseOnExec(socket.native_handle());  // Asio's accept cannot ask for it
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
     }

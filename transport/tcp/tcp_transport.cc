@@ -2,6 +2,7 @@
 // io_context, endpoints and listeners.
 #include "transport/tcp/tcp_transport.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 
 #include "base/log.h"
 #include "transport/tcp/tcp_endpoint.h"
+#include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_listener.h"
 
 namespace softdat::transport::tcp {
@@ -101,7 +103,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
   if (!busy_poll_ && poll_set_.fd() >= 0) {
     // The progress thread's io_context learns of readable sockets through the epoll fd itself.
     boost::system::error_code error;
-    poll_descriptor_.assign(::dup(poll_set_.fd()), error);
+    poll_descriptor_.assign(::fcntl(poll_set_.fd(), F_DUPFD_CLOEXEC, 0), error);
     if (!error) ArmPollSet();
   }
   connection_options_.kicks = &kicks_;
@@ -246,7 +248,13 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
   asio::ip::tcp::acceptor acceptor(io_);
   const asio::ip::tcp::endpoint at(asio::ip::address_v4(ntohl(address_.sin_addr.s_addr)), port);
   boost::system::error_code error;
-  acceptor.open(at.protocol(), error);
+  const int fd = OpenCloseOnExecSocket();
+  if (fd < 0) {
+    error = boost::system::error_code(errno, boost::system::system_category());
+  } else {
+    acceptor.assign(at.protocol(), fd, error);
+    if (error) ::close(fd);
+  }
   if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
   if (!error) acceptor.bind(at, error);
   if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
