@@ -406,6 +406,9 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
                                                                           ", sequence " +
                                                                           std::to_string(header.sequence) + ")"
                                                                     : ""));
+          // A lost, repeated or corrupt message is one finding, not one per message after it:
+          // the count goes on from what arrived.
+          if (!intact) c.expected_seq = check == MessageCheck::kOk ? header.sequence + 1 : c.expected_seq + 1;
           if (intact) {
             ++c.expected_seq;
             // The Writes this Send announces are placed: check each one not checked yet.
