@@ -48,6 +48,7 @@ struct ConnectionOptions {
   PollSet* poll_set = nullptr;      // where the connected socket waits to be read
   sockaddr_in local{};              // the IA address: active connections bind to it
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
+  std::uint32_t timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   bool mpa_crc = true;
   std::uint32_t max_private_data = 0;
 };
@@ -172,6 +173,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Terminate(wire::TerminateCode code);
   void CloseSocket();
   void RecordAddresses();
+  void ApplySocketOptions();  // the socket is connected: no delay, non-blocking, the IA's timeout
   void StartPolling();   // the socket is connected: into the transport's PollSet
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
 
