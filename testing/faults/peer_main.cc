@@ -13,10 +13,12 @@
 //   status                     status ...     (also answered in the middle of a connection)
 //   resources                  resources fds=N rss=N peak=N
 //   spawn                      spawned <pid>  (a `sleep 60` child, also in the middle of a connection)
+//   fds-left N                 fds-left N     (RLIMIT_NOFILE lowered so that N more descriptors fit)
 //   quit (or end of input)     bye violations=N; exit status 0, or 3 if the ledger found any
 // A round line reads `round clean=0|1 established=0|1 sent=N received=N writes=N reads=N lw=N
 // violations=N fds=N rss=N end=<how it ended> | <ledger summary>`, then one `violation <text>`
 // line per finding. Startup prints `ready` or `error <why>` (exit status 4).
+#include <dirent.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "testing/faults/peer_node.h"
 
@@ -97,6 +100,34 @@ void Spawn() {
     _exit(127);
   }
   Say("spawned " + std::to_string(child));
+}
+
+// Lowers RLIMIT_NOFILE so that exactly `left` more descriptors can be opened: new descriptors
+// take the lowest free numbers, and the limit bounds the numbers, not the count.
+bool LeaveFds(unsigned left) {
+  std::vector<bool> used;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return false;
+  const int own = dirfd(dir);
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const int fd = std::atoi(entry->d_name);
+    if (fd == own) continue;
+    if (static_cast<std::size_t>(fd) >= used.size()) used.resize(fd + 1, false);
+    used[fd] = true;
+  }
+  closedir(dir);
+  rlim_t limit = 0;
+  for (unsigned free_below = 0;; ++limit) {
+    if (limit >= used.size() || !used[limit]) {
+      if (free_below == left) break;
+      ++free_below;
+    }
+  }
+  rlimit value{};
+  if (getrlimit(RLIMIT_NOFILE, &value) != 0) return false;
+  value.rlim_cur = limit;  // the soft limit only: it can be raised again
+  return setrlimit(RLIMIT_NOFILE, &value) == 0;
 }
 
 bool ParseOptions(int argc, char** argv, PeerOptions& o, long& nofile) {
@@ -212,6 +243,10 @@ int Main(int argc, char** argv) {
       SayRound(node.Connect(address, port), node.ledger());
     } else if (command == "spawn") {
       Spawn();
+    } else if (command == "fds-left") {
+      unsigned left = 0;
+      words >> left;
+      Say(LeaveFds(left) ? "fds-left " + std::to_string(left) : std::string("error setrlimit: ") + std::strerror(errno));
     } else if (command == "status") {
       Say("status idle");
     } else if (command == "resources") {
