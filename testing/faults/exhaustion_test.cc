@@ -229,5 +229,14 @@ TEST(FdLimit, AnActiveConnectionWithoutADescriptorIsUnreachableAndSaysWhy) {
   EXPECT_EQ(server.Finish(), 0);
 }
 
+TEST(FdLimit, AnIaWithoutDescriptorsIsInsufficientResources) {
+  PeerProcess peer;
+  EXPECT_FALSE(peer.Start({"--nofile=4"})) << "dat_ia_open must fail";
+  const std::string& out = peer.transcript();
+  EXPECT_NE(out.find("DAT_INSUFFICIENT_RESOURCES"), std::string::npos) << out;
+  EXPECT_NE(out.find("Too many open files"), std::string::npos) << out;
+  EXPECT_EQ(peer.Finish(), 4) << out;
+}
+
 }  // namespace
 }  // namespace softdat::testing::faults

@@ -14,6 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <exception>
+#include <system_error>
 
 #include "base/log.h"
 #include "transport/tcp/tcp_endpoint.h"
@@ -277,7 +278,17 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
 Status CreateTcpTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out) {
   sockaddr_in address{};
   if (Status status = ResolveIpv4(params.address, address, why); !status.ok()) return status;
-  out = std::make_unique<TcpTransport>(address, params.options);
+  try {
+    out = std::make_unique<TcpTransport>(address, params.options);
+  } catch (const boost::system::system_error& e) {
+    // The io_context's epoll and eventfd, the progress thread: what a process out of descriptors
+    // or memory cannot make. The consumer's limits, said as such (core logs `why`).
+    why = std::string(e.what()) + " (the process's descriptor limit? ulimit -n)";
+    return Status(Code::kInsufficientResources);
+  } catch (const std::system_error& e) {
+    why = e.what();
+    return Status(Code::kInsufficientResources);
+  }
   return Status::Ok();
 }
 
