@@ -211,6 +211,51 @@ TEST_F(EvdOverflow, IsReportedAndLosesNoSrqBuffer) {
   }
 }
 
+// A process that runs out of descriptors while connections arrive.
+TEST(FdLimit, ConnectionsArrivingWithoutDescriptorsWaitAndAreServedLater) {
+  PeerProcess server;
+  ASSERT_TRUE(server.Start({"--id=1", "--messages=100"})) << server.transcript();
+  const std::uint16_t port = server.Listen();
+  ASSERT_NE(port, 0) << server.transcript();
+  server.Send("resources");
+  const std::optional<std::string> before = server.WaitLine("resources", 10s);
+  ASSERT_TRUE(before);
+  server.Send("fds-left 2");
+  ASSERT_TRUE(server.WaitLine("fds-left", 10s)) << server.transcript();
+  // Twelve silent connections: two are taken, the rest find no descriptor.
+  std::vector<int> silent;
+  for (int i = 0; i < 12; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons(port);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    silent.push_back(fd);
+  }
+  std::this_thread::sleep_for(1500ms);
+  for (int fd : silent) close(fd);
+  // A real peer now: once the silent ones are gone (each read ends at its close), it is served.
+  server.Send("fds-left 8");
+  ASSERT_TRUE(server.WaitLine("fds-left", 10s)) << server.transcript();
+  PeerProcess client;
+  ASSERT_TRUE(client.Start({"--id=2", "--messages=100"})) << client.transcript();
+  server.Send("accept 60");
+  client.Send("connect 127.0.0.1 " + std::to_string(port));
+  const Round served = server.WaitRound(120s);
+  const Round active = client.WaitRound(60s);
+  EXPECT_TRUE(served.clean) << served.line << "\n" << server.transcript();
+  EXPECT_TRUE(active.clean) << active.line;
+  EXPECT_EQ(served.violations, 0u) << served.line;
+  // Said once, not once per retry (it once spun on accept: 170 000 lines in 2 s).
+  const std::string& log = server.transcript();
+  EXPECT_EQ(CountLines(log, "cannot accept connections"), 1u) << log.substr(0, 4000);
+  EXPECT_NE(log.find("Too many open files"), std::string::npos);
+  EXPECT_EQ(served.fds, static_cast<int>(Field(*before, "fds"))) << "descriptors left behind";
+  EXPECT_EQ(client.Finish(), 0);
+  EXPECT_EQ(server.Finish(), 0) << server.transcript();
+}
+
 TEST(FdLimit, AnActiveConnectionWithoutADescriptorIsUnreachableAndSaysWhy) {
   PeerProcess server, client;
   ASSERT_TRUE(server.Start({"--id=1"})) << server.transcript();

@@ -19,6 +19,14 @@ namespace {
 // A peer gets this long to send its MPA Request, and this many may be in flight per listener.
 constexpr auto kRequestTimeout = std::chrono::seconds(5);
 constexpr int kMaxRequestsInFlight = 64;
+// Out of descriptors (or kernel memory) the listening socket stays readable: accepting again at
+// once would spin. The connections wait in the backlog while the listener retries this often.
+constexpr auto kStarvedRetry = std::chrono::milliseconds(100);
+
+bool OutOfResources(const boost::system::error_code& error) {
+  return error == asio::error::no_descriptors || error == asio::error::no_buffer_space ||
+         error == asio::error::no_memory || error.value() == ENFILE;
+}
 
 sockaddr_in ToSockaddr(const asio::ip::tcp::endpoint& endpoint) {
   sockaddr_in out{};
@@ -38,7 +46,7 @@ struct ListenerCore::RequestReader {
 };
 
 ListenerCore::ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events)
-    : io_(io), acceptor_(std::move(acceptor)), events_(events) {}
+    : io_(io), acceptor_(std::move(acceptor)), events_(events), retry_(io) {}
 
 void ListenerCore::Start() {
   asio::post(io_, [self = shared_from_this()] { self->AcceptNext(); });
@@ -52,6 +60,7 @@ void ListenerCore::Stop() {
   asio::post(io_, [self = shared_from_this()] {
     boost::system::error_code ignored;
     self->acceptor_.close(ignored);
+    self->retry_.cancel();
   });
 }
 
@@ -59,9 +68,24 @@ void ListenerCore::AcceptNext() {
   acceptor_.async_accept([self = shared_from_this()](const boost::system::error_code& error,
                                                      asio::ip::tcp::socket socket) {
     if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (OutOfResources(error)) {
+      // Said once per episode, not once per retry: the limit is the process's to raise.
+      if (!self->starved_)
+        SOFTDAT_LOG(kWarn, "tcp: cannot accept connections on port %u: %s; they wait in the backlog until "
+                    "descriptors are free (raise the limit: ulimit -n)", self->acceptor_.local_endpoint().port(),
+                    error.message().c_str());
+      self->starved_ = true;
+      self->retry_.expires_after(kStarvedRetry);
+      self->retry_.async_wait([self](const boost::system::error_code& cancelled) {
+        if (!cancelled && self->acceptor_.is_open()) self->AcceptNext();
+      });
+      return;
+    }
     if (error) {
       SOFTDAT_LOG(kWarn, "tcp: accept failed: %s", error.message().c_str());
     } else {
+      if (self->starved_) SOFTDAT_LOG(kWarn, "tcp: accepting connections again");
+      self->starved_ = false;
       SetCloseOnExec(socket.native_handle());  // Asio's accept cannot ask for it
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));

@@ -7,6 +7,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,6 +41,8 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   ListenEvents* events_;              // under mutex_; null once stopped
   int reading_ = 0;                   // progress context only
   bool accept_paused_ = false;        // progress context only: reading_ reached the bound
+  bool starved_ = false;              // progress context only: accept ran out of descriptors
+  asio::steady_timer retry_;          // when to try accepting again after running out
 };
 
 class TcpListener final : public Listener {
