@@ -105,6 +105,11 @@ void Spawn() {
 // Lowers RLIMIT_NOFILE so that exactly `left` more descriptors can be opened: new descriptors
 // take the lowest free numbers, and the limit bounds the numbers, not the count.
 bool LeaveFds(unsigned left) {
+  // Back to the hard limit first: the last lowering may have left no descriptor to look with.
+  rlimit value{};
+  if (getrlimit(RLIMIT_NOFILE, &value) != 0) return false;
+  value.rlim_cur = value.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &value) != 0) return false;
   std::vector<bool> used;
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return false;
@@ -124,8 +129,6 @@ bool LeaveFds(unsigned left) {
       ++free_below;
     }
   }
-  rlimit value{};
-  if (getrlimit(RLIMIT_NOFILE, &value) != 0) return false;
   value.rlim_cur = limit;  // the soft limit only: it can be raised again
   return setrlimit(RLIMIT_NOFILE, &value) == 0;
 }

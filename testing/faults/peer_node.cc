@@ -108,6 +108,7 @@ struct PeerNode::Connection {
   bool ended = false;                 // a connection event ended it
   bool ep_broken_seen = false;        // DAT_ASYNC_ERROR_EP_BROKEN for this EP
   bool disconnect_asked = false;
+  bool disconnected = false;          // DISCONNECTED (not BROKEN) ended it
   Clock::time_point last_event = Clock::now();
   RoundReport report;
 };
@@ -199,7 +200,7 @@ bool PeerNode::Listen(DAT_CONN_QUAL& port, std::string& error) {
 
 bool PeerNode::PostSrqBuffer(std::uint32_t slot) {
   DAT_LMR_TRIPLET iov = recv_->Triplet(std::size_t{slot} * options_.max_size, options_.max_size);
-  const DAT_DTO_COOKIE cookie = ledger_.Post(DtoKind::kSrqRecv, options_.max_size);
+  const DAT_DTO_COOKIE cookie = ledger_.Post(DtoKind::kSrqRecv, options_.max_size, slot);
   const DAT_RETURN status = dat_srq_post_recv(srq_, 1, &iov, cookie);
   if (status != DAT_SUCCESS) {
     ledger_.Unpost(cookie);
@@ -208,8 +209,6 @@ bool PeerNode::PostSrqBuffer(std::uint32_t slot) {
       ledger_.Violation("dat_srq_post_recv: " + ReturnName(status));
     return false;
   }
-  if (srq_cookie_slot_.size() <= cookie.as_64) srq_cookie_slot_.resize(cookie.as_64 + 1024, 0);
-  srq_cookie_slot_[cookie.as_64] = slot + 1;
   srq_slot_posted_[slot] = true;
   return true;
 }
@@ -369,13 +368,19 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
     c.broken = true;
     report.end = why;
   };
-  // A completion: the ledger first, then what its payload says.
+  std::uint32_t peer_read_size = 0;  // known once established
+  // A completion: the ledger first, then what its payload says. The tag is the SRQ slot of a
+  // receive, the index of a Read.
   auto on_dto = [&](const DAT_DTO_COMPLETION_EVENT_DATA& dto) {
     DtoKind kind;
-    if (!ledger_.Complete(dto, &kind)) return;
+    std::uint32_t tag = 0;
+    if (!ledger_.Complete(dto, &kind, &tag)) return;
     const bool ok = dto.status == DAT_DTO_SUCCESS;
     if (!ok && dto.status != DAT_DTO_ERR_FLUSHED) break_with("DTO status " + std::to_string(dto.status));
     if (!ok && !c.broken && !c.ended) break_with("DTO flushed on a live connection");
+    // After a clean end only receive buffers an EP held may come back flushed.
+    if (!ok && c.disconnected && c.peer_done && kind != DtoKind::kSrqRecv)
+      break_with(std::string(Describe(kind)) + " flushed after a graceful disconnect");
     switch (kind) {
       case DtoKind::kSend:
         --c.sends_outstanding;
@@ -384,15 +389,23 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
       case DtoKind::kRdmaWrite:
         --c.writes_outstanding;
         break;
-      case DtoKind::kRdmaRead:
-        --c.reads_outstanding;  // its bytes are checked by the caller, which knows which Read it was
+      case DtoKind::kRdmaRead: {
+        --c.reads_outstanding;
+        if (!ok) break;
+        const std::uint64_t index = tag;
+        MessageHeader header;
+        const MessageCheck check = CheckMessage(
+            {read_sink_->At((index % o.reads_outstanding) * o.read_size), peer_read_size}, dto.transfered_length,
+            header);
+        const bool intact = check == MessageCheck::kOk && header.stream == ReadStream(c.peer.id) &&
+                            header.sequence == index % c.peer.read_slots + 1;
+        ledger_.Delivered(intact, "RDMA Read " + std::to_string(index) + ": " + Describe(check));
+        if (intact) ++report.reads_verified;
         break;
+      }
       case DtoKind::kSrqRecv:
       case DtoKind::kRecv: {
-        const std::uint64_t slot_plus_one =
-            dto.user_cookie.as_64 < srq_cookie_slot_.size() ? srq_cookie_slot_[dto.user_cookie.as_64] : 0;
-        if (slot_plus_one == 0) break;
-        const std::uint32_t slot = static_cast<std::uint32_t>(slot_plus_one - 1);
+        const std::uint32_t slot = tag;
         srq_slot_posted_[slot] = false;
         if (ok) {
           if (dto.ep_handle != c.ep) ledger_.Violation("a receive completion names another EP");
@@ -476,9 +489,8 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
     c.broken = true;
   }
 
-  const std::uint32_t peer_read_size = std::min(c.peer.read_size, o.read_size);
+  peer_read_size = std::min(c.peer.read_size, o.read_size);
   const std::uint32_t peer_write_size = std::min(c.peer.write_size, o.write_size);
-  std::vector<std::uint64_t> read_index;  // by cookie: which Read (0-based), for its check
 
   auto post_send = [&](bool done) {
     const std::uint64_t sequence = done ? o.messages + 1 : c.send_seq + 1;
@@ -534,15 +546,13 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
     remote.rmr_context = c.peer.read_rmr;
     remote.virtual_address = c.peer.read_address + (r % c.peer.read_slots) * c.peer.read_size;
     remote.segment_length = peer_read_size;
-    const DAT_DTO_COOKIE cookie = ledger_.Post(DtoKind::kRdmaRead, peer_read_size);
+    const DAT_DTO_COOKIE cookie = ledger_.Post(DtoKind::kRdmaRead, peer_read_size, static_cast<std::uint32_t>(r));
     const DAT_RETURN status = dat_ep_post_rdma_read(ep, 1, &iov, cookie, &remote, DAT_COMPLETION_DEFAULT_FLAG);
     if (status != DAT_SUCCESS) {
       ledger_.Unpost(cookie);
       break_with("dat_ep_post_rdma_read: " + ReturnName(status));
       return;
     }
-    if (read_index.size() <= cookie.as_64) read_index.resize(cookie.as_64 + 1024, 0);
-    read_index[cookie.as_64] = r + 1;
     ++c.reads_posted;
     ++c.reads_outstanding;
   };
@@ -580,21 +590,7 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
     if (dat_evd_wait(dto_evd_, kSliceUs, 1, &event, &more) == DAT_SUCCESS) {
       any = true;
       if (event.event_number == DAT_DTO_COMPLETION_EVENT) {
-        const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
-        const std::uint64_t cookie = dto.user_cookie.as_64;
-        const std::uint64_t r = cookie < read_index.size() ? read_index[cookie] : 0;
-        on_dto(dto);
-        if (r != 0 && dto.status == DAT_DTO_SUCCESS) {
-          const std::uint64_t index = r - 1;
-          MessageHeader header;
-          const MessageCheck check = CheckMessage(
-              {read_sink_->At((index % o.reads_outstanding) * o.read_size), peer_read_size}, dto.transfered_length,
-              header);
-          const bool intact = check == MessageCheck::kOk && header.stream == ReadStream(c.peer.id) &&
-                              header.sequence == index % c.peer.read_slots + 1;
-          ledger_.Delivered(intact, "RDMA Read " + std::to_string(index) + ": " + Describe(check));
-          if (intact) ++report.reads_verified;
-        }
+        on_dto(event.event_data.dto_completion_event_data);
       } else {
         ledger_.Violation("a non-DTO event on the DTO EVD: " + EventName(event.event_number));
       }
@@ -602,11 +598,13 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
     while (dat_evd_dequeue(connect_evd_, &event) == DAT_SUCCESS) {
       any = true;
       const DAT_EVENT_NUMBER n = event.event_number;
-      if (n == DAT_CONNECTION_EVENT_DISCONNECTED && c.done_completed && c.peer_done) {
+      if (n == DAT_CONNECTION_EVENT_DISCONNECTED) {
+        // Clean if both done messages went through; the completions that say so may still be on
+        // the DTO EVD (another EVD than this event's, so no order between them): judged once
+        // every DTO is reaped.
         c.ended = true;
-        report.clean = !c.broken;
-        if (report.clean) report.end = "clean";
-      } else if (n == DAT_CONNECTION_EVENT_DISCONNECTED || n == DAT_CONNECTION_EVENT_BROKEN) {
+        c.disconnected = true;
+      } else if (n == DAT_CONNECTION_EVENT_BROKEN) {
         c.ended = true;
         break_with(EventName(n));
       } else {
@@ -660,6 +658,12 @@ RoundReport PeerNode::Run(DAT_EP_HANDLE ep, const void* peer_data, std::size_t p
     DAT_EVENT event{};
     if (dat_evd_dequeue(dto_evd_, &event) != DAT_SUCCESS) break;
     if (event.event_number == DAT_DTO_COMPLETION_EVENT) on_dto(event.event_data.dto_completion_event_data);
+  }
+  if (c.disconnected && !c.broken) {
+    report.clean = c.done_completed && c.peer_done;
+    report.end = report.clean ? "clean"
+                              : std::string("DISCONNECTED before ") + (c.peer_done ? "our done Send completed"
+                                                                                   : "the peer's done message");
   }
   if (report.established) ledger_.CheckSrq(srq_, 0);
   report.sent = c.send_seq;

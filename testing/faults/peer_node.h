@@ -119,7 +119,6 @@ class PeerNode {
   Region* read_sink_ = nullptr;   // where our Reads land
   Region* exposed_read_ = nullptr;   // the peer Reads these (fixed messages)
   Region* exposed_write_ = nullptr;  // the peer Writes these
-  std::vector<std::uint64_t> srq_cookie_slot_;  // by ledger cookie: which SRQ slot (0: none)
   std::vector<bool> srq_slot_posted_;
   std::uint32_t srq_capacity_ = 0;  // the SRQ's max_recv_dtos now (resized by churn)
   std::uint32_t low_watermark_ = 0;

@@ -5,43 +5,48 @@
 
 namespace softdat::testing {
 
-DAT_DTO_COOKIE DtoLedger::Post(DtoKind kind, std::uint64_t) {
+DAT_DTO_COOKIE DtoLedger::Post(DtoKind kind, std::uint64_t, std::uint32_t tag) {
   std::lock_guard lock(mu_);
-  entries_.push_back(Entry{kind, State::kOutstanding});
+  DAT_DTO_COOKIE cookie;
+  cookie.as_64 = next_cookie_++;
+  outstanding_.emplace_hint(outstanding_.end(), cookie.as_64, Entry{kind, tag});
   ++counts_.posted;
   ++counts_.outstanding;
   if (kind == DtoKind::kSrqRecv) ++counts_.srq_posted;
-  DAT_DTO_COOKIE cookie;
-  cookie.as_64 = entries_.size();
   return cookie;
 }
 
 void DtoLedger::Unpost(DAT_DTO_COOKIE cookie) {
   std::lock_guard lock(mu_);
-  if (cookie.as_64 == 0 || cookie.as_64 > entries_.size()) return;
-  Entry& entry = entries_[cookie.as_64 - 1];
-  if (entry.state != State::kOutstanding) return;
-  entry.state = State::kFree;
+  const auto it = outstanding_.find(cookie.as_64);
+  if (it == outstanding_.end()) return;
   --counts_.posted;
   --counts_.outstanding;
-  if (entry.kind == DtoKind::kSrqRecv) --counts_.srq_posted;
+  if (it->second.kind == DtoKind::kSrqRecv) --counts_.srq_posted;
+  outstanding_.erase(it);
+  // The cookie goes back to be handed out again (a refused post is always the last one made), so
+  // nothing accumulates when posts are refused over and over (an SRQ at its size).
+  if (cookie.as_64 + 1 == next_cookie_) {
+    --next_cookie_;
+  } else {
+    unposted_.insert(cookie.as_64);
+  }
 }
 
-bool DtoLedger::Complete(const DAT_DTO_COMPLETION_EVENT_DATA& completion, DtoKind* kind) {
+bool DtoLedger::Complete(const DAT_DTO_COMPLETION_EVENT_DATA& completion, DtoKind* kind, std::uint32_t* tag) {
   std::lock_guard lock(mu_);
   const std::uint64_t cookie = completion.user_cookie.as_64;
-  if (cookie == 0 || cookie > entries_.size() || entries_[cookie - 1].state == State::kFree) {
-    violations_.push_back("completion for cookie " + std::to_string(cookie) + " that was never posted");
-    return false;
-  }
-  Entry& entry = entries_[cookie - 1];
-  if (kind != nullptr) *kind = entry.kind;
-  if (entry.state == State::kCompleted) {
-    violations_.push_back(std::string("second completion of ") + Describe(entry.kind) + " cookie " +
+  const auto it = outstanding_.find(cookie);
+  if (it == outstanding_.end()) {
+    const bool posted = cookie != 0 && cookie < next_cookie_ && unposted_.count(cookie) == 0;
+    violations_.push_back((posted ? "second completion of cookie " : "completion for a cookie never posted: ") +
                           std::to_string(cookie) + " (status " + std::to_string(completion.status) + ")");
     return false;
   }
-  entry.state = State::kCompleted;
+  const Entry entry = it->second;
+  outstanding_.erase(it);
+  if (kind != nullptr) *kind = entry.kind;
+  if (tag != nullptr) *tag = entry.tag;
   ++counts_.completed;
   --counts_.outstanding;
   if (entry.kind == DtoKind::kSrqRecv) ++counts_.srq_completed;
@@ -108,10 +113,10 @@ std::vector<std::string> DtoLedger::Violations(bool connection_over) const {
   if (connection_over && own != 0) {
     std::string kinds;
     std::uint64_t listed = 0;
-    for (std::size_t i = 0; i < entries_.size() && listed < 8; ++i) {
-      if (entries_[i].state != State::kOutstanding || entries_[i].kind == DtoKind::kSrqRecv) continue;
-      kinds += std::string(" ") + Describe(entries_[i].kind) + "#" + std::to_string(i + 1);
-      ++listed;
+    for (const auto& [cookie, entry] : outstanding_) {
+      if (entry.kind == DtoKind::kSrqRecv) continue;
+      kinds += std::string(" ") + Describe(entry.kind) + "#" + std::to_string(cookie);
+      if (++listed == 8) break;
     }
     found.push_back(std::to_string(own) + " DTOs never completed nor flushed:" + kinds);
   }

@@ -7,13 +7,17 @@
 //  - a corrupt payload delivered with a successful completion (the transport must break the
 //    connection instead);
 //  - an SRQ whose counts do not add up: posted = on the SRQ + held by EPs + completed.
-// Thread-safe (one mutex): a workload may post from one thread and reap from another.
+// Thread-safe (one mutex): a workload may post from one thread and reap from another. Memory stays
+// flat over a long run: only outstanding DTOs are kept (cookies are handed out in sequence, so a
+// completion naming an earlier cookie that is not outstanding is a second one).
 #pragma once
 
 #include <dat2/udat.h>
 
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,13 +41,15 @@ struct LedgerCounts {
 
 class DtoLedger {
  public:
-  // Records a DTO about to be posted and returns the cookie to post it with.
-  DAT_DTO_COOKIE Post(DtoKind kind, std::uint64_t length);
+  // Records a DTO about to be posted and returns the cookie to post it with. `tag` is the
+  // caller's (which buffer, which Read), given back with the completion.
+  DAT_DTO_COOKIE Post(DtoKind kind, std::uint64_t length, std::uint32_t tag = 0);
   // The post call refused it (DAT_RETURN not success): it never happened.
   void Unpost(DAT_DTO_COOKIE cookie);
   // A DTO completion event. Returns false (and records a violation) for an unknown cookie or a
-  // second completion. `kind` is what the cookie was posted as, for the caller's dispatch.
-  bool Complete(const DAT_DTO_COMPLETION_EVENT_DATA& completion, DtoKind* kind = nullptr);
+  // second completion. `kind` and `tag` are what the cookie was posted with, for the caller.
+  bool Complete(const DAT_DTO_COMPLETION_EVENT_DATA& completion, DtoKind* kind = nullptr,
+                std::uint32_t* tag = nullptr);
   // A successful completion's payload was checked: intact or not. A corrupt one is a violation.
   void Delivered(bool intact, const std::string& what = "");
 
@@ -64,14 +70,15 @@ class DtoLedger {
   std::string Summary() const;
 
  private:
-  enum class State : std::uint8_t { kFree, kOutstanding, kCompleted };
   struct Entry {
     DtoKind kind;
-    State state;
+    std::uint32_t tag;
   };
 
   mutable std::mutex mu_;
-  std::vector<Entry> entries_;  // by cookie - 1
+  std::map<std::uint64_t, Entry> outstanding_;  // by cookie
+  std::set<std::uint64_t> unposted_;            // cookies whose post was refused
+  std::uint64_t next_cookie_ = 1;
   LedgerCounts counts_;
   std::vector<std::string> violations_;
 };

@@ -94,6 +94,21 @@ TEST(DtoLedger, EachCompletionCountsOnceAndLeftoversAreReported) {
   EXPECT_EQ(counts.srq_completed, 1u);
 }
 
+TEST(DtoLedger, TagsComeBackAndACompletedCookieIsStillASecondCompletion) {
+  DtoLedger ledger;
+  const DAT_DTO_COOKIE a = ledger.Post(DtoKind::kSrqRecv, 10, 7);
+  const DAT_DTO_COOKIE b = ledger.Post(DtoKind::kSend, 10, 9);
+  std::uint32_t tag = 0;
+  EXPECT_TRUE(ledger.Complete(Completion(a, DAT_DTO_SUCCESS), nullptr, &tag));
+  EXPECT_EQ(tag, 7u);
+  EXPECT_TRUE(ledger.Complete(Completion(b, DAT_DTO_SUCCESS), nullptr, &tag));
+  EXPECT_EQ(tag, 9u);
+  // Only outstanding DTOs are kept; completing one again is still caught.
+  EXPECT_FALSE(ledger.Complete(Completion(a, DAT_DTO_SUCCESS)));
+  ASSERT_EQ(ledger.Violations(false).size(), 1u);
+  EXPECT_NE(ledger.Violations(false)[0].find("second completion"), std::string::npos);
+}
+
 TEST(DtoLedger, UnpostedIsForgottenAndCorruptDeliveryIsAViolation) {
   DtoLedger ledger;
   const DAT_DTO_COOKIE a = ledger.Post(DtoKind::kSend, 10);
