@@ -128,6 +128,7 @@ ProxyCounts FaultProxy::counts() const {
   c.cuts = counters_.cuts.load();
   c.flips = counters_.flips.load();
   c.truncations = counters_.truncations.load();
+  c.pieces = counters_.pieces.load();
   return c;
 }
 
@@ -163,6 +164,7 @@ void FaultProxy::Pump(std::shared_ptr<Relay> relay, bool up) {
   std::uint64_t truncate_at = DirectionFaults::kNever;
   bool stalled = false;
   bool cut = false;
+  std::uint64_t piece_seed = up ? 0x5eed : 0xd0e5;
   std::uint8_t chunk[16384];
   while (!stopping_.load() && !relay->aborted.load()) {
     pollfd p{from, POLLIN, 0};
@@ -215,6 +217,17 @@ void FaultProxy::Pump(std::shared_ptr<Relay> relay, bool up) {
       Hold(faults.stall_for, stopping_);
       if (!SendAll(to, chunk + first, forward - first, stopping_)) return relay->Abort();
       forwarded.fetch_add(forward - first);
+    } else if (faults.max_piece != 0) {
+      // The same bytes in small pieces of pseudo-random sizes: what a path that resegments gives.
+      for (std::size_t at = 0; at < forward;) {
+        piece_seed = piece_seed * 6364136223846793005ull + 1442695040888963407ull;
+        const std::size_t piece = std::min<std::size_t>(forward - at, 1 + (piece_seed >> 33) % faults.max_piece);
+        if (!SendAll(to, chunk + at, piece, stopping_)) return relay->Abort();
+        at += piece;
+        counters_.pieces.fetch_add(1);
+        if (faults.piece_gap.count() > 0) std::this_thread::sleep_for(faults.piece_gap);
+      }
+      forwarded.fetch_add(forward);
     } else {
       if (!SendAll(to, chunk, forward, stopping_)) return relay->Abort();
       forwarded.fetch_add(forward);

@@ -35,6 +35,8 @@ struct DirectionFaults {
   std::uint32_t flip_offset = 0;       // ... at this payload offset (clamped to the payload) ...
   std::uint8_t flip_mask = 0x10;       // ... by this mask
   std::uint64_t truncate_fpdu = 0;     // close both ways in the middle of this FPDU's payload (0: none)
+  std::uint32_t max_piece = 0;         // forward in pieces of 1..max_piece bytes (0: whole chunks) ...
+  std::chrono::microseconds piece_gap{0};  // ... this far apart, so the receiver reads them apart
 };
 
 struct ProxyCounts {
@@ -48,6 +50,7 @@ struct ProxyCounts {
   std::uint64_t cuts = 0;
   std::uint64_t flips = 0;
   std::uint64_t truncations = 0;
+  std::uint64_t pieces = 0;      // sent in pieces (max_piece)
 };
 
 class FaultProxy {
@@ -80,7 +83,7 @@ class FaultProxy {
   std::vector<std::shared_ptr<Relay>> relays_;
   struct Counters {
     std::atomic<std::uint64_t> connections{0}, bytes_up{0}, bytes_down{0}, fpdus_up{0}, fpdus_down{0}, delays{0},
-        stalls{0}, cuts{0}, flips{0}, truncations{0};
+        stalls{0}, cuts{0}, flips{0}, truncations{0}, pieces{0};
   } counters_;
 };
 

@@ -116,6 +116,18 @@ TEST(ProxyFaults, DelayedChunksSlowTheTransferButItCompletes) {
   EXPECT_GT(run.proxy.delays, 0u);
 }
 
+// The stream cut into pieces of 1 to 1500 bytes arriving apart, as a path with a small MSS, loss
+// or reordering below TCP delivers it: every FPDU boundary falls somewhere inside a read.
+TEST(ProxyFaults, ResegmentedIntoSmallPiecesTheTransferCompletes) {
+  DirectionFaults pieces;
+  pieces.max_piece = 1500;
+  pieces.piece_gap = std::chrono::microseconds(50);
+  const PairRun run = RunThroughProxy(pieces, pieces, "softdat-tcp", 100);
+  SCOPED_TRACE(run.Describe());
+  ExpectCompletedAndVerified(run, 100);
+  EXPECT_GT(run.proxy.pieces, 1000u);
+}
+
 TEST(ProxyFaults, StallsOfSecondsInBothDirectionsAndTheTransferCompletes) {
   DirectionFaults up, down;
   up.stall_at = 256 << 10;
