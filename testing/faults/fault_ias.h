@@ -1,6 +1,11 @@
-// The IAs the fault suites' peers open (faults_main.cc writes them into the dat.conf).
+// The IAs the fault suites' peers open: faults_main.cc writes FaultIas() into the dat.conf every
+// peer inherits (DAT_OVERRIDE); a test whose peers need their own address (a network namespace)
+// writes a file of its own with SideDatConf and hands it to each peer.
 #pragma once
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "testing/dat_conf.h"
@@ -8,18 +13,20 @@
 namespace softdat::testing::faults {
 
 // softdat-tcp: loopback, defaults. softdat-tcp-nocrc: loopback without the MPA CRC.
-// softdat-tcp-timeout: loopback, timeout_ms=2000.
-// softdat-ns-a / softdat-ns-b: the two ends of the link flap test (10.77.0.1 and 10.77.0.2),
-// timeout_ms=3000.
 inline const std::vector<DatConfLine>& FaultIas() {
   static const std::vector<DatConfLine> lines = {
       {"softdat-tcp", "tcp 127.0.0.1"},
       {"softdat-tcp-nocrc", "tcp 127.0.0.1 crc=off"},
-      {"softdat-tcp-timeout", "tcp 127.0.0.1 timeout_ms=2000"},
-      {"softdat-ns-a", "tcp 10.77.0.1 timeout_ms=3000"},
-      {"softdat-ns-b", "tcp 10.77.0.2 timeout_ms=3000"},
   };
   return lines;
+}
+
+// Writes $TEST_TMPDIR/<file> with one IA, "softdat-ns", of these params; returns its path.
+inline std::string SideDatConf(const std::string& file, const std::string& ia_params) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + file;
+  std::ofstream out(path, std::ios::trunc);
+  out << DatConfText({"softdat-ns", ia_params}, ProviderLibraryPath());
+  return path;
 }
 
 }  // namespace softdat::testing::faults

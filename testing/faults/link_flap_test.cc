@@ -9,11 +9,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <thread>
 
-#include "testing/dat_conf.h"
+#include "testing/faults/fault_ias.h"
 #include "testing/faults/peer_process.h"
 #include "testing/netns/veth_pair.h"
 
@@ -30,27 +29,14 @@ struct FlapRun {
   std::string log;
 };
 
-// A dat.conf of its own for one side, naming that namespace's address as IA "softdat-ns".
-std::string WriteConf(const std::string& name, const std::string& address, std::uint32_t timeout_ms) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::ofstream out(path, std::ios::trunc);
-  out << DatConfText({"softdat-ns", "tcp " + address + (timeout_ms != 0 ? " timeout_ms=" + std::to_string(timeout_ms) : "")},
-                     ProviderLibraryPath());
-  return path;
-}
-
 // Passive peer in namespace 0, active in 1; after `progress` lines, the link is down for
 // `outage`, then up again.
 void Flap(std::uint32_t timeout_ms, std::chrono::milliseconds outage, std::uint32_t messages, FlapRun& run) {
   VethPair hosts;
-  std::string why;
-  switch (hosts.Create(why)) {
-    case VethPair::Result::kReady: break;
-    case VethPair::Result::kNotPermitted: GTEST_SKIP() << why;
-    case VethPair::Result::kFailed: FAIL() << why;
-  }
-  const std::string conf[2] = {WriteConf("a.conf", hosts.address(0), timeout_ms),
-                               WriteConf("b.conf", hosts.address(1), timeout_ms)};
+  SOFTDAT_VETH_PAIR_OR_SKIP(hosts);
+  const std::string option = timeout_ms != 0 ? " timeout_ms=" + std::to_string(timeout_ms) : "";
+  const std::string conf[2] = {SideDatConf("a.conf", "tcp " + hosts.address(0) + option),
+                               SideDatConf("b.conf", "tcp " + hosts.address(1) + option)};
   const std::vector<std::string> common = {"--ia=softdat-ns", "--messages=" + std::to_string(messages),
                                            "--progress-every=50", "--drain-ms=30000", "--idle-ms=120000"};
   PeerProcess passive, active;

@@ -32,12 +32,7 @@ constexpr const char* kPassed = "DAPL Test Complete. PASSED";
 
 TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   VethPair hosts;
-  std::string why;
-  switch (hosts.Create(why)) {
-    case VethPair::Result::kReady: break;
-    case VethPair::Result::kNotPermitted: GTEST_SKIP() << why;
-    case VethPair::Result::kFailed: FAIL() << why;
-  }
+  SOFTDAT_VETH_PAIR_OR_SKIP(hosts);
   const std::string& ip = hosts.ip();
   const std::string &ns_a = hosts.ns(0), &ns_b = hosts.ns(1);
   const std::string &address_a = hosts.address(0), &address_b = hosts.address(1);

@@ -8,6 +8,8 @@
 // missing permission (the caller skips, counted) from any other failure (the caller fails).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <string>
 
 namespace softdat::testing {
@@ -28,6 +30,7 @@ class VethPair {
   const std::string& ip() const { return ip_; }  // the ip(8) binary
   const std::string& ns(int side) const { return ns_[side]; }
   const std::string& address(int side) const { return address_[side]; }
+  const std::string& veth(int side) const { return veth_[side]; }
   // Sets side's veth end down or up (the other end loses or regains its carrier). "" or why not.
   std::string SetLink(int side, bool up);
 
@@ -40,3 +43,15 @@ class VethPair {
 };
 
 }  // namespace softdat::testing
+
+// In a GoogleTest body: makes `pair`, skipping the test (counted) where namespaces may not be made
+// and failing it on any other setup error.
+#define SOFTDAT_VETH_PAIR_OR_SKIP(pair)                                           \
+  do {                                                                            \
+    std::string veth_why_;                                                        \
+    switch ((pair).Create(veth_why_)) {                                           \
+      case ::softdat::testing::VethPair::Result::kReady: break;                  \
+      case ::softdat::testing::VethPair::Result::kNotPermitted: GTEST_SKIP() << veth_why_; \
+      case ::softdat::testing::VethPair::Result::kFailed: FAIL() << veth_why_;   \
+    }                                                                             \
+  } while (0)
