@@ -266,6 +266,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::uint32_t> written_lengths_;
   std::vector<std::uint32_t> written_inline_;  // their InlineRing charges
   std::size_t written_count_ = 0;
+  // The first written_sent_ of them are on the socket (their batch was written whole); the rest
+  // were framed into the batch still being written and must not complete yet.
+  std::size_t written_sent_ = 0;
   bool rtr_pending_ = false;
 
   std::vector<ReadResponse> responses_;  // ring of IRD slots
