@@ -26,6 +26,7 @@ struct FlapRun {
   Round passive, active;
   double passive_seconds = 0, active_seconds = 0;  // from the link going down to the report
   int passive_exit = -1, active_exit = -1;
+  int passive_ready_fds = -1, active_ready_fds = -1;
   std::string log;
 };
 
@@ -67,6 +68,8 @@ void Flap(std::uint32_t timeout_ms, std::chrono::milliseconds outage, std::uint3
   std::printf("figure link %u ms timeout, %lld ms outage\n", timeout_ms, static_cast<long long>(outage.count()));
   wait_round(active, run.active, run.active_seconds, Clock::now() + 180s);
   wait_round(passive, run.passive, run.passive_seconds, Clock::now() + 60s);
+  run.passive_ready_fds = passive.ready_fds();
+  run.active_ready_fds = active.ready_fds();
   run.passive_exit = passive.Finish();
   run.active_exit = active.Finish();
   run.log = "--- passive\n" + passive.transcript() + "--- active\n" + active.transcript();
@@ -91,6 +94,9 @@ TEST(LinkFlap, AnOutageLongerThanTheTimeoutBreaksBothSidesWithinIt) {
   EXPECT_LT(run.passive_seconds, 12.0);
   EXPECT_EQ(run.passive_exit, 0);
   EXPECT_EQ(run.active_exit, 0);
+  // Nothing left behind: the passive side keeps its listening socket only.
+  EXPECT_EQ(run.passive.fds, run.passive_ready_fds + 1) << run.passive.line;
+  EXPECT_EQ(run.active.fds, run.active_ready_fds) << run.active.line;
 }
 
 // The outage passes, the transfer resumes and completes, every byte verified.
@@ -107,6 +113,9 @@ void ExpectRiddenOut(std::uint32_t timeout_ms, std::chrono::milliseconds outage)
   }
   EXPECT_EQ(run.passive_exit, 0);
   EXPECT_EQ(run.active_exit, 0);
+  // Nothing left behind: the passive side keeps its listening socket only.
+  EXPECT_EQ(run.passive.fds, run.passive_ready_fds + 1) << run.passive.line;
+  EXPECT_EQ(run.active.fds, run.active_ready_fds) << run.active.line;
 }
 
 TEST(LinkFlap, AnOutageShorterThanTheTimeoutIsRiddenOut) { ExpectRiddenOut(6000, 1500ms); }

@@ -84,6 +84,7 @@ bool PeerProcess::Start(const std::vector<std::string>& args,
   from_child_ = out[0];
   if (pid_ < 0) return false;
   const std::optional<std::string> ready = WaitLine("ready", bound);
+  if (ready) ready_fds_ = static_cast<int>(Field(*ready, "fds"));
   return ready.has_value();
 }
 

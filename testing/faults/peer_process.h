@@ -61,6 +61,8 @@ class PeerProcess {
   // the bound. A killed process gives 128 + the signal.
   int Finish(std::chrono::milliseconds bound = std::chrono::seconds(60));
   pid_t pid() const { return pid_; }
+  // The descriptors it had open once ready (its IA open, nothing connected yet).
+  int ready_fds() const { return ready_fds_; }
   const std::string& transcript() const { return transcript_; }
 
  private:
@@ -70,6 +72,7 @@ class PeerProcess {
   int to_child_ = -1;
   int from_child_ = -1;
   bool exited_ = false;
+  int ready_fds_ = -1;
   int status_ = -1;
   std::string pending_;     // read, not yet returned as lines
   std::string transcript_;  // everything it printed

@@ -27,6 +27,8 @@ struct PairRun {
   ProxyCounts proxy;
   int server_exit = -1;
   int client_exit = -1;
+  int server_ready_fds = -1;  // once its IA was open
+  int client_ready_fds = -1;
   std::string server_log;
   std::string client_log;
   double seconds = 0;
@@ -60,6 +62,8 @@ PairRun RunThroughProxy(const DirectionFaults& up, const DirectionFaults& down, 
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   proxy.Stop();
   run.proxy = proxy.counts();
+  run.server_ready_fds = server.ready_fds();
+  run.client_ready_fds = client.ready_fds();
   run.server_exit = server.Finish();
   run.client_exit = client.Finish();
   run.server_log = server.transcript();
@@ -76,6 +80,13 @@ PairRun RunThroughProxy(const DirectionFaults& up, const DirectionFaults& down, 
   return run;
 }
 
+// After the connection, each side holds what it held before it: its IA's descriptors, and the
+// passive side its listening socket.
+void ExpectNoDescriptorLeft(const PairRun& run) {
+  EXPECT_EQ(run.server.fds, run.server_ready_fds + 1) << run.server.line;
+  EXPECT_EQ(run.client.fds, run.client_ready_fds) << run.client.line;
+}
+
 void ExpectCompletedAndVerified(const PairRun& run, std::uint32_t messages = 300) {
   for (const Round* r : {&run.server, &run.client}) {
     ASSERT_TRUE(r->parsed);
@@ -87,6 +98,7 @@ void ExpectCompletedAndVerified(const PairRun& run, std::uint32_t messages = 300
   }
   EXPECT_EQ(run.server_exit, 0);
   EXPECT_EQ(run.client_exit, 0);
+  ExpectNoDescriptorLeft(run);
 }
 
 void ExpectBrokenWithoutViolations(const PairRun& run) {
@@ -98,6 +110,7 @@ void ExpectBrokenWithoutViolations(const PairRun& run) {
   }
   EXPECT_EQ(run.server_exit, 0);
   EXPECT_EQ(run.client_exit, 0);
+  ExpectNoDescriptorLeft(run);
 }
 
 TEST(ProxyFaults, PassThroughCompletes) {
