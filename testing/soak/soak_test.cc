@@ -3,8 +3,8 @@
 // connection a mixed workload in both directions — Sends into the peer's SRQ, RDMA Writes, RDMA
 // Reads — while each side resizes its SRQ and re-arms its low watermark under the traffic. Every
 // connection must end clean with zero ledger findings, and memory must stay flat: after the
-// warm-up, neither process's resident set grows by more than kFlatBytes, and its descriptors do
-// not change.
+// warm-up, neither process's resident set grows by more than kFlatBytes (in plain builds: see
+// kResidentMemoryIsMeaningful), and its descriptors do not change.
 //
 // SOFTDAT_SOAK_SECONDS sets the length (default 60: the CI form); testing/soak/soak.sh runs the
 // 10-minute form on demand.
@@ -90,7 +90,8 @@ TEST(Soak, ChurnSendsWritesReadsAndSrqResizeWithZeroErrorsAndFlatMemory) {
   for (int side = 0; side < 2; ++side) {
     SCOPED_TRACE(names[side]);
     EXPECT_EQ(last[side].fds, warm[side].fds) << warm[side].line << "\n" << last[side].line;
-    EXPECT_LT(peak_rss[side], warm[side].rss + kFlatBytes) << warm[side].line << "\n" << last[side].line;
+    if (kResidentMemoryIsMeaningful)
+      EXPECT_LT(peak_rss[side], warm[side].rss + kFlatBytes) << warm[side].line << "\n" << last[side].line;
   }
   EXPECT_GT(low_watermarks, 0u) << "the low watermark was never crossed";
   std::printf("figure soak %.0f s: %d connections, %llu messages, %llu writes and %llu reads verified, %llu low "
