@@ -99,7 +99,9 @@ void KillRounds(bool survivor_listens) {
   }
   // The first round warms up what lives as long as the IA; later rounds add nothing.
   for (const Round& r : rounds) EXPECT_EQ(r.fds, rounds.front().fds) << r.line;
-  if (kResidentMemoryIsMeaningful) EXPECT_LT(rounds.back().rss, rounds[0].rss + (4u << 20)) << rounds.back().line;
+  if (kResidentMemoryIsMeaningful) {
+    EXPECT_LT(rounds.back().rss, rounds[0].rss + (4u << 20)) << rounds.back().line;
+  }
   const std::optional<std::string> bye = [&] {
     survivor.Send("quit");
     return survivor.WaitLine("bye", 60s);

@@ -90,8 +90,9 @@ TEST(Soak, ChurnSendsWritesReadsAndSrqResizeWithZeroErrorsAndFlatMemory) {
   for (int side = 0; side < 2; ++side) {
     SCOPED_TRACE(names[side]);
     EXPECT_EQ(last[side].fds, warm[side].fds) << warm[side].line << "\n" << last[side].line;
-    if (kResidentMemoryIsMeaningful)
+    if (kResidentMemoryIsMeaningful) {
       EXPECT_LT(peak_rss[side], warm[side].rss + kFlatBytes) << warm[side].line << "\n" << last[side].line;
+    }
   }
   EXPECT_GT(low_watermarks, 0u) << "the low watermark was never crossed";
   std::printf("figure soak %.0f s: %d connections, %llu messages, %llu writes and %llu reads verified, %llu low "
