@@ -101,7 +101,9 @@ TEST_F(RegistryEpLimits, AnEpPreallocatesWhatItAsksForNotTheMaximum) {
   const ProcessResources after = SampleProcessResources();
   // Eight EPs at the maximum depth would take hundreds of MiB; sixteen DTOs each take a few KiB
   // (plus each connection's fixed staging buffers).
-  EXPECT_LT(after.rss_bytes - before.rss_bytes, 8u << 20) << Describe(before) << " -> " << Describe(after);
+  if (kResidentMemoryIsMeaningful) {
+    EXPECT_LT(after.rss_bytes - before.rss_bytes, 8u << 20) << Describe(before) << " -> " << Describe(after);
+  }
   for (DAT_EP_HANDLE ep : eps) EXPECT_EQ(dat_ep_free(ep), DAT_SUCCESS);
   EXPECT_EQ(dat_ep_free(warm), DAT_SUCCESS);
 }

@@ -13,17 +13,9 @@
 #include <utility>
 #include <vector>
 
-namespace softdat::testing::faults {
+#include "testing/ledger/process_resources.h"
 
-// Whether the peers' resident memory says anything about leaks: under ASan or TSan the allocator's
-// quarantine and shadow memory make it grow by design (ASan's quarantine alone holds 256 MiB of
-// freed blocks), so memory flatness is judged in plain builds, and LeakSanitizer (a peer exits
-// non-zero on a leak) judges leaks in ASan builds.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kResidentMemoryIsMeaningful = false;
-#else
-inline constexpr bool kResidentMemoryIsMeaningful = true;
-#endif
+namespace softdat::testing::faults {
 
 // What a `round` line says.
 struct Round {

@@ -14,6 +14,16 @@ struct ProcessResources {
   std::uint64_t peak_rss_bytes = 0;  // the high-water mark of the resident set (VmHWM)
 };
 
+// Whether resident memory says anything about leaks or allocation sizes: under ASan or TSan the
+// allocator's quarantine and shadow memory make it grow by design (ASan's quarantine alone holds
+// 256 MiB of freed blocks), so memory is judged in plain builds, and LeakSanitizer (a process
+// exits non-zero on a leak) judges leaks in ASan builds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kResidentMemoryIsMeaningful = false;
+#else
+inline constexpr bool kResidentMemoryIsMeaningful = true;
+#endif
+
 // This process's resources now; fields read as 0 where /proc cannot be read.
 ProcessResources SampleProcessResources();
 
