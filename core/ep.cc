@@ -101,9 +101,11 @@ Status Ep::CheckAttributes(const DAT_EP_ATTR& attr) {
   // The consumer's mistake: said at the default level, with what the IA offers.
   const transport::Capabilities& caps = ia_->capabilities();
   SOFTDAT_LOG(kWarn,
-              "dat_ep_create/modify: EP attribute %s is out of range for %s (max_message_size %u, "
+              "dat_ep_create/modify: EP attribute %s is out of range for %s (asked: max_recv_dtos %d, "
+              "max_request_dtos %d, iov %d/%d, rdma reads in/out %d/%d; offered: max_message_size %u, "
               "max_recv_dtos up to %u, max_request_dtos up to %u, iov up to %u, rdma reads in/out up to %u/%u)",
-              refused, ia_->name().c_str(), caps.max_message_size,
+              refused, ia_->name().c_str(), attr.max_recv_dtos, attr.max_request_dtos, attr.max_recv_iov,
+              attr.max_request_iov, attr.max_rdma_read_in, attr.max_rdma_read_out, caps.max_message_size,
               std::min(caps.max_recv_work, srq::EpRecvQueue::kMaxRecvDtos),
               std::min(caps.max_send_work, RequestQueue::kMaxRequests), caps.max_segments, caps.max_rdma_read_in,
               caps.max_rdma_read_out);

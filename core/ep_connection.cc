@@ -60,11 +60,11 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
                    DAT_COUNT private_data_size, const void* private_data) {
   if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteAddress);
   if (remote->sa_family != AF_INET) {
-    SOFTDAT_LOG(kInfo, "dat_ep_connect: address family %d is not supported, only AF_INET", remote->sa_family);
+    SOFTDAT_LOG(kWarn, "dat_ep_connect: address family %d is not supported, only AF_INET", remote->sa_family);
     return Status(Code::kInvalidAddress, Detail::kAddressUnsupported);
   }
   if (conn_qual == 0 || conn_qual > 0xFFFF) {
-    SOFTDAT_LOG(kInfo, "dat_ep_connect: connection qualifier %llu is not a port (1..65535)",
+    SOFTDAT_LOG(kWarn, "dat_ep_connect: connection qualifier %llu is not a port (1..65535)",
                 static_cast<unsigned long long>(conn_qual));
     return Status(Code::kInvalidParameter, Detail::kParamConnQual);
   }

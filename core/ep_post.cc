@@ -146,7 +146,7 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
     return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
   }
   if (length > limit) {
-    SOFTDAT_LOG(kInfo, "dat_ep_post: %llu bytes exceed the transport's max %s size of %llu",
+    SOFTDAT_LOG(kWarn, "dat_ep_post: %llu bytes exceed the transport's max %s size of %llu",
                 static_cast<unsigned long long>(length), operation == DAT_DTO_SEND ? "message" : "RDMA",
                 static_cast<unsigned long long>(limit));
     return Status(Code::kInvalidParameter, Detail::kParamLocalIov);

@@ -25,7 +25,7 @@ Status Evd::Create(Ia* ia, DAT_COUNT min_qlen, Cno* cno, DAT_EVD_FLAGS flags, Ev
   if ((flags & ~kKnownFlags) != 0 || flags == 0) return Status(Code::kInvalidParameter, Detail::kParamFlags);
   if ((flags & DAT_EVD_ASYNC_FLAG) != 0) {
     // One async EVD per IA: dat_ia_open made it (or the consumer said one exists elsewhere).
-    SOFTDAT_LOG(kInfo, "dat_evd_create: the IA already has its asynchronous EVD");
+    SOFTDAT_LOG(kWarn, "dat_evd_create: the IA already has its asynchronous EVD");
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
   }
   std::unique_ptr<evd::EventQueue> queue;

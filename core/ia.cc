@@ -153,7 +153,7 @@ Status Ia::Close(Ia* ia, DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
   if (flags == DAT_CLOSE_GRACEFUL_FLAG && ia->tracked() > 0) {
-    SOFTDAT_LOG(kInfo, "dat_ia_close(%s): graceful close refused, %zu objects still exist",
+    SOFTDAT_LOG(kWarn, "dat_ia_close(%s): graceful close refused, %zu objects still exist",
                 ia->name_.c_str(), ia->tracked());
     return Status(Code::kInvalidState, Detail::kIaInUse);
   }

@@ -21,7 +21,7 @@ Status CheckLocalIov(const MemoryTable& memory, const Pz* pz, std::span<const DA
     if (lmr.pz != pz)
       return Status(Code::kProtectionViolation, receive ? Detail::kProtectionWrite : Detail::kProtectionRead);
     if (!lmr.Contains(triplet.virtual_address, triplet.segment_length)) {
-      SOFTDAT_LOG(kInfo, "local iov: segment [%#llx, +%llu) lies outside LMR %#x [%#llx, +%llu)",
+      SOFTDAT_LOG(kWarn, "local iov: segment [%#llx, +%llu) lies outside LMR %#x [%#llx, +%llu)",
                   static_cast<unsigned long long>(triplet.virtual_address),
                   static_cast<unsigned long long>(triplet.segment_length), triplet.lmr_context,
                   static_cast<unsigned long long>(lmr.address), static_cast<unsigned long long>(lmr.length));

@@ -22,7 +22,9 @@ namespace softdat::core {
 
 class RequestQueue {
  public:
-  static constexpr std::uint32_t kMaxRequests = 1u << 16;
+  // The structural ceiling (rxe's max_qp_wr); the transport's memory-derived limit is lower on
+  // small machines. A queue preallocates what its EP asks for, never this.
+  static constexpr std::uint32_t kMaxRequests = 1u << 20;
   static constexpr std::uint32_t kMaxIov = 16;
 
   // What the consumer posted; `segments` has room for max_iov() entries.

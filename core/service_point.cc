@@ -18,7 +18,7 @@ Status CheckCrEvd(const Ia* ia, const Evd* evd) {
 
 Status CheckConnQual(DAT_CONN_QUAL conn_qual, Detail argument) {
   if (conn_qual == 0 || conn_qual > 0xFFFF) {
-    SOFTDAT_LOG(kInfo, "connection qualifier %llu is not a port (1..65535); softdat maps conn_qual to the "
+    SOFTDAT_LOG(kWarn, "connection qualifier %llu is not a port (1..65535); softdat maps conn_qual to the "
                 "transport's port number", static_cast<unsigned long long>(conn_qual));
     return Status(Code::kInvalidParameter, argument);
   }
@@ -31,7 +31,7 @@ Status Psp::Listen(Ia* ia, std::uint16_t port, Evd* evd, DAT_PSP_FLAGS flags, Ps
   if (Status status = CheckCrEvd(ia, evd); !status.ok()) return status;
   if (flags != DAT_PSP_CONSUMER_FLAG) {
     if (flags == DAT_PSP_PROVIDER_FLAG) {
-      SOFTDAT_LOG(kInfo, "dat_psp_create: provider-created EPs are not supported (DAT_PSP_CREATES_EP_NEVER)");
+      SOFTDAT_LOG(kWarn, "dat_psp_create: provider-created EPs are not supported (DAT_PSP_CREATES_EP_NEVER)");
       return Status(Code::kModelNotSupported);
     }
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
@@ -93,7 +93,7 @@ void Psp::OnConnectRequest(std::unique_ptr<transport::PendingConnection> request
 Status Rsp::Create(Ia* ia, DAT_CONN_QUAL conn_qual, Ep* ep, Evd* evd, Rsp** out) {
   if (Status status = CheckConnQual(conn_qual, Detail::kParamConnQual); !status.ok()) return status;
   if (ep == nullptr) {
-    SOFTDAT_LOG(kInfo, "dat_rsp_create: provider-created EPs are not supported");
+    SOFTDAT_LOG(kWarn, "dat_rsp_create: provider-created EPs are not supported");
     return Status(Code::kModelNotSupported);
   }
   if (ep->ia() != ia) return Status(Code::kInvalidHandle, Detail::kEp);

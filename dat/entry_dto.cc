@@ -67,7 +67,7 @@ DAT_RETURN EpPostRdmaReadToRmr(DAT_EP_HANDLE ep_handle, const DAT_RMR_TRIPLET*, 
                                const DAT_RMR_TRIPLET*, DAT_COMPLETION_FLAGS) noexcept {
   return Guarded("dat_ep_post_rdma_read_to_rmr", [&]() -> Status {
     if (core::HandleAs<core::Ep>(ep_handle) == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    SOFTDAT_LOG(kInfo, "dat_ep_post_rdma_read_to_rmr: not supported; use dat_ep_post_rdma_read into an LMR");
+    SOFTDAT_LOG(kWarn, "dat_ep_post_rdma_read_to_rmr: not supported; use dat_ep_post_rdma_read into an LMR");
     return Status(Code::kModelNotSupported);
   });
 }

@@ -29,7 +29,9 @@ namespace softdat::srq {
 
 class EpRecvQueue final : public ReceiveSource {
  public:
-  static constexpr std::uint32_t kMaxRecvDtos = 1u << 16;
+  // The structural ceiling (rxe's max_qp_wr); the transport's memory-derived limit is lower on
+  // small machines. A queue preallocates what its EP asks for, never this.
+  static constexpr std::uint32_t kMaxRecvDtos = 1u << 20;
   static constexpr std::uint32_t kMaxRecvIov = 16;
 
   // At least `max_recv_dtos` buffers of up to `max_recv_iov` segments (0 allowed: zero-size

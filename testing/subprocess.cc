@@ -1,5 +1,5 @@
 // fork/exec with a pipe and a deadline; the child gets its own process group so a timeout kills
-// everything it started.
+// everything it started. Nothing between fork and exec allocates or takes a lock.
 #include "testing/subprocess.h"
 
 #include <fcntl.h>
@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
@@ -35,7 +36,73 @@ std::string SanitizerRuntime() {
   return found;
 }
 
+// argv[0] as execve needs it: a path, found in PATH when it has no '/'.
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    std::size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return name;  // execve fails and the child exits 127, as a shell would
+}
+
 }  // namespace
+
+int SpawnProcess(const std::vector<std::string>& argv,
+                 const std::vector<std::pair<std::string, std::string>>& env, int stdin_fd, int stdout_fd) {
+  if (argv.empty()) throw std::invalid_argument("SpawnProcess: empty argv");
+  // The environment, whole, before fork: setenv in the child would allocate.
+  std::vector<std::pair<std::string, std::string>> overrides;
+  const std::string preload = SanitizerRuntime();
+  if (!preload.empty()) {
+    overrides.emplace_back("LD_PRELOAD", preload);
+    // The stock consumers' own leaks are not ours to report.
+    overrides.emplace_back("ASAN_OPTIONS", "detect_leaks=0");
+  }
+  overrides.insert(overrides.end(), env.begin(), env.end());
+  std::vector<std::string> entries;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [key, value] : overrides) replaced |= key == name;
+    if (!replaced) entries.push_back(entry);
+  }
+  for (const auto& [key, value] : overrides) {
+    std::erase_if(entries, [&](const std::string& e) { return e.rfind(key + "=", 0) == 0; });
+    entries.push_back(key + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (std::string& entry : entries) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  const std::string program = ResolveProgram(argv[0]);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  const int devnull = stdin_fd < 0 ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Async-signal-safe calls only from here to execve.
+    setpgid(0, 0);
+    if (stdout_fd >= 0) {
+      dup2(stdout_fd, STDOUT_FILENO);
+      dup2(stdout_fd, STDERR_FILENO);
+    }
+    const int input = stdin_fd >= 0 ? stdin_fd : devnull;
+    if (input >= 0) dup2(input, STDIN_FILENO);
+    execve(program.c_str(), args.data(), envp.data());
+    _exit(127);
+  }
+  if (devnull >= 0) close(devnull);
+  if (pid > 0) setpgid(pid, pid);
+  return pid;
+}
 
 SubprocessResult RunSubprocess(const std::vector<std::string>& argv,
                                const std::vector<std::pair<std::string, std::string>>& env,
@@ -43,29 +110,8 @@ SubprocessResult RunSubprocess(const std::vector<std::string>& argv,
   if (argv.empty()) throw std::invalid_argument("RunSubprocess: empty argv");
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  const std::string preload = SanitizerRuntime();
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-
-  const pid_t pid = fork();
+  const pid_t pid = SpawnProcess(argv, env, -1, fds[1]);
   if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    if (!preload.empty()) {
-      setenv("LD_PRELOAD", preload.c_str(), 1);
-      // The stock consumers' own leaks are not ours to report.
-      setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    }
-    for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
   close(fds[1]);
 
   SubprocessResult result;

@@ -64,6 +64,12 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
       why = source + ": spin_us must be a number of microseconds up to 1000000, got \"" + std::string(value) + "\"";
       return false;
     }
+  } else if (key == "timeout_ms") {
+    if (!ParseUnsigned(value, options.timeout_ms) || options.timeout_ms > 86'400'000) {
+      why = source + ": timeout_ms must be a number of milliseconds up to a day (0: the kernel's limits), got \"" +
+            std::string(value) + "\"";
+      return false;
+    }
   } else if (key == "crc") {
     if (value == "on") {
       options.mpa_crc = true;
@@ -75,7 +81,7 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
     }
   } else {
     why = source + ": unknown option \"" + std::string(key) +
-          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N";
+          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N, timeout_ms=N";
     return false;
   }
   return true;
@@ -88,7 +94,8 @@ bool ApplyEnvironment(IaOptions& options, std::string& why) {
   } kVariables[] = {{"SOFTDAT_PROGRESS", "progress"},
                     {"SOFTDAT_RNR_TIMEOUT_MS", "rnr_timeout_ms"},
                     {"SOFTDAT_MPA_CRC", "crc"},
-                    {"SOFTDAT_SPIN_US", "spin_us"}};
+                    {"SOFTDAT_SPIN_US", "spin_us"},
+                    {"SOFTDAT_TIMEOUT_MS", "timeout_ms"}};
   for (const auto& entry : kVariables) {
     const char* value = std::getenv(entry.variable);
     if (value == nullptr) continue;

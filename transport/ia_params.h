@@ -7,11 +7,18 @@
 //   rnr_timeout_ms=N       how long a message may wait for a receive buffer before the connection
 //                          is broken; 0 (default) waits forever, like rnr_retry 7
 //   crc=on|off             tcp: whether to ask for MPA CRC32c (default on)
+//   timeout_ms=N           tcp: how long the peer or the path may leave our data unacknowledged,
+//                          or its receive window shut, before the connection breaks, as an
+//                          RNIC's retry timeout breaks a QP (TCP_USER_TIMEOUT, with keepalive
+//                          probes so that an idle connection notices a dead peer too); 0
+//                          (default): the kernel's own limits (about 15 minutes of
+//                          retransmissions; an idle connection is never probed)
 //   spin_us=N              with a progress thread: how long a dat_evd_wait spins on the
 //                          transport before it sleeps (default 200; 0 sleeps at once)
 //
-// The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC and
-// SOFTDAT_SPIN_US set the defaults; a key=value word in dat.conf wins over them.
+// The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC,
+// SOFTDAT_SPIN_US and SOFTDAT_TIMEOUT_MS set the defaults; a key=value word in dat.conf wins
+// over them.
 #pragma once
 
 #include <netinet/in.h>
@@ -33,6 +40,7 @@ struct IaOptions {
   std::uint32_t rnr_timeout_ms = 0;  // 0: wait forever
   bool mpa_crc = true;
   std::uint32_t spin_us = 200;  // progress=thread: a waiter's spin before it sleeps
+  std::uint32_t timeout_ms = 0;  // tcp: TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
 };
 
 struct IaParams {

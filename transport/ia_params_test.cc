@@ -29,6 +29,7 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
                            "verbs rxe0 1x", "verbs rxe0 -1", "udp 1.2.3.4", "fake",
                            "fake 1.2.3.4", "tcp \x01\x02", "tcp lo progress=fast",
                            "tcp lo rnr_timeout_ms=-1", "tcp lo crc=maybe", "tcp lo color=red",
+                           "tcp lo timeout_ms=soon", "tcp lo timeout_ms=86400001",
                            "tcp lo =x"}) {
     IaParams params;
     params.address = "untouched";
@@ -43,8 +44,10 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
 TEST(IaParams, OptionsFollowThePositionalWords) {
   IaParams params;
   std::string why;
-  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1 progress=poll rnr_timeout_ms=250 crc=off", params, why).ok())
+  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1 progress=poll rnr_timeout_ms=250 crc=off timeout_ms=3000", params, why)
+                  .ok())
       << why;
+  EXPECT_EQ(params.options.timeout_ms, 3000u);
   EXPECT_EQ(params.address, "127.0.0.1");
   EXPECT_EQ(params.options.progress, ProgressMode::kPoll);
   EXPECT_EQ(params.options.rnr_timeout_ms, 250u);

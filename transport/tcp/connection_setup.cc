@@ -2,7 +2,10 @@
 // IRD/ORD and ready-to-receive negotiation, graceful and abrupt disconnect, Terminate, and the
 // single place a connection ends (End).
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -16,6 +19,7 @@
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/poll_set.h"
+#include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_connection.h"
 
 namespace softdat::transport::tcp {
@@ -168,7 +172,13 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
   if (detached_ || phase_ != Phase::kIdle) return;
   phase_ = Phase::kConnecting;
   boost::system::error_code error;
-  socket_.open(asio::ip::tcp::v4(), error);
+  const int fd = OpenCloseOnExecSocket();
+  if (fd < 0) {
+    error = boost::system::error_code(errno, boost::system::system_category());
+  } else {
+    socket_.assign(asio::ip::tcp::v4(), fd, error);
+    if (error) ::close(fd);
+  }
   if (!error) {
     asio::ip::tcp::endpoint local(asio::ip::address_v4(ntohl(options_.local.sin_addr.s_addr)), 0);
     socket_.bind(local, error);
@@ -198,15 +208,36 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
   });
 }
 
+void Connection::ApplySocketOptions() {
+  boost::system::error_code ignored;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
+  socket_.non_blocking(true, ignored);
+  if (options_.timeout_ms == 0) return;
+  // An RNIC breaks a connection whose peer stops answering after its retry timeout; the kernel
+  // does the same for us: unacknowledged data (or a shut receive window) for timeout_ms ends the
+  // socket with ETIMEDOUT, which the next read reports as a broken connection. Keepalive probes
+  // make an idle connection notice too; TCP_USER_TIMEOUT then decides when they have failed.
+  const int fd = socket_.native_handle();
+  const unsigned timeout = options_.timeout_ms;
+  const int on = 1;
+  const int idle = static_cast<int>(std::max(1u, timeout / 2000));      // seconds
+  const int interval = static_cast<int>(std::max(1u, timeout / 4000));  // seconds
+  const int probes = 9;
+  if (::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout, sizeof timeout) != 0 ||
+      ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
+      ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) != 0)
+    SOFTDAT_LOG(kWarn, "tcp: cannot set the %u ms timeout on a connection: %s", timeout, std::strerror(errno));
+}
+
 void Connection::OnConnected(const boost::system::error_code& error) {
   if (error) {
     SOFTDAT_LOG(kInfo, "tcp %s: connect failed: %s", Describe().data(), error.message().c_str());
     End(ConnectionEnd::kUnreachable);
     return;
   }
-  boost::system::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  socket_.non_blocking(true, ignored);
+  ApplySocketOptions();
   RecordAddresses();
   StartPolling();
 
@@ -274,9 +305,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
     CloseSocket();
     return;
   }
-  boost::system::error_code ignored;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
-  socket_.non_blocking(true, ignored);
+  ApplySocketOptions();
   RecordAddresses();
   StartPolling();
 

@@ -170,6 +170,7 @@ bool Connection::FlushTx() {
   }
   switch (tx_.WriteTo(socket_.native_handle())) {
     case TxBatch::Write::kDone:
+      written_sent_ = written_count_;  // everything framed is on the socket now
       return true;
     case TxBatch::Write::kBlocked:
       write_waiting_ = true;
@@ -188,10 +189,12 @@ bool Connection::FlushTx() {
   return false;
 }
 
+// Completes the Sends and Writes whose bytes are all on the socket, in order. Those framed into a
+// batch that waits for room stay: their payload (an inline copy, a snapshot) is still referenced
+// by the batch, and a completion would free it for reuse before it left.
 void Connection::CompleteWritten() {
-  if (written_count_ == 0) return;
-  const std::size_t count = written_count_;
-  written_count_ = 0;
+  const std::size_t count = written_sent_;
+  if (count == 0) return;
   std::uint32_t inline_done = 0;
   for (std::size_t i = 0; i < count; ++i) inline_done += written_inline_[i];
   if (inline_done != 0) {
@@ -201,6 +204,15 @@ void Connection::CompleteWritten() {
   for (std::size_t i = 0; i < count && events_ != nullptr; ++i) {
     events_->OnWorkDone(written_ids_[i], WorkStatus::kSuccess, written_lengths_[i]);
   }
+  // The ones still waiting move to the front (a few at most: one batch's worth).
+  const std::size_t waiting = written_count_ - count;
+  for (std::size_t i = 0; i < waiting; ++i) {
+    written_ids_[i] = written_ids_[count + i];
+    written_lengths_[i] = written_lengths_[count + i];
+    written_inline_[i] = written_inline_[count + i];
+  }
+  written_count_ = waiting;
+  written_sent_ = 0;
 }
 
 bool Connection::NextTxMessage() {

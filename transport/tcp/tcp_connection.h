@@ -51,6 +51,7 @@ struct ConnectionOptions {
   std::shared_ptr<ConnectionBuffers> buffers;  // the pools of receive, send and inline blocks
   sockaddr_in local{};              // the IA address: active connections bind to it
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
+  std::uint32_t timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   bool mpa_crc = true;
   std::uint32_t max_private_data = 0;
 };
@@ -194,6 +195,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Terminate(wire::TerminateCode code);
   void CloseSocket();
   void RecordAddresses();
+  void ApplySocketOptions();  // the socket is connected: no delay, non-blocking, the IA's timeout
   void StartPolling();   // the socket is connected: into the transport's PollSet
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
 
@@ -295,6 +297,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<std::uint32_t> written_lengths_;
   std::vector<std::uint32_t> written_inline_;  // their InlineRing charges
   std::size_t written_count_ = 0;
+  // The first written_sent_ of them are on the socket (their batch was written whole); the rest
+  // were framed into the batch still being written and must not complete yet.
+  std::size_t written_sent_ = 0;
   bool rtr_pending_ = false;
 
   std::vector<ReadResponse> responses_;  // ring of IRD slots

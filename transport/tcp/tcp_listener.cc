@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/log.h"
+#include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_endpoint.h"
 
 namespace softdat::transport::tcp {
@@ -19,6 +20,14 @@ namespace {
 // A peer gets this long to send its MPA Request. At kMaxRequestsInFlight the listener waits
 // instead of refusing: refusing made a burst of 100 connects fail on a loaded machine.
 constexpr auto kRequestTimeout = std::chrono::seconds(5);
+// Out of descriptors (or kernel memory) the listening socket stays readable: accepting again at
+// once would spin. The connections wait in the backlog while the listener retries this often.
+constexpr auto kStarvedRetry = std::chrono::milliseconds(100);
+
+bool OutOfResources(const boost::system::error_code& error) {
+  return error == asio::error::no_descriptors || error == asio::error::no_buffer_space ||
+         error == asio::error::no_memory || error.value() == ENFILE;
+}
 
 sockaddr_in ToSockaddr(const asio::ip::tcp::endpoint& endpoint) {
   sockaddr_in out{};
@@ -53,7 +62,7 @@ struct ListenerCore::RequestReader {
 };
 
 ListenerCore::ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events)
-    : io_(io), acceptor_(std::move(acceptor)), events_(events) {}
+    : io_(io), acceptor_(std::move(acceptor)), events_(events), retry_(io) {}
 
 void ListenerCore::Start() {
   asio::post(io_, [self = shared_from_this()] { self->AcceptNext(); });
@@ -67,30 +76,53 @@ void ListenerCore::Stop() {
   asio::post(io_, [self = shared_from_this()] {
     boost::system::error_code ignored;
     self->acceptor_.close(ignored);
+    self->retry_.cancel();
   });
 }
 
 void ListenerCore::AcceptNext() {
   if (reading_ >= kMaxRequestsInFlight) {
-    accept_paused_ = true;  // ReadDone accepts again
+    accept_paused_ = true;  // DoneReading accepts again
     return;
   }
   acceptor_.async_accept([self = shared_from_this()](const boost::system::error_code& error,
                                                      asio::ip::tcp::socket socket) {
     if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (OutOfResources(error)) {
+      // Said once per episode, not once per retry: the limit is the process's to raise.
+      if (!self->starved_)
+        SOFTDAT_LOG(kWarn, "tcp: cannot accept connections on port %u: %s; they wait in the backlog until "
+                    "descriptors are free (raise the limit: ulimit -n)", self->acceptor_.local_endpoint().port(),
+                    error.message().c_str());
+      self->starved_ = true;
+      self->retry_.expires_after(kStarvedRetry);
+      self->retry_.async_wait([self](const boost::system::error_code& cancelled) {
+        if (!cancelled && self->acceptor_.is_open()) self->AcceptNext();
+      });
+      return;
+    }
     if (error) {
       SOFTDAT_LOG(kWarn, "tcp listener %s: accept failed: %s", EndText(self->acceptor_, true).c_str(), error.message().c_str());
     } else {
+      if (self->starved_) SOFTDAT_LOG(kWarn, "tcp listener %s: accepting connections again", EndText(self->acceptor_, true).c_str());
+      self->starved_ = false;
+      SetCloseOnExec(socket.native_handle());  // Asio's accept cannot ask for it
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
+    }
+    // At the bound, further peers wait in the kernel's backlog instead of being refused: a burst
+    // of connects whose MPA Requests come late (a busy peer process) is slow, not rejected.
+    if (self->reading_ >= kMaxRequestsInFlight) {
+      self->accept_paused_ = true;
+      return;
     }
     self->AcceptNext();
   });
 }
 
-void ListenerCore::ReadDone() {
+void ListenerCore::DoneReading() {
   --reading_;
-  if (accept_paused_ && acceptor_.is_open()) {
+  if (accept_paused_ && reading_ < kMaxRequestsInFlight && acceptor_.is_open()) {
     accept_paused_ = false;
     AcceptNext();
   }
@@ -113,7 +145,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
           if (why != nullptr)
             SOFTDAT_LOG(kWarn, "tcp %s -> %s: refusing a connection: %s", EndText(reader->socket, true).c_str(),
                         EndText(reader->socket, false).c_str(), why);
-          self->ReadDone();
+          self->DoneReading();
           reader->timer.cancel();
           boost::system::error_code ignored;
           reader->socket.close(ignored);
@@ -122,7 +154,7 @@ void ListenerCore::ReadRequest(std::shared_ptr<RequestReader> reader) {
         asio::async_read(reader->socket,
                          asio::buffer(reader->bytes.data() + wire::kMpaFrameHeaderSize, reader->pd_length),
                          [self, reader](const boost::system::error_code& error, std::size_t) {
-                           self->ReadDone();
+                           self->DoneReading();
                            reader->timer.cancel();
                            if (error) {
                              boost::system::error_code ignored;

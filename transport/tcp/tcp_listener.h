@@ -1,11 +1,13 @@
 // The passive side of the TCP transport: a listening socket on the IA address, an MPA Request
 // reader per incoming connection (bounded in number and time, so a silent or hostile peer cannot
-// pin resources: at the bound it stops accepting, and the listen backlog waits), and the
-// PendingConnection the consumer accepts or rejects.
+// pin resources; beyond the bound the listener stops accepting and the kernel's backlog holds
+// the rest, as an RNIC's listen backlog would), and the PendingConnection the consumer accepts
+// or rejects.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,14 +36,17 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   void AcceptNext();
   void ReadRequest(std::shared_ptr<RequestReader> reader);
   void Deliver(const std::shared_ptr<RequestReader>& reader);
-  void ReadDone();  // a request was read (or given up on): room for another
+  // A reader is done (request read, refused or timed out): accepting resumes if it had paused.
+  void DoneReading();
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;  // progress context only
   std::mutex mutex_;
   ListenEvents* events_;              // under mutex_; null once stopped
   int reading_ = 0;                   // progress context only
-  bool accept_paused_ = false;        // progress context only: at the limit, not accepting
+  bool accept_paused_ = false;        // progress context only: reading_ reached the bound
+  bool starved_ = false;              // progress context only: accept ran out of descriptors
+  asio::steady_timer retry_;          // when to try accepting again after running out
 };
 
 class TcpListener final : public Listener {

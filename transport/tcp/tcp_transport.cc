@@ -2,6 +2,7 @@
 // io_context, endpoints and listeners.
 #include "transport/tcp/tcp_transport.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <signal.h>
@@ -15,16 +16,39 @@
 #include <boost/asio/post.hpp>
 #include <exception>
 #include <new>
+#include <system_error>
 
 #include "base/log.h"
 #include "transport/tcp/mono_clock.h"
 #include "transport/tcp/tcp_endpoint.h"
+#include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_listener.h"
 
 namespace softdat::transport::tcp {
 namespace {
 
 constexpr std::uint32_t kMaxBytes = 1u << 30;
+
+// Queue depths come from memory, as an RNIC's come from the queue memory it has, not from small
+// constants: an EP preallocates what its consumer asks for at create (core's request and
+// receive rings, this transport's posted-work ring and completion bookkeeping), and what one
+// queue may ask for is a share of physical memory. kBytesPerDto rounds up the cost of one DTO
+// slot with 16 segments (measured near 450 bytes; rings are rounded up to a power of two).
+// The ceiling is rxe's max_qp_wr, about a million; the floor keeps a machine that will not
+// say its memory usable.
+constexpr std::uint64_t kBytesPerDto = 1024;
+constexpr std::uint64_t kMemoryShare = 16;  // one queue may take 1/16 of physical memory
+constexpr std::uint32_t kMinWork = 4096;
+constexpr std::uint32_t kMaxWork = 1u << 20;
+
+std::uint32_t WorkLimitFromMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return kMinWork;
+  const std::uint64_t slots =
+      static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / kMemoryShare / kBytesPerDto;
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(slots, kMinWork, kMaxWork));
+}
 // MPA allows 512 bytes of private data; the RFC 6581 block takes 4 and DAT consumers expect
 // the InfiniBand-sized limits (dapltest uses up to 196 bytes).
 constexpr std::uint32_t kMaxPrivateData = 252;
@@ -64,15 +88,16 @@ Capabilities TcpCapabilities(const IaOptions& options) {
   c.srq_resize = true;
   c.srq_limit = true;
   c.max_endpoints = EndpointLimit();
-  c.max_send_work = 4096;
-  c.max_recv_work = 4096;
+  const std::uint32_t work = WorkLimitFromMemory();
+  c.max_send_work = work;
+  c.max_recv_work = work;
   c.max_segments = 16;
   c.max_message_size = kMaxBytes;
   c.max_rdma_size = kMaxBytes;
   c.max_private_data = kMaxPrivateData;
   c.max_rdma_read_in = 128;
   c.max_rdma_read_out = 128;
-  c.max_srq_work = 65536;
+  c.max_srq_work = work;
   c.max_srq_segments = 16;
   return c;
 }
@@ -91,7 +116,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
   if (!busy_poll_ && poll_set_.fd() >= 0) {
     // The progress thread's io_context learns of readable sockets through the epoll fd itself.
     boost::system::error_code error;
-    poll_descriptor_.assign(::dup(poll_set_.fd()), error);
+    poll_descriptor_.assign(::fcntl(poll_set_.fd(), F_DUPFD_CLOEXEC, 0), error);
     if (!error) ArmPollSet();
   }
   connection_options_.buffers = std::make_shared<ConnectionBuffers>();
@@ -100,6 +125,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
   connection_options_.local = address;
   connection_options_.rnr_timeout_ms = options.rnr_timeout_ms;
   connection_options_.mpa_crc = options.mpa_crc;
+  connection_options_.timeout_ms = options.timeout_ms;
   connection_options_.max_private_data = kMaxPrivateData;
   if (!busy_poll_) {
     // Signals stay with the consumer's threads.
@@ -281,7 +307,13 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
   asio::ip::tcp::acceptor acceptor(io_);
   const asio::ip::tcp::endpoint at(asio::ip::address_v4(ntohl(address_.sin_addr.s_addr)), port);
   boost::system::error_code error;
-  acceptor.open(at.protocol(), error);
+  const int fd = OpenCloseOnExecSocket();
+  if (fd < 0) {
+    error = boost::system::error_code(errno, boost::system::system_category());
+  } else {
+    acceptor.assign(at.protocol(), fd, error);
+    if (error) ::close(fd);
+  }
   if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
   if (!error) acceptor.bind(at, error);
   if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
@@ -305,7 +337,17 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
 Status CreateTcpTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out) {
   sockaddr_in address{};
   if (Status status = ResolveIpv4(params.address, address, why); !status.ok()) return status;
-  out = std::make_unique<TcpTransport>(address, params.options);
+  try {
+    out = std::make_unique<TcpTransport>(address, params.options);
+  } catch (const boost::system::system_error& e) {
+    // The io_context's epoll and eventfd, the progress thread: what a process out of descriptors
+    // or memory cannot make. The consumer's limits, said as such (core logs `why`).
+    why = std::string(e.what()) + " (the process's descriptor limit? ulimit -n)";
+    return Status(Code::kInsufficientResources);
+  } catch (const std::system_error& e) {
+    why = e.what();
+    return Status(Code::kInsufficientResources);
+  }
   return Status::Ok();
 }
 

@@ -1,7 +1,10 @@
 // ibv_alloc_pd and ibv_reg_mr with the access MemoryAccess asks for.
 #include "transport/verbs/verbs_memory.h"
 
+#include <sys/resource.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include "base/log.h"
 
@@ -34,8 +37,19 @@ Status RegisterMemory(VerbsPd& pd, void* address, std::uint64_t length, MemoryAc
   ibv_mr* mr = ibv_reg_mr(pd.pd(), address, length, flags);
   if (mr == nullptr) {
     const int error = errno;
-    SOFTDAT_LOG(kWarn, "verbs: ibv_reg_mr of %llu bytes failed: errno %d", static_cast<unsigned long long>(length),
-                error);
+    if (error == ENOMEM || error == EPERM || error == EAGAIN) {
+      // Registration pins the pages: most often the pinned-memory limit, which the consumer sets.
+      rlimit limit{};
+      getrlimit(RLIMIT_MEMLOCK, &limit);
+      SOFTDAT_LOG(kWarn,
+                  "verbs: ibv_reg_mr of %llu bytes failed: %s (RLIMIT_MEMLOCK is %llu KiB: raise it with "
+                  "ulimit -l, or memlock in limits.conf)",
+                  static_cast<unsigned long long>(length), std::strerror(error),
+                  limit.rlim_cur == RLIM_INFINITY ? ~0ull : static_cast<unsigned long long>(limit.rlim_cur / 1024));
+    } else {
+      SOFTDAT_LOG(kWarn, "verbs: ibv_reg_mr of %llu bytes failed: %s", static_cast<unsigned long long>(length),
+                  std::strerror(error));
+    }
     if (error == EINVAL || error == EFAULT) return Status(Code::kInvalidParameter);
     return Status(Code::kInsufficientResources, Detail::kMemoryRegion);
   }
