@@ -19,9 +19,7 @@ constexpr auto kDrainBound = std::chrono::seconds(3);
 // How long a graceful Disconnect lets posted sends finish (an RNR wait with rnr_retry 7 never does).
 constexpr auto kGracefulBound = std::chrono::seconds(5);
 
-std::span<const std::uint8_t> Data(const CmEvent& e, std::uint8_t& tag) {
-  return Unframe(e.private_data, e.private_data_length, tag);
-}
+std::span<const std::uint8_t> Data(const CmEvent& e) { return {e.private_data, e.private_data_length}; }
 
 }  // namespace
 
@@ -109,14 +107,15 @@ VerbsEndpoint::State VerbsEndpoint::state() const {
 
 Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                               std::uint64_t timeout_us) {
-  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data.size() > transport_.capabilities().max_private_data)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kIdle) return Status(Code::kInvalidState, Detail::kEpActConnPending);
     remote_ = remote;
     remote_.sin_family = AF_INET;
     remote_.sin_port = htons(port);
-    Frame(kTagConnect, private_data, private_data_);
+    private_data_.Assign(private_data);
     if (timeout_us != UINT64_MAX)
       connect_deadline_ = Clock::now() + std::chrono::microseconds(std::min<std::uint64_t>(timeout_us, 1ull << 50));
     state_ = State::kConnectRequested;
@@ -127,12 +126,13 @@ Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std
 
 Status VerbsEndpoint::TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> private_data, std::uint8_t peer_ird,
                                  std::uint8_t peer_ord) {
-  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data.size() > transport_.capabilities().max_private_data)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kIdle) return Status(Code::kInvalidState, Detail::kEpActConnPending);
     pending_id_ = id;
-    Frame(kTagConnect, private_data, private_data_);
+    private_data_.Assign(private_data);
     peer_ird_ = peer_ird;
     peer_ord_ = peer_ord;
     state_ = State::kAcceptRequested;
@@ -353,7 +353,6 @@ void VerbsEndpoint::StartAccept() {
 void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
   const State s = state();
   const bool active = s == State::kResolving || s == State::kConnecting;
-  std::uint8_t tag = 0;
   switch (e.type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       if (s == State::kResolving && rdma_resolve_route(id_, kResolveMs) != 0) BeginEnd(ConnectionEnd::kUnreachable);
@@ -379,7 +378,7 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
       RecordAddresses();
       ShortenRnrTimer();
       if (s == State::kConnecting)
-        events_->OnEstablished(Data(e, tag));
+        events_->OnEstablished(Data(e));
       else
         events_->OnEstablished({});
       return;
@@ -387,12 +386,10 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
     case RDMA_CM_EVENT_REJECTED: {
       if (s == State::kAccepting) return BeginEnd(ConnectionEnd::kAcceptFailed);
       if (!active) return;
-      auto data = Data(e, tag);
-      // IB says 28 (IB_CM_REJ_CONSUMER_DEFINED) for any rdma_reject, iWARP ECONNREFUSED for an MPA
-      // reject and for a refused TCP connection: the tag tells a consumer's reject apart.
-      if (tag == kTagPeerReject || (tag == 0 && e.status == 28 && e.private_data_length > 0))
-        return BeginEnd(ConnectionEnd::kPeerRejected, data);
-      SOFTDAT_LOG(kInfo, "verbs: connection rejected, status %d", e.status);
+      const ibv_transport_type transport = transport_.device().context->device->transport_type;
+      if (ClassifyReject(transport, e.status, e.private_data_length) == RejectedBy::kPeerConsumer)
+        return BeginEnd(ConnectionEnd::kPeerRejected, Data(e));
+      SOFTDAT_LOG(kInfo, "verbs: connection rejected by the peer's provider or CM, status %d", e.status);
       return BeginEnd(ConnectionEnd::kNonPeerRejected);
     }
     case RDMA_CM_EVENT_ADDR_ERROR:

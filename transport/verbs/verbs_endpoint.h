@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "transport/endpoint.h"
+#include "transport/verbs/private_data.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/verbs/verbs_transport.h"
 

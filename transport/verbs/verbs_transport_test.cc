@@ -119,13 +119,13 @@ class VerbsTransportTest : public ::testing::Test {
     ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
     auto request = requests_.Next();
     ASSERT_NE(request, nullptr);
-    EXPECT_EQ(std::vector<std::uint8_t>(request->private_data().begin(), request->private_data().end()), hello);
+    ExpectPrivateData(request->private_data(), hello);
     ASSERT_TRUE(request->Accept(*passive_, welcome).ok());
     ASSERT_TRUE(a_.WaitFor([&] { return a_.established > 0 || a_.ended_count > 0; }));
     ASSERT_TRUE(p_.WaitFor([&] { return p_.established > 0 || p_.ended_count > 0; }));
     ASSERT_EQ(a_.Get(a_.established), 1) << "ended: " << static_cast<int>(a_.Get(a_.ended).value_or(ConnectionEnd{}));
     ASSERT_EQ(p_.Get(p_.established), 1);
-    EXPECT_EQ(a_.Get(a_.peer_data), welcome);
+    ExpectPrivateData(a_.Get(a_.peer_data), welcome);
     EXPECT_EQ(active_->remote_address().sin_addr.s_addr, transport_->address().sin_addr.s_addr);
   }
 
@@ -147,6 +147,20 @@ class VerbsTransportTest : public ::testing::Test {
   }
 
   bool iwarp() const { return device_.rfind("siw", 0) == 0; }
+
+  // The consumer's bytes and nothing else: exactly on iWARP; on IB/RoCE followed by the zeros that
+  // fill the CM message's private-data field, as rdma_cm delivers it to every consumer.
+  void ExpectPrivateData(std::span<const std::uint8_t> got, const std::vector<std::uint8_t>& sent) {
+    const std::vector<std::uint8_t> bytes(got.begin(), got.end());
+    if (iwarp()) {
+      EXPECT_EQ(bytes, sent);
+      return;
+    }
+    ASSERT_GE(bytes.size(), sent.size());
+    EXPECT_EQ(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + sent.size()), sent);
+    EXPECT_TRUE(std::all_of(bytes.begin() + sent.size(), bytes.end(), [](std::uint8_t b) { return b == 0; }))
+        << "padding after the consumer's bytes";
+  }
 
   ProgressMode progress_ = ProgressMode::kThread;
   std::atomic<bool> stop_polling_{false};
@@ -315,7 +329,42 @@ TEST_F(VerbsTransportTest, RejectCarriesPrivateDataToTheActiveSide) {
   request->Reject(V({42, 43}));
   ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
   EXPECT_EQ(a_.Get(a_.ended), ConnectionEnd::kPeerRejected);
-  EXPECT_EQ(a_.Get(a_.peer_data), V({42, 43}));
+  ExpectPrivateData(a_.Get(a_.peer_data), V({42, 43}));
+}
+
+// No header of ours in the private data: a peer's consumer sees its bytes from byte 0 (stock
+// dtest checks its connect pattern from byte 0), up to the transport's whole limit.
+TEST_F(VerbsTransportTest, PrivateDataIsTheConsumersBytesUpToTheLimit) {
+  MakeEndpoints();
+  const std::uint32_t max = transport_->capabilities().max_private_data;
+  EXPECT_EQ(max, iwarp() ? 251u : 56u);
+  std::vector<std::uint8_t> hello(max);
+  for (std::size_t i = 0; i < hello.size(); ++i) hello[i] = static_cast<std::uint8_t>(i + 1);
+  std::vector<std::uint8_t> too_long(max + 1, 7);
+  EXPECT_EQ(active_->Connect(transport_->address(), listener_->port(), too_long, UINT64_MAX).code(),
+            Code::kInvalidParameter);
+  ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
+  auto request = requests_.Next();
+  ASSERT_NE(request, nullptr);
+  ExpectPrivateData(request->private_data(), hello);
+  std::vector<std::uint8_t> welcome(max);
+  for (std::size_t i = 0; i < welcome.size(); ++i) welcome[i] = static_cast<std::uint8_t>(200 - i);
+  ASSERT_TRUE(request->Accept(*passive_, welcome).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.established > 0 || a_.ended_count > 0; }));
+  ASSERT_EQ(a_.Get(a_.established), 1);
+  ExpectPrivateData(a_.Get(a_.peer_data), welcome);
+}
+
+// A consumer's reject with no private data: IB's reason says it was the consumer; iWARP cannot
+// tell it from nobody answering (siw reports both alike), so it reads as non-peer there.
+TEST_F(VerbsTransportTest, RejectWithoutPrivateDataIsPeerOnIbAndNonPeerOnIwarp) {
+  MakeEndpoints();
+  ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), V({1}), UINT64_MAX).ok());
+  auto request = requests_.Next();
+  ASSERT_NE(request, nullptr);
+  request->Reject({});
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
+  EXPECT_EQ(a_.Get(a_.ended), iwarp() ? ConnectionEnd::kNonPeerRejected : ConnectionEnd::kPeerRejected);
 }
 
 TEST_F(VerbsTransportTest, UnansweredRequestIsANonPeerRejection) {
