@@ -24,7 +24,8 @@ std::span<const std::uint8_t> Data(const CmEvent& e) { return {e.private_data, e
 }  // namespace
 
 VerbsEndpoint::VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& config, EndpointEvents* events)
-    : transport_(transport),
+    : AsyncTarget(transport),
+      transport_(transport),
       config_(config),
       events_(events),
       pd_(static_cast<VerbsPd*>(config.pd)),
@@ -52,13 +53,16 @@ Status VerbsEndpoint::Init() {
   const int max_cqe = transport_.device().attr.max_cqe;
   // With an SRQ this QP may consume up to the whole SRQ before the progress polls.
   const std::uint64_t recv_cqe = srq_ != nullptr ? std::max(recv, srq_->max_work()) : recv;
+  // Busy-poll: no completion channel, nothing armed; the consumer's Progress polls the CQs.
   send_cq_ = ibv_create_cq(transport_.device().context, static_cast<int>(std::min<std::uint64_t>(send + 1, max_cqe)),
                            this, transport_.comp_channel(), 0);
   recv_cq_ = ibv_create_cq(transport_.device().context, static_cast<int>(std::min<std::uint64_t>(recv_cqe + 1, max_cqe)),
                            this, transport_.comp_channel(), 0);
   if (send_cq_ == nullptr || recv_cq_ == nullptr) return Status(Code::kInsufficientResources, Detail::kTep);
-  ibv_req_notify_cq(send_cq_, 0);
-  ibv_req_notify_cq(recv_cq_, 0);
+  if (!transport_.busy_poll()) {
+    ibv_req_notify_cq(send_cq_, 0);
+    ibv_req_notify_cq(recv_cq_, 0);
+  }
   send_sge_.reset(new ibv_sge[send_segments_]);
   recv_sge_.reset(new ibv_sge[recv_segments_]);
   early_ids_.reset(new std::uint64_t[recv]);
@@ -81,8 +85,8 @@ VerbsEndpoint::~VerbsEndpoint() {
     if (id_ != nullptr) {
       id_->context = nullptr;
       qp = id_->qp;
-      if (qp != nullptr) qp->qp_context = nullptr;
     }
+    transport_.async_events().Detach(this, qp != nullptr ? &qp->qp_context : nullptr);
     if (send_cq_ != nullptr) send_cq_->cq_context = nullptr;
     if (recv_cq_ != nullptr) recv_cq_->cq_context = nullptr;
   }
@@ -266,7 +270,7 @@ rdma_conn_param VerbsEndpoint::ConnParam(std::uint8_t peer_ird, std::uint8_t pee
 
 bool VerbsEndpoint::CreateQp() {
   ibv_qp_init_attr attr{};
-  attr.qp_context = this;
+  attr.qp_context = static_cast<AsyncTarget*>(this);  // what the async event router reads
   attr.send_cq = send_cq_;
   attr.recv_cq = recv_cq_;
   attr.srq = srq_ != nullptr ? srq_->srq() : nullptr;
@@ -414,7 +418,20 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
   }
 }
 
-void VerbsEndpoint::OnQpError() { Break(); }
+void VerbsEndpoint::OnAsyncEvent(ibv_event_type type) {
+  if (type == IBV_EVENT_COMM_EST)
+    OnCommEstablished();
+  else
+    Break();  // a QP error: tell the peer and end
+}
+
+void VerbsEndpoint::Rearm() {
+  if (armed_) return;
+  armed_ = true;
+  ibv_req_notify_cq(send_cq_, 0);
+  ibv_req_notify_cq(recv_cq_, 0);
+  PollCqs();
+}
 
 // rdma_cm moves the QP to RTR with min_rnr_timer 0, which IB encodes as 655 ms: each RNR NAK we
 // send (an SRQ with no buffer) would stall the peer that long. 12 encodes 0.64 ms. RTS->RTS may
