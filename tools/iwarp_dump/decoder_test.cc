@@ -121,6 +121,15 @@ TEST(DecoderTest, EveryFrameOfAConversationOnItsLineWithItsFields) {
   }
 }
 
+TEST(DecoderTest, RfcOrderTerminateIsReadAsIs) {
+  // softdat's own CRC Terminate: layer 2 in the high nibble, M/D/R clear.
+  const Bytes s = Fpdu(Untagged(wire::Opcode::kTerminate, 2, 1, 0, true), {0x20, 0x02, 0x00, 0x00}, {});
+  const std::vector<Line> lines = Decode(s);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(Has(lines[0], "ctrl=20020000 layer=2 etype=0 code=0x02 M=0 D=0 R=0 \"MPA: CRC error\"")) << lines[0].text;
+  EXPECT_FALSE(Has(lines[0], "swapped"));
+}
+
 TEST(DecoderTest, TheStreamMayArriveInAnyPieces) {
   const Bytes bytes = Conversation();
   const std::vector<Line> whole = Decode(bytes);

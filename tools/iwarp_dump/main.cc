@@ -95,6 +95,12 @@ void DumpConnection(std::size_t number, const Connection& c, const Options& opti
     else if (mpa_forward && mpa_backward) decoder.SetNegotiatedCrc(false);
     decoder.Feed(d.bytes.data(), d.bytes.size());
     decoder.Finish(d.gap ? "then a gap in the capture" : "capture ends");
+    if (d.gap && !decoder.lost()) {
+      Line gap;
+      gap.offset = gap.end = d.bytes.size();
+      gap.text = "the capture misses bytes here (tcpdump dropped packets?): nothing after is decoded";
+      lines.push_back({d.TimeAt(d.bytes.empty() ? 0 : d.bytes.size() - 1), i, gap});
+    }
     fpdus += decoder.fpdus();
     bad += decoder.bad_crcs();
   }
