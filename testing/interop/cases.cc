@@ -426,7 +426,10 @@ bool CrcRace(Peer& peer, const Setup& setup) {
             stopped = got.kind == Control::kStop;
           }
         }
-        if (dat_evd_wait(peer.conn_evd(), 50'000, 1, &event, &more) == DAT_SUCCESS) ended = true;
+        // This connection's end only: OFED DAPL may report a broken connection twice.
+        if (dat_evd_wait(peer.conn_evd(), 50'000, 1, &event, &more) == DAT_SUCCESS &&
+            event.event_data.connect_event_data.ep_handle == c.ep)
+          ended = true;
       }
       stop = true;
       writer.join();
