@@ -24,6 +24,7 @@ LIBRARIES = {
     "gmock/": ("@gtest//:gtest", "@gtest//:gtest_main"),
     "benchmark/": ("@benchmark//:benchmark", "@benchmark//:benchmark_main"),
     "isa-l/": ("@isal//:isal",),
+    "pcap/": ("@pcap//:pcap",),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.MULTILINE)
 

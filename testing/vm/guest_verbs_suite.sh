@@ -115,6 +115,19 @@ for dev in "${devices[@]}"; do
     record "$dev" "conformance $name: $summary" $rc "$log"
   done
 
+  # Busy-poll (progress=poll: the consumer's waits poll the CQs, no progress thread) on a few
+  # suites that move data both ways.
+  for name in srq_post_recv_test two_process_test; do
+    test=$bin/testing/conformance/$name
+    log=$work/$dev-$name-poll.log
+    mkdir -p "$work/tmp/$dev/$name-poll"
+    TEST_SRCDIR=$test.runfiles TEST_TMPDIR=$work/tmp/$dev/$name-poll SOFTDAT_CONFORMANCE_IA=$ia SOFTDAT_PROGRESS=poll \
+      timeout 300 "$test" >"$log" 2>&1
+    rc=$?
+    summary=$(gtest_summary "$log")
+    record "$dev" "conformance $name progress=poll: $summary" $rc "$log"
+  done
+
   # dtest's default moves 1000 x 4 MiB each way: hours under TCG. 100 x 1 MiB keeps every phase.
   pair dtest-B100-b1M "$dev" 15828 dtest -s -P "$ia" -B 100 -b 1048576 -- \
     dtest -P "$ia" -h "$ip" -B 100 -b 1048576

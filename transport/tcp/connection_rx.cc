@@ -345,6 +345,11 @@ Connection::Frame Connection::ProcessFrame() {
   wire::DecodeHeader(at, header);
   const std::uint8_t* payload = at + header_size;
   const auto length = static_cast<std::uint32_t>(wire::kLengthFieldSize + ulpdu - header_size);
+  if (awaiting_first_fpdu_) {
+    // The initiator's first FPDU: what we hold may go now (rule 4, see tcp_connection.h).
+    awaiting_first_fpdu_ = false;
+    Kick();
+  }
 
   if (phase_ == Phase::kAwaitRtr) {
     // The first FPDU after our Reply is the peer's ready-to-receive: the connection is up.
@@ -390,6 +395,10 @@ Connection::Frame Connection::StartDirect(const std::uint8_t* at, std::size_t av
                                           std::size_t total) {
   wire::FpduHeader header;
   wire::DecodeHeader(at, header);
+  if (awaiting_first_fpdu_) {  // its header is checked: the initiator has spoken (rule 4)
+    awaiting_first_fpdu_ = false;
+    Kick();
+  }
   const auto length = static_cast<std::uint32_t>(wire::kLengthFieldSize + header.ulpdu_length - header_size);
   Placement placement;
   if (const Frame frame = BeginPayload(header, length, placement); frame != Frame::kDone) return frame;

@@ -355,6 +355,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
       self->End(ConnectionEnd::kAcceptFailed);
     });
   } else {
+    awaiting_first_fpdu_ = true;
     Establish({});
   }
   if (phase_ == Phase::kEnded) return;

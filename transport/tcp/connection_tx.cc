@@ -142,6 +142,10 @@ void Connection::PumpBatches() {
     if (!in_post_) CompleteWritten();
     if (phase_ == Phase::kEnded) return;
     if (phase_ != Phase::kEstablished && phase_ != Phase::kClosing) return;
+    if (awaiting_first_fpdu_) {  // held until the initiator's first FPDU (OnFirstFpdu)
+      MaybeFinishClose();
+      return;
+    }
     bool framed = false;
     while (true) {
       if (tx_message_.kind == TxKind::kNone && !NextTxMessage()) break;

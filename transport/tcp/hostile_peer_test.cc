@@ -50,12 +50,12 @@ class RawPeer {
   void SendBytes(const std::vector<std::uint8_t>& bytes) {
     ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
-  void SendMpaRequest() {
+  void SendMpaRequest(bool peer_to_peer = true) {
     wire::MpaFrame request;
     request.crc = true;
     request.enhanced = true;
-    request.peer_to_peer = true;
-    request.rtr_write = true;
+    request.peer_to_peer = peer_to_peer;
+    request.rtr_write = peer_to_peer;
     request.ird = request.ord = 4;
     std::vector<std::uint8_t> bytes(wire::kMpaFrameHeaderSize + wire::kMpaEnhancedBlockSize);
     wire::EncodeMpaFrame(request, bytes.data());
@@ -208,6 +208,41 @@ class HostilePeerTest : public ::testing::Test {
   std::unique_ptr<PendingConnection> pending_;
   RawPeer peer_;
 };
+
+// An initiator without RFC 6581 P2P (Linux siw's default) sends no ready-to-receive FPDU; the
+// responder must then receive one FPDU before it sends any (RFC 5044 §7.1.2, rule 4). siw drops
+// a connection whose MPA Reply arrives with FPDU bytes behind it, which a Send posted right
+// after ESTABLISHED used to cause. The Send waits for the initiator's first FPDU, then goes.
+TEST_F(HostilePeerTest, ResponderWithoutP2pSendsNoFpduBeforeTheInitiatorsFirst) {
+  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
+  peer_.SendMpaRequest(/*peer_to_peer=*/false);
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  std::vector<std::uint8_t> inbox(64);
+  Segment scatter[] = {SegmentOf(inbox)};
+  events_.AddBuffer(scatter);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(peer_.ReadMpaReply());
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.established; })) << "without P2P: established at the Reply";
+  std::vector<std::uint8_t> data = Bytes(32, 5);
+  Segment gather[] = {SegmentOf(data)};
+  Work send;
+  send.id = 1;
+  send.local = gather;
+  send.length = data.size();
+  ASSERT_TRUE(server_->Post(send).ok());
+  pollfd quiet{peer_.fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&quiet, 1, 300), 0) << "an FPDU before the initiator sent one";
+  peer_.SendBytes(RawPeer::Fpdu(SendHeader(1), Bytes(16, 9)));
+  std::vector<std::uint8_t> fpdu;
+  ASSERT_TRUE(peer_.Read(wire::kUntaggedHeaderSize, fpdu)) << "the held Send never came";
+  wire::FpduHeader header;
+  wire::DecodeHeader(fpdu.data(), header);
+  EXPECT_EQ(header.opcode, wire::Opcode::kSend);
+  EXPECT_EQ(header.msn, 1u);
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.work_done.size() == 1 && events_.recvs.size() == 1; }));
+  EXPECT_EQ(events_.Get(events_.work_done)[0].status, WorkStatus::kSuccess);
+}
 
 TEST_F(HostilePeerTest, JunkInsteadOfAnMpaRequestIsDroppedWithoutARequest) {
   ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));

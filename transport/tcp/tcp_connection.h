@@ -301,6 +301,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // were framed into the batch still being written and must not complete yet.
   std::size_t written_sent_ = 0;
   bool rtr_pending_ = false;
+  // Responder to an initiator without P2P: no FPDU goes out before the initiator's first one
+  // (RFC 5044 §7.1.2, rule 4; Linux siw drops a Reply that arrives with FPDU bytes behind it).
+  bool awaiting_first_fpdu_ = false;
 
   std::vector<ReadResponse> responses_;  // ring of IRD slots
   std::uint32_t responses_head_ = 0;

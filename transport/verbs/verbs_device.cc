@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "transport/verbs/private_data.h"
+
 namespace softdat::transport::verbs {
 namespace {
 
@@ -97,7 +99,7 @@ Capabilities CapabilitiesOf(const Device& device, bool busy_poll) {
   c.max_segments = u32(a.max_sge);
   c.max_message_size = device.port_attr.max_msg_sz;
   c.max_rdma_size = device.port_attr.max_msg_sz;
-  c.max_private_data = kMaxPrivateData;
+  c.max_private_data = MaxPrivateData(device.context->device->transport_type);
   c.max_rdma_read_in = u32(a.max_qp_rd_atom);
   c.max_rdma_read_out = u32(a.max_qp_init_rd_atom);
   c.max_srq_work = u32(a.max_srq_wr);
@@ -116,26 +118,6 @@ WorkStatus FromWcStatus(ibv_wc_status status) {
     case IBV_WC_REM_OP_ERR: return WorkStatus::kRemoteResponder;
     default: return WorkStatus::kTransport;
   }
-}
-
-void Frame(std::uint8_t tag, std::span<const std::uint8_t> data, PrivateData& out) {
-  const std::size_t n = std::min<std::size_t>(data.size(), kMaxPrivateData);
-  out.bytes[0] = tag;
-  out.bytes[1] = static_cast<std::uint8_t>(n);
-  if (n > 0) std::memcpy(out.bytes + kPrivateHeader, data.data(), n);
-  out.length = static_cast<std::uint8_t>(n + kPrivateHeader);
-}
-
-std::span<const std::uint8_t> Unframe(const void* data, std::uint8_t length, std::uint8_t& tag) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  tag = 0;
-  if (p == nullptr) return {};
-  if (length >= kPrivateHeader && (p[0] == kTagConnect || p[0] == kTagPeerReject || p[0] == kTagNoAnswer) &&
-      p[1] <= length - kPrivateHeader) {
-    tag = p[0];
-    return {p + kPrivateHeader, p[1]};
-  }
-  return {p, length};
 }
 
 }  // namespace softdat::transport::verbs

@@ -19,14 +19,13 @@ constexpr auto kDrainBound = std::chrono::seconds(3);
 // How long a graceful Disconnect lets posted sends finish (an RNR wait with rnr_retry 7 never does).
 constexpr auto kGracefulBound = std::chrono::seconds(5);
 
-std::span<const std::uint8_t> Data(const CmEvent& e, std::uint8_t& tag) {
-  return Unframe(e.private_data, e.private_data_length, tag);
-}
+std::span<const std::uint8_t> Data(const CmEvent& e) { return {e.private_data, e.private_data_length}; }
 
 }  // namespace
 
 VerbsEndpoint::VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& config, EndpointEvents* events)
-    : transport_(transport),
+    : AsyncTarget(transport),
+      transport_(transport),
       config_(config),
       events_(events),
       pd_(static_cast<VerbsPd*>(config.pd)),
@@ -54,13 +53,16 @@ Status VerbsEndpoint::Init() {
   const int max_cqe = transport_.device().attr.max_cqe;
   // With an SRQ this QP may consume up to the whole SRQ before the progress polls.
   const std::uint64_t recv_cqe = srq_ != nullptr ? std::max(recv, srq_->max_work()) : recv;
+  // Busy-poll: no completion channel, nothing armed; the consumer's Progress polls the CQs.
   send_cq_ = ibv_create_cq(transport_.device().context, static_cast<int>(std::min<std::uint64_t>(send + 1, max_cqe)),
                            this, transport_.comp_channel(), 0);
   recv_cq_ = ibv_create_cq(transport_.device().context, static_cast<int>(std::min<std::uint64_t>(recv_cqe + 1, max_cqe)),
                            this, transport_.comp_channel(), 0);
   if (send_cq_ == nullptr || recv_cq_ == nullptr) return Status(Code::kInsufficientResources, Detail::kTep);
-  ibv_req_notify_cq(send_cq_, 0);
-  ibv_req_notify_cq(recv_cq_, 0);
+  if (!transport_.busy_poll()) {
+    ibv_req_notify_cq(send_cq_, 0);
+    ibv_req_notify_cq(recv_cq_, 0);
+  }
   send_sge_.reset(new ibv_sge[send_segments_]);
   recv_sge_.reset(new ibv_sge[recv_segments_]);
   early_ids_.reset(new std::uint64_t[recv]);
@@ -83,8 +85,8 @@ VerbsEndpoint::~VerbsEndpoint() {
     if (id_ != nullptr) {
       id_->context = nullptr;
       qp = id_->qp;
-      if (qp != nullptr) qp->qp_context = nullptr;
     }
+    transport_.async_events().Detach(this, qp != nullptr ? &qp->qp_context : nullptr);
     if (send_cq_ != nullptr) send_cq_->cq_context = nullptr;
     if (recv_cq_ != nullptr) recv_cq_->cq_context = nullptr;
   }
@@ -109,14 +111,15 @@ VerbsEndpoint::State VerbsEndpoint::state() const {
 
 Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                               std::uint64_t timeout_us) {
-  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data.size() > transport_.capabilities().max_private_data)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kIdle) return Status(Code::kInvalidState, Detail::kEpActConnPending);
     remote_ = remote;
     remote_.sin_family = AF_INET;
     remote_.sin_port = htons(port);
-    Frame(kTagConnect, private_data, private_data_);
+    private_data_.Assign(private_data);
     if (timeout_us != UINT64_MAX)
       connect_deadline_ = Clock::now() + std::chrono::microseconds(std::min<std::uint64_t>(timeout_us, 1ull << 50));
     state_ = State::kConnectRequested;
@@ -127,12 +130,13 @@ Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std
 
 Status VerbsEndpoint::TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> private_data, std::uint8_t peer_ird,
                                  std::uint8_t peer_ord) {
-  if (private_data.size() > kMaxPrivateData) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (private_data.size() > transport_.capabilities().max_private_data)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   {
     std::lock_guard lock(mutex_);
     if (state_ != State::kIdle) return Status(Code::kInvalidState, Detail::kEpActConnPending);
     pending_id_ = id;
-    Frame(kTagConnect, private_data, private_data_);
+    private_data_.Assign(private_data);
     peer_ird_ = peer_ird;
     peer_ord_ = peer_ord;
     state_ = State::kAcceptRequested;
@@ -266,7 +270,7 @@ rdma_conn_param VerbsEndpoint::ConnParam(std::uint8_t peer_ird, std::uint8_t pee
 
 bool VerbsEndpoint::CreateQp() {
   ibv_qp_init_attr attr{};
-  attr.qp_context = this;
+  attr.qp_context = static_cast<AsyncTarget*>(this);  // what the async event router reads
   attr.send_cq = send_cq_;
   attr.recv_cq = recv_cq_;
   attr.srq = srq_ != nullptr ? srq_->srq() : nullptr;
@@ -353,7 +357,6 @@ void VerbsEndpoint::StartAccept() {
 void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
   const State s = state();
   const bool active = s == State::kResolving || s == State::kConnecting;
-  std::uint8_t tag = 0;
   switch (e.type) {
     case RDMA_CM_EVENT_ADDR_RESOLVED:
       if (s == State::kResolving && rdma_resolve_route(id_, kResolveMs) != 0) BeginEnd(ConnectionEnd::kUnreachable);
@@ -379,7 +382,7 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
       RecordAddresses();
       ShortenRnrTimer();
       if (s == State::kConnecting)
-        events_->OnEstablished(Data(e, tag));
+        events_->OnEstablished(Data(e));
       else
         events_->OnEstablished({});
       return;
@@ -387,12 +390,10 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
     case RDMA_CM_EVENT_REJECTED: {
       if (s == State::kAccepting) return BeginEnd(ConnectionEnd::kAcceptFailed);
       if (!active) return;
-      auto data = Data(e, tag);
-      // IB says 28 (IB_CM_REJ_CONSUMER_DEFINED) for any rdma_reject, iWARP ECONNREFUSED for an MPA
-      // reject and for a refused TCP connection: the tag tells a consumer's reject apart.
-      if (tag == kTagPeerReject || (tag == 0 && e.status == 28 && e.private_data_length > 0))
-        return BeginEnd(ConnectionEnd::kPeerRejected, data);
-      SOFTDAT_LOG(kInfo, "verbs: connection rejected, status %d", e.status);
+      const ibv_transport_type transport = transport_.device().context->device->transport_type;
+      if (ClassifyReject(transport, e.status, e.private_data_length) == RejectedBy::kPeerConsumer)
+        return BeginEnd(ConnectionEnd::kPeerRejected, Data(e));
+      SOFTDAT_LOG(kInfo, "verbs: connection rejected by the peer's provider or CM, status %d", e.status);
       return BeginEnd(ConnectionEnd::kNonPeerRejected);
     }
     case RDMA_CM_EVENT_ADDR_ERROR:
@@ -417,7 +418,20 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
   }
 }
 
-void VerbsEndpoint::OnQpError() { Break(); }
+void VerbsEndpoint::OnAsyncEvent(ibv_event_type type) {
+  if (type == IBV_EVENT_COMM_EST)
+    OnCommEstablished();
+  else
+    Break();  // a QP error: tell the peer and end
+}
+
+void VerbsEndpoint::Rearm() {
+  if (armed_) return;
+  armed_ = true;
+  ibv_req_notify_cq(send_cq_, 0);
+  ibv_req_notify_cq(recv_cq_, 0);
+  PollCqs();
+}
 
 // rdma_cm moves the QP to RTR with min_rnr_timer 0, which IB encodes as 655 ms: each RNR NAK we
 // send (an SRQ with no buffer) would stall the peer that long. 12 encodes 0.64 ms. RTS->RTS may

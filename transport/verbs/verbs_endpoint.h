@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "transport/endpoint.h"
+#include "transport/verbs/private_data.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/verbs/verbs_transport.h"
 
@@ -25,7 +26,7 @@ namespace softdat::transport::verbs {
 class VerbsPd;
 class VerbsSrq;
 
-class VerbsEndpoint final : public Endpoint, public CmOwner {
+class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -44,10 +45,13 @@ class VerbsEndpoint final : public Endpoint, public CmOwner {
 
   // Progress context (dispatch lock held).
   void OnCmEvent(const CmEvent& event) override;
-  void OnQpError();
+  void OnAsyncEvent(ibv_event_type type) override;  // QP errors, communication established
   void ShortenRnrTimer();
-  void OnCommEstablished();
   bool PollCqs();
+  // Default mode: the thread took a CQ notification and left it unarmed for a polling consumer;
+  // Rearm arms both CQs again and polls what came meanwhile.
+  void LeaveUnarmed() { armed_ = false; }
+  void Rearm();
   // Requests, deadlines and teardown; true when something happened. `timers` is set when this
   // endpoint waits for a deadline.
   bool Service(Clock::time_point now, bool& timers);
@@ -69,6 +73,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner {
   bool CreateQp();
   rdma_conn_param ConnParam(std::uint8_t peer_ird, std::uint8_t peer_ord);
   void Break();
+  void OnCommEstablished();
   void BeginEnd(ConnectionEnd why, std::span<const std::uint8_t> private_data = {});
   void Finish();
   void RecordAddresses();
@@ -88,6 +93,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner {
   rdma_cm_id* id_ = nullptr;
   rdma_cm_id* pending_id_ = nullptr;  // an accepted request's cm_id until the progress takes it
   bool ended_reported_ = false;
+  bool armed_ = true;  // both CQs' notifications armed (default mode)
   bool established_ = false;
   ConnectionEnd end_why_ = ConnectionEnd::kDisconnected;
   std::uint8_t end_data_[256] = {};

@@ -49,21 +49,18 @@ VerbsPendingConnection::VerbsPendingConnection(VerbsTransport& transport, const 
       id_(request.id),
       peer_ird_(request.responder_resources),
       peer_ord_(request.initiator_depth) {
-  std::uint8_t tag = 0;
-  auto data = Unframe(request.private_data, request.private_data_length, tag);
-  data_length_ = static_cast<std::uint8_t>(data.size());
-  if (!data.empty()) std::memcpy(data_, data.data(), data.size());
+  data_length_ = request.private_data_length;
+  if (data_length_ > 0) std::memcpy(data_, request.private_data, data_length_);
   std::memcpy(&remote_, rdma_get_peer_addr(id_), sizeof remote_);
   std::memcpy(&local_, rdma_get_local_addr(id_), sizeof local_);
 }
 
 VerbsPendingConnection::~VerbsPendingConnection() {
   if (id_ == nullptr) return;
-  if (!answered_.exchange(true)) {
-    PrivateData framed;
-    Frame(kTagNoAnswer, {}, framed);
-    rdma_reject(id_, framed.bytes, framed.length);
-  }
+  // Nobody answered: IB says so with its own reject reason; on iWARP the MPA reject carries no
+  // private data (what the active side reads as non-peer, see private_data.h).
+  if (!answered_.exchange(true) && rdma_reject_ece(id_, nullptr, 0) != 0)
+    SOFTDAT_LOG(kInfo, "verbs: refusing an unanswered request failed: %s", std::strerror(errno));
   // The id's context is null: the progress only acks its events, and rdma_destroy_id waits for that.
   rdma_destroy_id(id_);
 }
@@ -82,9 +79,9 @@ Status VerbsPendingConnection::Accept(Endpoint& endpoint, std::span<const std::u
 
 void VerbsPendingConnection::Reject(std::span<const std::uint8_t> private_data) {
   if (id_ == nullptr || answered_.exchange(true)) return;
-  PrivateData framed;
-  Frame(kTagPeerReject, private_data, framed);
-  if (rdma_reject(id_, framed.bytes, framed.length) != 0)
+  if (private_data.size() > transport_.capabilities().max_private_data)
+    private_data = private_data.first(transport_.capabilities().max_private_data);  // core checked already
+  if (rdma_reject(id_, private_data.data(), static_cast<std::uint8_t>(private_data.size())) != 0)
     SOFTDAT_LOG(kInfo, "verbs: rdma_reject failed: %s", std::strerror(errno));
 }
 

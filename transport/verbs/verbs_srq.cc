@@ -8,7 +8,8 @@
 namespace softdat::transport::verbs {
 
 VerbsSrq::VerbsSrq(VerbsTransport& transport, VerbsPd& pd, std::uint32_t max_segments, DeviceSrqEvents* events)
-    : transport_(transport),
+    : AsyncTarget(transport),
+      transport_(transport),
       pd_(pd),
       events_(events),
       max_segments_(std::max<std::uint32_t>(1, max_segments)),
@@ -22,7 +23,7 @@ Status VerbsSrq::Create(VerbsTransport& transport, VerbsPd& pd, std::uint32_t ma
   if (max_segments > caps.max_srq_segments) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   std::unique_ptr<VerbsSrq> srq(new VerbsSrq(transport, pd, max_segments, events));
   ibv_srq_init_attr attr{};
-  attr.srq_context = srq.get();
+  attr.srq_context = static_cast<AsyncTarget*>(srq.get());  // what the async event router reads
   attr.attr.max_wr = max_work;
   attr.attr.max_sge = srq->max_segments_;
   srq->srq_ = ibv_create_srq(pd.pd(), &attr);
@@ -34,8 +35,10 @@ Status VerbsSrq::Create(VerbsTransport& transport, VerbsPd& pd, std::uint32_t ma
 
 VerbsSrq::~VerbsSrq() {
   if (srq_ == nullptr) return;
-  // The limit event of this SRQ may be in dispatch: wait for it, then no more come.
+  // The limit event of this SRQ may be in dispatch: wait for it, then no more come (one read by
+  // another IA's progress and queued for ours is dropped).
   auto guard = transport_.LockDispatch();
+  transport_.async_events().Detach(this, &srq_->srq_context);
   ibv_destroy_srq(srq_);
 }
 

@@ -9,13 +9,14 @@
 #include <mutex>
 
 #include "transport/device_resources.h"
+#include "transport/verbs/async_events.h"
 
 namespace softdat::transport::verbs {
 
 class VerbsTransport;
 class VerbsPd;
 
-class VerbsSrq final : public DeviceSrq {
+class VerbsSrq final : public DeviceSrq, public AsyncTarget {
  public:
   static Status Create(VerbsTransport& transport, VerbsPd& pd, std::uint32_t max_work,
                        std::uint32_t max_segments, DeviceSrqEvents* events, std::unique_ptr<DeviceSrq>& out);
@@ -28,8 +29,10 @@ class VerbsSrq final : public DeviceSrq {
   ibv_srq* srq() const { return srq_; }
   const VerbsTransport& transport() const { return transport_; }
   std::uint32_t max_work() const { return max_work_; }
-  // From the device's async event, in the progress context.
-  void OnLimitReached() { events_->OnLimitReached(); }
+  // From the device's async event (the limit), in the progress context.
+  void OnAsyncEvent(ibv_event_type type) override {
+    if (type == IBV_EVENT_SRQ_LIMIT_REACHED) events_->OnLimitReached();
+  }
 
  private:
   VerbsSrq(VerbsTransport& transport, VerbsPd& pd, std::uint32_t max_segments, DeviceSrqEvents* events);

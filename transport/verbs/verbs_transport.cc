@@ -1,13 +1,15 @@
-// VerbsTransport: the device's channels, the progress loop that reads them, and the static
-// registrar that makes "verbs <device> <port>" IA params open this transport.
+// VerbsTransport: the device's channels, the progress that reads them (thread or consumer), and
+// the factory that makes "verbs <device> <port>" IA params open this transport.
 #include "transport/verbs/verbs_transport.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "base/log.h"
@@ -24,6 +26,15 @@ bool SetNonBlocking(int fd) {
   return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 
+// How long after a consumer's last poll the progress thread still counts on it (and leaves CQs
+// unarmed): the same handover period as the TCP transport's.
+constexpr std::int64_t kConsumerPollNs = 1'000'000;
+
+std::int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 Status CreateVerbsTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out) {
@@ -38,29 +49,33 @@ Status CreateVerbsTransport(const IaParams& params, std::string& why, std::uniqu
 VerbsTransport::VerbsTransport(const Device& device, const IaOptions& options)
     : device_(device),
       capabilities_(CapabilitiesOf(device, options.progress == ProgressMode::kPoll)),
-      options_(options) {}
+      options_(options),
+      busy_poll_(options.progress == ProgressMode::kPoll) {}
 
 Status VerbsTransport::Start(std::string& why) {
+  auto failed = [&](const char* what) {
+    why = std::string(what) + " for " + device_.name + ": " + std::strerror(errno);
+    return Status(Code::kInsufficientResources);
+  };
+  async_events_ = AsyncEventRouter::For(device_.context);
   cm_channel_ = rdma_create_event_channel();
+  if (async_events_ == nullptr || cm_channel_ == nullptr || !SetNonBlocking(cm_channel_->fd))
+    return failed("cannot set up the event channels");
+  // Busy-poll: the consumer's Progress polls the CQs and reads the rdma_cm and async fds itself;
+  // there is nothing to wait on, so no completion channel, epoll or eventfd.
+  if (busy_poll_) return Status::Ok();
   comp_channel_ = ibv_create_comp_channel(device_.context);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (cm_channel_ == nullptr || comp_channel_ == nullptr || epoll_fd_ < 0 || wake_fd_ < 0 ||
-      !SetNonBlocking(cm_channel_->fd) || !SetNonBlocking(comp_channel_->fd) ||
-      !SetNonBlocking(device_.context->async_fd)) {
-    why = std::string("cannot set up the event channels of ") + device_.name + ": " + std::strerror(errno);
-    return Status(Code::kInsufficientResources);
-  }
-  for (int fd : {cm_channel_->fd, comp_channel_->fd, device_.context->async_fd, wake_fd_}) {
+  if (comp_channel_ == nullptr || epoll_fd_ < 0 || wake_fd_ < 0 || !SetNonBlocking(comp_channel_->fd))
+    return failed("cannot set up the event channels");
+  for (int fd : {cm_channel_->fd, comp_channel_->fd, async_events_->fd(), wake_fd_}) {
     epoll_event e{};
     e.events = EPOLLIN;
     e.data.fd = fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e) != 0) {
-      why = std::string("epoll_ctl: ") + std::strerror(errno);
-      return Status(Code::kInsufficientResources);
-    }
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e) != 0) return failed("epoll_ctl");
   }
-  if (options_.progress == ProgressMode::kThread) thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] { Run(); });
   return Status::Ok();
 }
 
@@ -74,6 +89,7 @@ VerbsTransport::~VerbsTransport() {
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (comp_channel_ != nullptr) ibv_destroy_comp_channel(comp_channel_);
   if (cm_channel_ != nullptr) rdma_destroy_event_channel(cm_channel_);
+  async_events_.reset();
   CloseDevice(device_);
 }
 
@@ -101,12 +117,16 @@ Status VerbsTransport::Listen(std::uint16_t port, ListenEvents* events, std::uni
 }
 
 void VerbsTransport::Wake() {
+  if (busy_poll_) {
+    requested_.store(true, std::memory_order_release);
+    return;
+  }
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
 }
 
 void VerbsTransport::AddEndpoint(VerbsEndpoint* endpoint) {
-  std::lock_guard lock(endpoints_mutex_);
+  std::lock_guard lock(dispatch_);
   for (VerbsEndpoint*& slot : endpoints_) {
     if (slot == nullptr) {
       slot = endpoint;
@@ -117,55 +137,114 @@ void VerbsTransport::AddEndpoint(VerbsEndpoint* endpoint) {
 }
 
 void VerbsTransport::RemoveEndpoint(VerbsEndpoint* endpoint) {
-  std::lock_guard lock(endpoints_mutex_);
   for (VerbsEndpoint*& slot : endpoints_)
     if (slot == endpoint) slot = nullptr;
 }
 
 bool VerbsTransport::Progress() noexcept {
-  if (options_.progress != ProgressMode::kPoll) return false;
+  if (!busy_poll_) consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
   std::unique_lock lock(dispatch_, std::try_to_lock);
   if (!lock.owns_lock() || dispatching_) return false;
-  return DrainAll();
+  dispatching_ = true;
+  // The CQs first and always: no syscall on rxe or siw (their CQs are mapped into user space).
+  bool any = PollAllCqs();
+  if (busy_poll_) {
+    // The rest costs a read() per fd and a lock per endpoint: when asked, else now and then.
+    const std::uint32_t calls = progress_calls_++;
+    const bool asked = requested_.load(std::memory_order_relaxed) && requested_.exchange(false, std::memory_order_acquire);
+    if (asked || (calls & 63) == 0 || (!any && (calls & 7) == 0)) any |= DrainAll();
+  }
+  dispatching_ = false;
+  return any;
+}
+
+void VerbsTransport::Pause() noexcept {
+  if (busy_poll_) return;
+  consumer_poll_ns_.store(0, std::memory_order_relaxed);
+  // The thread re-arms what it left unarmed for this consumer, now rather than a millisecond on.
+  if (unarmed_.load(std::memory_order_acquire)) Wake();
+}
+
+bool VerbsTransport::ConsumerPolling() const {
+  const std::int64_t last = consumer_poll_ns_.load(std::memory_order_relaxed);
+  return last != 0 && NowNs() - last < kConsumerPollNs;
 }
 
 void VerbsTransport::Run() {
+  pthread_setname_np(pthread_self(), "softdat-verbs");
   epoll_event events[8];
   while (!stop_) {
-    epoll_wait(epoll_fd_, events, 8, timers_ ? 20 : -1);
+    // Unarmed CQs need a look within a millisecond of the consumer's last poll; deadlines of
+    // endpoints every 20 ms; otherwise only the channels wake the thread.
+    const int timeout = unarmed_.load(std::memory_order_relaxed) ? 1 : timers_ ? 20 : -1;
+    epoll_wait(epoll_fd_, events, 8, timeout);
     if (stop_) break;
     std::lock_guard lock(dispatch_);
+    dispatching_ = true;
     DrainAll();
+    RearmIfIdle();
+    dispatching_ = false;
   }
 }
 
 bool VerbsTransport::DrainAll() {
-  dispatching_ = true;
   bool any = false;
   bool timers = false;
   for (int round = 0; round < 8; ++round) {
     bool did = false;
     std::uint64_t count;
-    while (read(wake_fd_, &count, sizeof count) == sizeof count) did = true;
+    while (wake_fd_ >= 0 && read(wake_fd_, &count, sizeof count) == sizeof count) did = true;
     // Async QP errors before rdma_cm events: iWARP reports a Terminate as both, and the QP error
     // says why the connection ended (kBroken) where DISCONNECTED alone would say kDisconnected.
     did |= DrainAsync();
     did |= DrainCm();
-    ibv_cq* cq = nullptr;
-    void* context = nullptr;
-    while (ibv_get_cq_event(comp_channel_, &cq, &context) == 0) {
-      did = true;
-      ibv_ack_cq_events(cq, 1);
-      ibv_req_notify_cq(cq, 0);
-      if (context != nullptr) static_cast<VerbsEndpoint*>(context)->PollCqs();  // null: being destroyed
-    }
+    did |= DrainCqEvents();
     timers = false;
     did |= SweepEndpoints(timers);
     any |= did;
     if (!did) break;
   }
   timers_ = timers;
-  dispatching_ = false;
+  return any;
+}
+
+bool VerbsTransport::DrainCqEvents() {
+  if (comp_channel_ == nullptr) return false;
+  bool any = false;
+  ibv_cq* cq = nullptr;
+  void* context = nullptr;
+  while (ibv_get_cq_event(comp_channel_, &cq, &context) == 0) {
+    any = true;
+    ibv_ack_cq_events(cq, 1);
+    auto* endpoint = static_cast<VerbsEndpoint*>(context);  // null: being destroyed
+    if (endpoint == nullptr) continue;
+    // A consumer polling now gets this CQ's completions itself: leave it unarmed so the next
+    // ones do not wake this thread (RearmIfIdle arms it when the consumer stops).
+    if (ConsumerPolling()) {
+      endpoint->LeaveUnarmed();
+      unarmed_.store(true, std::memory_order_release);
+    } else {
+      ibv_req_notify_cq(cq, 0);
+    }
+    endpoint->PollCqs();
+  }
+  return any;
+}
+
+void VerbsTransport::RearmIfIdle() {
+  if (!unarmed_.load(std::memory_order_acquire) || ConsumerPolling()) return;
+  unarmed_.store(false, std::memory_order_relaxed);
+  // Armed first, then polled: a completion that came before the arm is polled here, one after
+  // it raises an event.
+  for (std::size_t i = 0; i < endpoints_.size(); ++i)
+    if (VerbsEndpoint* endpoint = endpoints_[i]; endpoint != nullptr) endpoint->Rearm();
+}
+
+bool VerbsTransport::PollAllCqs() {
+  bool any = false;
+  // Index walk: an event may add endpoints (the vector may grow) or remove them (slots go null).
+  for (std::size_t i = 0; i < endpoints_.size(); ++i)
+    if (VerbsEndpoint* endpoint = endpoints_[i]; endpoint != nullptr) any |= endpoint->PollCqs();
   return any;
 }
 
@@ -200,37 +279,13 @@ bool VerbsTransport::DrainCm() {
 }
 
 bool VerbsTransport::DrainAsync() {
-  bool any = false;
-  ibv_async_event event;
-  while (ibv_get_async_event(device_.context, &event) == 0) {
+  // Reads the device's events for every IA on it; then delivers those queued for this one.
+  bool any = async_events_->Read();
+  AsyncTarget* target = nullptr;
+  ibv_event_type type;
+  while (async_events_->Next(*this, target, type)) {
     any = true;
-    const ibv_event_type type = event.event_type;
-    VerbsEndpoint* endpoint = nullptr;
-    VerbsSrq* srq = nullptr;
-    switch (type) {
-      case IBV_EVENT_QP_FATAL:
-      case IBV_EVENT_QP_REQ_ERR:
-      case IBV_EVENT_QP_ACCESS_ERR:
-      case IBV_EVENT_COMM_EST:
-        endpoint = static_cast<VerbsEndpoint*>(event.element.qp->qp_context);  // null: being destroyed
-        break;
-      case IBV_EVENT_SRQ_LIMIT_REACHED:
-        srq = static_cast<VerbsSrq*>(event.element.srq->srq_context);
-        break;
-      default:
-        break;
-    }
-    SOFTDAT_LOG(kDebug, "verbs: async event %s", ibv_event_type_str(type));
-    // Acked before dispatch: a destructor called from the event waits for the ack.
-    ibv_ack_async_event(&event);
-    // Another transport on the same device may own the object: only ours are dispatched here.
-    if (endpoint != nullptr && &endpoint->transport() == this) {
-      if (type == IBV_EVENT_COMM_EST)
-        endpoint->OnCommEstablished();
-      else
-        endpoint->OnQpError();
-    }
-    if (srq != nullptr && &srq->transport() == this) srq->OnLimitReached();
+    target->OnAsyncEvent(type);
   }
   return any;
 }
@@ -238,17 +293,9 @@ bool VerbsTransport::DrainAsync() {
 bool VerbsTransport::SweepEndpoints(bool& timers) {
   bool any = false;
   const auto now = VerbsEndpoint::Clock::now();
-  // Slots only go null under the dispatch lock (which we hold) and only grow otherwise, so an
-  // index walk is safe while events create or destroy endpoints.
-  for (std::size_t i = 0;; ++i) {
-    VerbsEndpoint* endpoint;
-    {
-      std::lock_guard lock(endpoints_mutex_);
-      if (i >= endpoints_.size()) break;
-      endpoint = endpoints_[i];
-    }
-    if (endpoint != nullptr) any |= endpoint->Service(now, timers);
-  }
+  // Index walk: an event may add endpoints (the vector may grow) or remove them (slots go null).
+  for (std::size_t i = 0; i < endpoints_.size(); ++i)
+    if (VerbsEndpoint* endpoint = endpoints_[i]; endpoint != nullptr) any |= endpoint->Service(now, timers);
   return any;
 }
 

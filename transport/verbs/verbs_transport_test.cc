@@ -5,6 +5,7 @@
 // what happens outside testing/vm. Every wait is bounded.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -46,6 +48,15 @@ struct Buffer {
 
 std::vector<std::uint8_t> V(std::initializer_list<std::uint8_t> l) { return l; }
 
+Work SendOf(std::uint64_t id, std::span<const Segment> local) {
+  Work w;
+  w.id = id;
+  w.kind = WorkKind::kSend;
+  w.local = local;
+  for (const Segment& s : local) w.length += s.length;
+  return w;
+}
+
 class VerbsTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -58,6 +69,7 @@ class VerbsTransportTest : public ::testing::Test {
     int port = 0;
     in >> params.device >> port;
     device_ = params.device;
+    port_ = static_cast<std::uint8_t>(port);
     params.port = static_cast<std::uint8_t>(port);
     params.options.progress = progress_;
     std::string why;
@@ -119,13 +131,13 @@ class VerbsTransportTest : public ::testing::Test {
     ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
     auto request = requests_.Next();
     ASSERT_NE(request, nullptr);
-    EXPECT_EQ(std::vector<std::uint8_t>(request->private_data().begin(), request->private_data().end()), hello);
+    ExpectPrivateData(request->private_data(), hello);
     ASSERT_TRUE(request->Accept(*passive_, welcome).ok());
     ASSERT_TRUE(a_.WaitFor([&] { return a_.established > 0 || a_.ended_count > 0; }));
     ASSERT_TRUE(p_.WaitFor([&] { return p_.established > 0 || p_.ended_count > 0; }));
     ASSERT_EQ(a_.Get(a_.established), 1) << "ended: " << static_cast<int>(a_.Get(a_.ended).value_or(ConnectionEnd{}));
     ASSERT_EQ(p_.Get(p_.established), 1);
-    EXPECT_EQ(a_.Get(a_.peer_data), welcome);
+    ExpectPrivateData(a_.Get(a_.peer_data), welcome);
     EXPECT_EQ(active_->remote_address().sin_addr.s_addr, transport_->address().sin_addr.s_addr);
   }
 
@@ -137,21 +149,27 @@ class VerbsTransportTest : public ::testing::Test {
     return w;
   }
 
-  Work SendOf(std::uint64_t id, std::span<const Segment> local) {
-    Work w;
-    w.id = id;
-    w.kind = WorkKind::kSend;
-    w.local = local;
-    for (const Segment& s : local) w.length += s.length;
-    return w;
-  }
-
   bool iwarp() const { return device_.rfind("siw", 0) == 0; }
+
+  // The consumer's bytes and nothing else: exactly on iWARP; on IB/RoCE followed by the zeros that
+  // fill the CM message's private-data field, as rdma_cm delivers it to every consumer.
+  void ExpectPrivateData(std::span<const std::uint8_t> got, const std::vector<std::uint8_t>& sent) {
+    const std::vector<std::uint8_t> bytes(got.begin(), got.end());
+    if (iwarp()) {
+      EXPECT_EQ(bytes, sent);
+      return;
+    }
+    ASSERT_GE(bytes.size(), sent.size());
+    EXPECT_EQ(std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + sent.size()), sent);
+    EXPECT_TRUE(std::all_of(bytes.begin() + sent.size(), bytes.end(), [](std::uint8_t b) { return b == 0; }))
+        << "padding after the consumer's bytes";
+  }
 
   ProgressMode progress_ = ProgressMode::kThread;
   std::atomic<bool> stop_polling_{false};
   std::thread poller_;
   std::string device_;
+  std::uint8_t port_ = 0;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ProtectionDomain> pd_;
   std::unique_ptr<Listener> listener_;
@@ -315,7 +333,42 @@ TEST_F(VerbsTransportTest, RejectCarriesPrivateDataToTheActiveSide) {
   request->Reject(V({42, 43}));
   ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
   EXPECT_EQ(a_.Get(a_.ended), ConnectionEnd::kPeerRejected);
-  EXPECT_EQ(a_.Get(a_.peer_data), V({42, 43}));
+  ExpectPrivateData(a_.Get(a_.peer_data), V({42, 43}));
+}
+
+// No header of ours in the private data: a peer's consumer sees its bytes from byte 0 (stock
+// dtest checks its connect pattern from byte 0), up to the transport's whole limit.
+TEST_F(VerbsTransportTest, PrivateDataIsTheConsumersBytesUpToTheLimit) {
+  MakeEndpoints();
+  const std::uint32_t max = transport_->capabilities().max_private_data;
+  EXPECT_EQ(max, iwarp() ? 251u : 56u);
+  std::vector<std::uint8_t> hello(max);
+  for (std::size_t i = 0; i < hello.size(); ++i) hello[i] = static_cast<std::uint8_t>(i + 1);
+  std::vector<std::uint8_t> too_long(max + 1, 7);
+  EXPECT_EQ(active_->Connect(transport_->address(), listener_->port(), too_long, UINT64_MAX).code(),
+            Code::kInvalidParameter);
+  ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
+  auto request = requests_.Next();
+  ASSERT_NE(request, nullptr);
+  ExpectPrivateData(request->private_data(), hello);
+  std::vector<std::uint8_t> welcome(max);
+  for (std::size_t i = 0; i < welcome.size(); ++i) welcome[i] = static_cast<std::uint8_t>(200 - i);
+  ASSERT_TRUE(request->Accept(*passive_, welcome).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.established > 0 || a_.ended_count > 0; }));
+  ASSERT_EQ(a_.Get(a_.established), 1);
+  ExpectPrivateData(a_.Get(a_.peer_data), welcome);
+}
+
+// A consumer's reject with no private data: IB's reason says it was the consumer; iWARP cannot
+// tell it from nobody answering (siw reports both alike), so it reads as non-peer there.
+TEST_F(VerbsTransportTest, RejectWithoutPrivateDataIsPeerOnIbAndNonPeerOnIwarp) {
+  MakeEndpoints();
+  ASSERT_TRUE(active_->Connect(transport_->address(), listener_->port(), V({1}), UINT64_MAX).ok());
+  auto request = requests_.Next();
+  ASSERT_NE(request, nullptr);
+  request->Reject({});
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
+  EXPECT_EQ(a_.Get(a_.ended), iwarp() ? ConnectionEnd::kNonPeerRejected : ConnectionEnd::kPeerRejected);
 }
 
 TEST_F(VerbsTransportTest, UnansweredRequestIsANonPeerRejection) {
@@ -460,6 +513,191 @@ TEST_F(VerbsTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
   ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 1; }));
   EXPECT_EQ(p_.Get(p_.recvs)[0].info.length, 20u);
   EXPECT_EQ(0, std::memcmp(dst.bytes.data(), src.bytes.data(), 20));
+}
+
+std::size_t ThreadsOfThisProcess() {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) n += entry.is_directory();
+  return n;
+}
+
+// Busy-poll hands nothing off: no progress thread, no completion channel to wait on; the
+// consumer's own Progress calls (here the test's, as dat_evd_wait and dat_evd_dequeue make them)
+// set up the connection and poll the CQs, so every event is reported on the consumer's thread.
+TEST_F(VerbsTransportTest, BusyPollRunsNoThreadAndPollsOnTheCallersThread) {
+  const std::size_t threads = ThreadsOfThisProcess();
+  IaParams params;
+  params.kind = TransportKind::kVerbs;
+  params.device = device_;
+  params.port = port_;
+  params.options.progress = ProgressMode::kPoll;
+  std::unique_ptr<Transport> transport;
+  std::string why;
+  ASSERT_TRUE(verbs::CreateVerbsTransport(params, why, transport).ok()) << why;
+  auto& verbs_transport = static_cast<verbs::VerbsTransport&>(*transport);
+  EXPECT_EQ(verbs_transport.comp_channel(), nullptr) << "nothing to wait on: CQs are polled";
+  std::unique_ptr<ProtectionDomain> pd;
+  ASSERT_TRUE(transport->CreateProtectionDomain(pd).ok());
+  std::vector<std::uint8_t> src(32, 7), dst(32);
+  std::unique_ptr<MemoryRegion> src_mr, dst_mr;
+  ASSERT_TRUE(transport->RegisterMemory(*pd, src.data(), src.size(), MemoryAccess{true, true, true}, src_mr).ok());
+  ASSERT_TRUE(transport->RegisterMemory(*pd, dst.data(), dst.size(), MemoryAccess{true, true, true}, dst_mr).ok());
+  RecordingRequests requests;
+  std::unique_ptr<Listener> listener;
+  ASSERT_TRUE(transport->Listen(0, &requests, listener).ok());
+  RecordingEvents active_events{ReceiveModel::kDevice}, passive_events{ReceiveModel::kDevice};
+  std::unique_ptr<Endpoint> active, passive;
+  EndpointConfig config = testing::SmallEndpointConfig();
+  config.pd = pd.get();
+  ASSERT_TRUE(transport->CreateEndpoint(config, &active_events, active).ok());
+  ASSERT_TRUE(transport->CreateEndpoint(config, &passive_events, passive).ok());
+  EXPECT_EQ(ThreadsOfThisProcess(), threads) << "a busy-poll IA starts no thread";
+  auto drive = [&](const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + kBound;
+    for (;;) {
+      if (done()) return true;
+      if (std::chrono::steady_clock::now() > until) return false;
+      transport->Progress();
+    }
+  };
+  Segment r[] = {{reinterpret_cast<std::uint64_t>(dst.data()), 32, dst_mr->local_key()}};
+  ASSERT_TRUE(passive->PostRecv(1, r).ok());
+  ASSERT_TRUE(active->Connect(transport->address(), listener->port(), {}, UINT64_MAX).ok());
+  std::unique_ptr<PendingConnection> request;
+  ASSERT_TRUE(drive([&] { return (request = requests.TryNext()) != nullptr; }));
+  ASSERT_TRUE(request->Accept(*passive, {}).ok());
+  ASSERT_TRUE(drive([&] { return active_events.Get(active_events.established) > 0; }));
+  Segment s[] = {{reinterpret_cast<std::uint64_t>(src.data()), 20, src_mr->local_key()}};
+  ASSERT_TRUE(active->Post(SendOf(2, s)).ok());
+  ASSERT_TRUE(drive([&] { return passive_events.Get(passive_events.recvs).size() == 1; }));
+  EXPECT_EQ(passive_events.Get(passive_events.recvs)[0].info.length, 20u);
+  EXPECT_EQ(ThreadsOfThisProcess(), threads);
+  active.reset();
+  passive.reset();
+  listener.reset();
+}
+
+// With a progress thread, a consumer spinning in dat_evd_wait still gets its completions itself:
+// Progress polls the CQs on its thread. The test holds the dispatch lock, so the progress thread
+// cannot be the one that reports the receive.
+TEST_F(VerbsTransportTest, ProgressPollsTheCqsOnTheConsumersThreadBesideTheProgressThread) {
+  Buffer& src = Make(32, 4);
+  Buffer& dst = Make(32);
+  MakeEndpoints();
+  Segment r[] = {dst.Seg(0, 32)};
+  ASSERT_TRUE(passive_->PostRecv(1, r).ok());
+  ASSERT_TRUE(passive_->PostRecv(2, r).ok());
+  Connect();
+  auto guard = static_cast<verbs::VerbsTransport&>(*transport_).LockDispatch();
+  Segment s[] = {src.Seg(0, 20)};
+  ASSERT_TRUE(active_->Post(SendOf(2, s)).ok());
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  while (p_.Get(p_.recvs).empty() && std::chrono::steady_clock::now() < until) transport_->Progress();
+  ASSERT_EQ(p_.Get(p_.recvs).size(), 1u) << "Progress did not poll the CQs";
+  EXPECT_EQ(p_.Get(p_.recvs)[0].info.length, 20u);
+  guard.unlock();
+  // Handing back (Pause, as a waiter about to sleep does) leaves the thread in charge again.
+  transport_->Pause();
+  ASSERT_TRUE(active_->Post(SendOf(3, s)).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 2; })) << "the progress thread took nothing back";
+}
+
+// Two IAs on one device in one process share the device's async event fd (librdmacm opens a
+// device once per process). Whichever IA reads an event must hand it to the IA that owns the SRQ
+// it names: here IA A's progress reads B's limit event first (B's is queued in the kernel before
+// A's exists, and only A runs), yet B's fires once B runs. Busy-poll IAs, so that nothing runs
+// but what the test drives.
+TEST(VerbsAsyncEventsTest, TwoIasOnOneDeviceEachGetTheirOwnSrqLimitEvent) {
+  const char* env = std::getenv("SOFTDAT_VERBS_DEVICE");
+  if (env == nullptr || *env == '\0') GTEST_SKIP() << "SOFTDAT_VERBS_DEVICE is not set (e.g. \"rxe0 1\")";
+  std::istringstream in(env);
+  IaParams params;
+  params.kind = TransportKind::kVerbs;
+  int port = 0;
+  in >> params.device >> port;
+  params.port = static_cast<std::uint8_t>(port);
+  params.options.progress = ProgressMode::kPoll;
+
+  struct Side {
+    std::unique_ptr<Transport> transport;
+    std::unique_ptr<ProtectionDomain> pd;
+    std::unique_ptr<DeviceSrq> srq;
+    std::unique_ptr<Listener> listener;
+    RecordingRequests requests;
+    RecordingSrqEvents srq_events;
+    RecordingEvents active_events{ReceiveModel::kDevice}, passive_events{ReceiveModel::kDevice};
+    std::unique_ptr<Endpoint> active, passive;
+    Buffer src{64, 5}, dst{64 * 4};
+  };
+  Side a, b;
+  std::string why;
+  for (Side* side : {&a, &b}) {
+    Status s = verbs::CreateVerbsTransport(params, why, side->transport);
+    if (s.code() == Code::kInvalidParameter) GTEST_SKIP() << "no usable RDMA device: " << why;
+    ASSERT_TRUE(s.ok()) << why;
+    if (!side->transport->capabilities().srq_limit) GTEST_SKIP() << "the device has no SRQ limit event";
+    ASSERT_TRUE(side->transport->CreateProtectionDomain(side->pd).ok());
+    for (Buffer* buffer : {&side->src, &side->dst})
+      ASSERT_TRUE(side->transport->RegisterMemory(*side->pd, buffer->bytes.data(), buffer->bytes.size(),
+                                                  MemoryAccess{true, true, true}, buffer->mr).ok());
+    ASSERT_TRUE(side->transport->CreateDeviceSrq(*side->pd, 8, 1, &side->srq_events, side->srq).ok());
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      Segment r[] = {side->dst.Seg(i * 64, 64)};
+      ASSERT_TRUE(side->srq->PostRecv(i, r).ok());
+    }
+    ASSERT_TRUE(side->srq->ArmLimit(3).ok());
+    ASSERT_TRUE(side->transport->Listen(0, &side->requests, side->listener).ok());
+    EndpointConfig config = testing::SmallEndpointConfig();
+    config.pd = side->pd.get();
+    ASSERT_TRUE(side->transport->CreateEndpoint(config, &side->active_events, side->active).ok());
+    config.srq = side->srq.get();
+    ASSERT_TRUE(side->transport->CreateEndpoint(config, &side->passive_events, side->passive).ok());
+  }
+  // Drives the given IAs' progress until `done` holds, bounded.
+  auto drive = [](std::initializer_list<Side*> sides, const std::function<bool()>& done) {
+    const auto until = std::chrono::steady_clock::now() + kBound;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      for (Side* side : sides) side->transport->Progress();
+    }
+    return true;
+  };
+  for (Side* side : {&a, &b}) {
+    ASSERT_TRUE(side->active->Connect(side->transport->address(), side->listener->port(), {}, UINT64_MAX).ok());
+    std::unique_ptr<PendingConnection> request;
+    ASSERT_TRUE(drive({side}, [&] { return (request = side->requests.TryNext()) != nullptr; }));
+    ASSERT_TRUE(request->Accept(*side->passive, {}).ok());
+    ASSERT_TRUE(drive({side}, [&] {
+      return side->active_events.Get(side->active_events.established) > 0 &&
+             side->passive_events.Get(side->passive_events.established) > 0;
+    }));
+  }
+  const int async_fd = static_cast<verbs::VerbsTransport&>(*a.transport).device().context->async_fd;
+  ASSERT_EQ(async_fd, static_cast<verbs::VerbsTransport&>(*b.transport).device().context->async_fd)
+      << "one device context per process, one async fd";
+  // Nothing else pending on the fd (a COMM_EST of the setup, say), so that readable means B's.
+  pollfd pending{async_fd, POLLIN, 0};
+  ASSERT_TRUE(drive({&a, &b}, [&] { return poll(&pending, 1, 0) == 0; }));
+  // B's SRQ drops below its limit; nothing of B's runs, so its event waits in the kernel.
+  Segment s_b[] = {b.src.Seg(0, 8)};
+  for (std::uint64_t i = 0; i < 2; ++i) ASSERT_TRUE(b.active->Post(SendOf(i, s_b)).ok());
+  ASSERT_EQ(poll(&pending, 1, static_cast<int>(std::chrono::milliseconds(kBound).count())), 1)
+      << "B's limit event never reached the device's async fd";
+  // Then A's; only A runs, and reads both (the kernel queues them in order).
+  Segment s_a[] = {a.src.Seg(0, 8)};
+  for (std::uint64_t i = 0; i < 2; ++i) ASSERT_TRUE(a.active->Post(SendOf(i, s_a)).ok());
+  ASSERT_TRUE(drive({&a}, [&] { return a.srq_events.Fired() > 0; })) << "A's own limit event never came";
+  EXPECT_EQ(b.srq_events.Fired(), 0);
+  // B's event was read by A: it must reach B once B's progress runs.
+  EXPECT_TRUE(drive({&b}, [&] { return b.srq_events.Fired() > 0; })) << "B's limit event was lost to A";
+  EXPECT_EQ(a.srq_events.Fired(), 1);
+  EXPECT_EQ(b.srq_events.Fired(), 1);
+  for (Side* side : {&a, &b}) {
+    side->active.reset();
+    side->passive.reset();
+    side->srq.reset();
+    side->listener.reset();
+  }
 }
 
 }  // namespace
