@@ -352,7 +352,9 @@ TEST_F(TcpTransportTest, MessageWaitsForABufferThenArrives) {
   // connections waiting on one SRQ must not pin 1.28 GB.
   const ConnectionBuffers& buffers = static_cast<TcpTransport&>(*transport_).buffers();
   const auto deadline = std::chrono::steady_clock::now() + kBound;
-  while (buffers.rx_held.in_use() != 1 && std::chrono::steady_clock::now() < deadline)
+  // Wait for the settled state: while the rest of the message still arrives, a read takes a large
+  // block again for a moment (and gives it back once the bytes are read).
+  while ((buffers.rx_held.in_use() != 1 || buffers.rx.in_use() != 0) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
   EXPECT_EQ(buffers.rx_held.in_use(), 1u);
   EXPECT_EQ(buffers.rx.in_use(), 0u);
