@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,8 +27,9 @@ Bytes Fpdu(wire::FpduHeader header, const Bytes& body, const Bytes& payload, boo
   const std::size_t covered = 2 + header.ulpdu_length + wire::PadSize(header.ulpdu_length);
   Bytes bytes(covered + 4, 0);
   wire::EncodeHeader(header, bytes.data());
-  std::memcpy(bytes.data() + head, body.data(), body.size());
-  std::memcpy(bytes.data() + head + body.size(), payload.data(), payload.size());
+  // std::copy, not memcpy: an empty vector's data() may be null, which memcpy must not get.
+  std::copy(body.begin(), body.end(), bytes.begin() + static_cast<std::ptrdiff_t>(head));
+  std::copy(payload.begin(), payload.end(), bytes.begin() + static_cast<std::ptrdiff_t>(head + body.size()));
   std::uint32_t crc = transport::tcp::Crc32c(bytes.data(), covered);
   if (!good_crc) crc ^= 0x80;
   for (int i = 0; i < 4; ++i) bytes[covered + i] = static_cast<std::uint8_t>(crc >> (8 * i));
