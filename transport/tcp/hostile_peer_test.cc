@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "transport/tcp/crc32c.h"
+#include "transport/tcp/deliberate_race.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/test_recorder.h"
 #include "transport/tcp/wire.h"
@@ -476,12 +477,16 @@ TEST_F(HostilePeerTest, LargeSendWithCrcIsPlacedAsItArrivesAndCompletesOnlyWhenC
   ASSERT_TRUE(events_.WaitFor([&] { return !events_.acquired_msns.empty(); }));
   const std::size_t header = wire::kUntaggedHeaderSize;
   const auto deadline = std::chrono::steady_clock::now() + kBound;
-  // Read as the progress thread writes it: volatile, or the compiler may keep one stale load.
-  const volatile std::uint8_t* last = memory.data() + (first - header - 1);
-  while (*last != payload[first - header - 1] && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_TRUE(std::equal(payload.begin(), payload.begin() + static_cast<long>(first - header), memory.begin()))
-      << "placed as it arrived";
+  {
+    // Looks at the buffer while the progress thread places into it, as a consumer may look at
+    // a buffer an RNIC is placing into: volatile, or the compiler may keep one stale load.
+    DeliberatelyRacyReads peek;
+    const volatile std::uint8_t* last = memory.data() + (first - header - 1);
+    while (*last != payload[first - header - 1] && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(std::equal(payload.begin(), payload.begin() + static_cast<long>(first - header), memory.begin()))
+        << "placed as it arrived";
+  }
   EXPECT_TRUE(events_.Get(events_.recvs).empty()) << "not complete before its CRC is checked";
   peer_.SendBytes(std::vector<std::uint8_t>(frame.begin() + static_cast<long>(first), frame.end()));
   ASSERT_TRUE(events_.WaitFor([&] { return events_.recvs.size() == 1; }));

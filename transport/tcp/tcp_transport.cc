@@ -14,6 +14,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <system_error>
@@ -71,12 +73,37 @@ class TcpProtectionDomain final : public ProtectionDomain {};
 
 // Each connected endpoint is one socket: as many as the process may open descriptors (its soft
 // limit can be raised to the hard one). Memory is not the bound: an idle endpoint costs ~13 KiB.
+// Each connection is one descriptor, so the process's descriptor limit is the EP limit. The soft
+// limit (often 1024) is raised to the hard one here, once, as servers of many connections do:
+// the consumer asked for an IA whose max_eps promises that many.
+// Below this many descriptors a server of many connections runs out early: said once at the
+// default level at each IA open.
+constexpr std::uint64_t kFewDescriptors = 1024;
+
 std::uint32_t EndpointLimit() {
   constexpr std::uint64_t kCeiling = 1u << 20;
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 4096;
   const std::uint64_t hard = limit.rlim_max == RLIM_INFINITY ? kCeiling : limit.rlim_max;
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(hard, kCeiling));
+  const std::uint64_t want = std::min<std::uint64_t>(hard, kCeiling);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < want) {
+    const rlim_t was = limit.rlim_cur;
+    limit.rlim_cur = static_cast<rlim_t>(want);
+    if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+      SOFTDAT_LOG(kInfo, "tcp: raised the descriptor limit (RLIMIT_NOFILE) from %llu to %llu: one per connection",
+                  static_cast<unsigned long long>(was), static_cast<unsigned long long>(want));
+    } else {
+      SOFTDAT_LOG(kWarn, "tcp: cannot raise the descriptor limit from %llu to %llu (%s): at most about %llu connections",
+                  static_cast<unsigned long long>(was), static_cast<unsigned long long>(want), std::strerror(errno),
+                  static_cast<unsigned long long>(was));
+      return static_cast<std::uint32_t>(std::min<std::uint64_t>(was, kCeiling));
+    }
+  }
+  if (want < kFewDescriptors)
+    SOFTDAT_LOG(kWarn, "tcp: the descriptor limit is %llu (RLIMIT_NOFILE's hard limit): at most about that many "
+                "connections; raise it (ulimit -Hn, LimitNOFILE=) for more",
+                static_cast<unsigned long long>(want));
+  return static_cast<std::uint32_t>(want);
 }
 
 Capabilities TcpCapabilities(const IaOptions& options) {
