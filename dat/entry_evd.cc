@@ -100,6 +100,8 @@ DAT_RETURN EvdPostSe(DAT_EVD_HANDLE evd_handle, const DAT_EVENT* event) noexcept
     core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
     if (evd == nullptr) return kBadEvd;
     if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
+    // The event number as bits: a consumer's struct may hold any (the dat_api fuzzer's find).
+    if (RawBits(event->event_number) != DAT_SOFTWARE_EVENT) return Status(Code::kInvalidParameter, Detail::kParamEvent);
     return evd->PostSoftware(*event);
   });
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include <cstring>
 #include <vector>
 
 #include "dat/c_consumer_calls.h"
@@ -114,6 +115,19 @@ TEST_F(EnumArgumentsTest, MaskBitsBeyondTheFieldsAreIgnored) {
   DAT_PZ_PARAM param{};
   ASSERT_EQ(c_pz_query(p_, pz_, 0xFFFFFFFF, &param), DAT_SUCCESS);
   EXPECT_NE(param.ia_handle, nullptr);
+}
+
+// Regression (dat_api fuzzer): dat_evd_post_se read the consumer's event number as the enum.
+TEST_F(EnumArgumentsTest, ASoftwareEventWithAnEventNumberNoDatValueHasIsRefused) {
+  DAT_EVD_HANDLE software = DAT_HANDLE_NULL;
+  ASSERT_EQ(c_evd_create(p_, ia_, DAT_EVD_SOFTWARE_FLAG, &software), DAT_SUCCESS);
+  DAT_EVENT event{};
+  const unsigned bits = 1245441;  // the fuzzer's value
+  std::memcpy(&event.event_number, &bits, sizeof bits);
+  EXPECT_EQ(p_->evd_post_se_func(software, &event), Invalid(DAT_INVALID_ARG2));
+  event.event_number = DAT_SOFTWARE_EVENT;
+  EXPECT_EQ(p_->evd_post_se_func(software, &event), DAT_SUCCESS);
+  EXPECT_EQ(p_->evd_free_func(software), DAT_SUCCESS);
 }
 
 }  // namespace

@@ -428,8 +428,8 @@ Connection::Frame Connection::FinishDirect() {
     const std::uint8_t* trailer = rx_ + rx_start_;
     const std::size_t pad = direct_.trailer - wire::kCrcSize;
     if (Crc32cFinal(Crc32cUpdate(direct_.crc, trailer, pad)) != GetCrc(trailer + pad)) {
-      SOFTDAT_LOG(kWarn, "tcp: FPDU CRC mismatch (%u payload bytes placed, not completed); terminating",
-                  direct_.length);
+      SOFTDAT_LOG(kWarn, "tcp %s: FPDU CRC mismatch (%u payload bytes placed, not completed); terminating",
+                  Describe().data(), direct_.length);
       direct_.active = false;
       return Fail(wire::term::kCrcError);
     }
