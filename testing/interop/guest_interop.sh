@@ -205,7 +205,7 @@ if [ -z "$only" ] || [[ C-crc-race =~ $only ]]; then
   t0=$SECONDS
   "$dump" --port=47700 "$work/C-crc-race.pcap" >"$log" 2>&1
   rc=0
-  grep -q 'tcp .*: FPDU CRC mismatch' "$work/C-crc-race.log" || { echo "softdat did not log the CRC mismatch" >>"$log"; rc=1; }
+  grep -Eq 'tcp .*: (FPDU CRC mismatch|terminating the connection: MPA: CRC error)' "$work/C-crc-race.log" || { echo "softdat did not log the CRC mismatch" >>"$log"; rc=1; }
   grep -q 'op=7 Terminate.*ctrl=2002.*layer=2 etype=0 code=0x02' "$log" ||
     { echo "no LLP CRC Terminate (RFC order) from softdat on the wire" >>"$log"; rc=1; }
   record "C-crc-race-on-the-wire: iwarp-dump finds the LLP CRC Terminate softdat sent" $rc "$log" $((SECONDS - t0))
