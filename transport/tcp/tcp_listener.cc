@@ -91,8 +91,8 @@ void ListenerCore::AcceptNext() {
     if (OutOfResources(error)) {
       // Said once per episode, not once per retry: the limit is the process's to raise.
       if (!self->starved_)
-        SOFTDAT_LOG(kWarn, "tcp: cannot accept connections on port %u: %s; they wait in the backlog until "
-                    "descriptors are free (raise the limit: ulimit -n)", self->acceptor_.local_endpoint().port(),
+        SOFTDAT_LOG(kWarn, "tcp listener %s: cannot accept connections: %s; they wait in the backlog until "
+                    "descriptors are free (raise the limit: ulimit -n)", EndText(self->acceptor_, true).c_str(),
                     error.message().c_str());
       self->starved_ = true;
       self->retry_.expires_after(kStarvedRetry);
