@@ -8,13 +8,9 @@
 #include <dat2/udat.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 
 #include "testing/ledger/process_resources.h"
@@ -22,22 +18,11 @@
 namespace softdat::testing {
 namespace {
 
-// What `call` writes to stderr (fd 2), captured through a file in TEST_TMPDIR.
+// What `call` writes to stderr (fd 2), through GoogleTest's own capture.
 std::string StderrOf(const std::function<void()>& call) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/stderr.txt";
-  std::fflush(stderr);
-  const int saved = dup(2);
-  FILE* file = std::fopen(path.c_str(), "w");
-  dup2(fileno(file), 2);
+  ::testing::internal::CaptureStderr();
   call();
-  std::fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  std::fclose(file);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ::testing::internal::GetCapturedStderr();
 }
 
 class RegistryEpLimits : public ::testing::Test {

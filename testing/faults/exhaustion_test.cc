@@ -16,11 +16,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,22 +31,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// What `call` writes to stderr (fd 2), captured through a file in TEST_TMPDIR.
+// What `call` writes to stderr (fd 2), through GoogleTest's own capture.
 std::string StderrOf(const std::function<void()>& call) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/stderr.txt";
-  std::fflush(stderr);
-  const int saved = dup(2);
-  FILE* file = std::fopen(path.c_str(), "w");
-  dup2(fileno(file), 2);
+  ::testing::internal::CaptureStderr();
   call();
-  std::fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  std::fclose(file);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return ::testing::internal::GetCapturedStderr();
 }
 
 std::size_t CountLines(const std::string& text, const std::string& needle) {
