@@ -71,15 +71,13 @@ std::uint64_t NowNs() { return MonotonicNs(); }
 
 class TcpProtectionDomain final : public ProtectionDomain {};
 
-// Each connected endpoint is one socket: as many as the process may open descriptors (its soft
-// limit can be raised to the hard one). Memory is not the bound: an idle endpoint costs ~13 KiB.
-// Each connection is one descriptor, so the process's descriptor limit is the EP limit. The soft
-// limit (often 1024) is raised to the hard one here, once, as servers of many connections do:
-// the consumer asked for an IA whose max_eps promises that many.
-// Below this many descriptors a server of many connections runs out early: said once at the
-// default level at each IA open.
+// Below this many descriptors a server of many connections runs out early: said at the default
+// level at each IA open.
 constexpr std::uint64_t kFewDescriptors = 1024;
 
+// Each connected endpoint is one socket, so the process's descriptor limit is the EP limit;
+// memory is not the bound (an idle endpoint costs ~13 KiB). The soft limit (often 1024) is raised
+// to the hard one here, as servers of many connections do: max_eps promises that many.
 std::uint32_t EndpointLimit() {
   constexpr std::uint64_t kCeiling = 1u << 20;
   rlimit limit{};
