@@ -39,6 +39,7 @@ ProviderSpecificAttributes::ProviderSpecificAttributes(const IaParams& params,
   Add("SOFTDAT_RNR_TIMEOUT_MS", std::to_string(params.options.rnr_timeout_ms));
   Add("SOFTDAT_SPIN_US", std::to_string(params.options.spin_us));
   if (tcp) Add("SOFTDAT_MPA_CRC", params.options.mpa_crc ? "on" : "off");
+  if (tcp) Add("SOFTDAT_COALESCE_US", std::to_string(params.options.coalesce_us));
   list_.reserve(texts_.size() / 2);
   for (std::size_t i = 0; i + 1 < texts_.size(); i += 2)
     list_.push_back({texts_[i].c_str(), texts_[i + 1].c_str()});

@@ -48,6 +48,7 @@ inline constexpr DAT_UINT32 kProviderVersionMinor = kVersionMinor;
 //   SOFTDAT_RNR_TIMEOUT_MS   0 waits forever
 //   SOFTDAT_SPIN_US          a waiter's spin before it sleeps (progress=thread)
 //   SOFTDAT_MPA_CRC          tcp only: on or off (what this side asks for)
+//   SOFTDAT_COALESCE_US      tcp only: the coalescing window of small Sends
 class ProviderSpecificAttributes {
  public:
   ProviderSpecificAttributes(const IaParams& params, const transport::Capabilities& caps);

@@ -70,6 +70,12 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
             std::string(value) + "\"";
       return false;
     }
+  } else if (key == "coalesce_us") {
+    if (!ParseUnsigned(value, options.coalesce_us) || options.coalesce_us > 1'000'000) {
+      why = source + ": coalesce_us must be a number of microseconds up to 1000000 (0: no coalescing), got \"" +
+            std::string(value) + "\"";
+      return false;
+    }
   } else if (key == "crc") {
     if (value == "on") {
       options.mpa_crc = true;
@@ -81,7 +87,7 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
     }
   } else {
     why = source + ": unknown option \"" + std::string(key) +
-          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N, timeout_ms=N";
+          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N, timeout_ms=N, coalesce_us=N";
     return false;
   }
   return true;
@@ -95,7 +101,8 @@ bool ApplyEnvironment(IaOptions& options, std::string& why) {
                     {"SOFTDAT_RNR_TIMEOUT_MS", "rnr_timeout_ms"},
                     {"SOFTDAT_MPA_CRC", "crc"},
                     {"SOFTDAT_SPIN_US", "spin_us"},
-                    {"SOFTDAT_TIMEOUT_MS", "timeout_ms"}};
+                    {"SOFTDAT_TIMEOUT_MS", "timeout_ms"},
+                    {"SOFTDAT_COALESCE_US", "coalesce_us"}};
   for (const auto& entry : kVariables) {
     const char* value = std::getenv(entry.variable);
     if (value == nullptr) continue;

@@ -15,9 +15,11 @@
 //                          retransmissions; an idle connection is never probed)
 //   spin_us=N              with a progress thread: how long a dat_evd_wait spins on the
 //                          transport before it sleeps (default 200; 0 sleeps at once)
+//   coalesce_us=N          tcp: how long the small Sends of a send-only stream may wait to go
+//                          out together in one write (default 16; 0 writes every Work at once)
 //
 // The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC,
-// SOFTDAT_SPIN_US and SOFTDAT_TIMEOUT_MS set the defaults; a key=value word in dat.conf wins
+// SOFTDAT_SPIN_US, SOFTDAT_TIMEOUT_MS and SOFTDAT_COALESCE_US set the defaults; a key=value word in dat.conf wins
 // over them.
 #pragma once
 
@@ -41,6 +43,7 @@ struct IaOptions {
   bool mpa_crc = true;
   std::uint32_t spin_us = 200;  // progress=thread: a waiter's spin before it sleeps
   std::uint32_t timeout_ms = 0;  // tcp: TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
+  std::uint32_t coalesce_us = 16;  // tcp: a send-only stream's coalescing window; 0: none
 };
 
 struct IaParams {

@@ -30,6 +30,7 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
                            "fake 1.2.3.4", "tcp \x01\x02", "tcp lo progress=fast",
                            "tcp lo rnr_timeout_ms=-1", "tcp lo crc=maybe", "tcp lo color=red",
                            "tcp lo timeout_ms=soon", "tcp lo timeout_ms=86400001",
+                           "tcp lo coalesce_us=1000001", "tcp lo coalesce_us=x",
                            "tcp lo =x"}) {
     IaParams params;
     params.address = "untouched";
@@ -44,10 +45,11 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
 TEST(IaParams, OptionsFollowThePositionalWords) {
   IaParams params;
   std::string why;
-  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1 progress=poll rnr_timeout_ms=250 crc=off timeout_ms=3000", params, why)
+  ASSERT_TRUE(ParseIaParams("tcp 127.0.0.1 progress=poll rnr_timeout_ms=250 crc=off timeout_ms=3000 coalesce_us=0", params, why)
                   .ok())
       << why;
   EXPECT_EQ(params.options.timeout_ms, 3000u);
+  EXPECT_EQ(params.options.coalesce_us, 0u);
   EXPECT_EQ(params.address, "127.0.0.1");
   EXPECT_EQ(params.options.progress, ProgressMode::kPoll);
   EXPECT_EQ(params.options.rnr_timeout_ms, 250u);
@@ -62,6 +64,7 @@ TEST(IaParams, DefaultsAreThreadInfiniteRnrAndCrc) {
   EXPECT_EQ(params.options.progress, ProgressMode::kThread);
   EXPECT_EQ(params.options.rnr_timeout_ms, 0u);
   EXPECT_TRUE(params.options.mpa_crc);
+  EXPECT_EQ(params.options.coalesce_us, 16u);
 }
 
 TEST(IaParams, EnvironmentSetsDefaultsAndDatConfWins) {

@@ -395,7 +395,10 @@ bool Connection::PollIo(bool wait) {
   const std::uint64_t reads = rx_reads_;
   ReadLoop();
   if (phase_ == Phase::kEnded) return true;
-  PumpTx();
+  // A consumer's poll inside a send-only stream's coalescing window leaves queued Work to its
+  // kick (OnKick), as the kick itself does: otherwise a consumer that polls one EVD between
+  // posts (a stream loop looking for the peer's answer) writes every Send alone.
+  if (wait || TxDue()) PumpTx();
   return rx_reads_ != reads;  // something arrived (a poll that found nothing moved nothing)
 }
 

@@ -32,10 +32,6 @@ constexpr std::size_t kBatchBytes = 256 * 1024;
 constexpr std::size_t kMinChunk = 4096;
 // Arena bytes one FPDU needs at most: the longest header, pad and CRC.
 constexpr std::size_t kFpduArena = wire::kMaxHeaderSize + 3 + wire::kCrcSize;
-// A send-only stream's Work posted within this long after its last write waits for a later
-// poll and goes out with what follows it (see Post). Long enough to gather a few small Sends at
-// this machine's post rate, short against a round trip's wire time.
-constexpr std::uint64_t kCoalesceNs = 16'000;
 
 void PutCrc(std::uint8_t* at, std::uint32_t crc) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(crc >> (8 * i));
@@ -63,7 +59,7 @@ Status Connection::Post(const Work& work) {
   // (one sendmsg, non-blocking). Its completion, and anything else, waits for the next poll.
   // Coalescing: while an earlier write's completion is still unreported (the consumer has not
   // polled since), or while a send-only stream (two writes or more since the last read) wrote
-  // within kCoalesceNs, this Work stays queued, and a later poll writes everything queued with
+  // within the coalescing window (coalesce_us, 16 µs unless the IA says otherwise), this Work stays queued, and a later poll writes everything queued with
   // one sendmsg: a stream of small Sends costs a syscall per window, not one each.
   // Request-response traffic (a read since the last write), like every ping-pong message, and an
   // occasional Send go out at once.
@@ -164,7 +160,7 @@ void Connection::PumpBatches() {
 }
 
 bool Connection::TxDue() const {
-  return writes_without_read_ < 2 || MonotonicNs() - last_write_ns_ >= kCoalesceNs;
+  return writes_without_read_ < 2 || options_.coalesce_ns == 0 || MonotonicNs() - last_write_ns_ >= options_.coalesce_ns;
 }
 
 bool Connection::FlushTx() {

@@ -52,6 +52,7 @@ struct ConnectionOptions {
   sockaddr_in local{};              // the IA address: active connections bind to it
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
   std::uint32_t timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
+  std::uint64_t coalesce_ns = 16'000;  // a send-only stream's coalescing window (see Post); 0: none
   bool mpa_crc = true;
   std::uint32_t max_private_data = 0;
 };
@@ -187,7 +188,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Kick();  // any thread: OnKick runs soon, once however often this is called
   // Whether queued Work should be written now rather than coalesced with what follows: the
   // connection read since its last write or wrote only once (request-response traffic, an
-  // occasional Send), or its last write is kCoalesceNs old.
+  // occasional Send), or its last write is older than the coalescing window (coalesce_us).
   bool TxDue() const;
   void BeginClose();
   void MaybeFinishClose();

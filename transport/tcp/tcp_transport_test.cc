@@ -515,6 +515,41 @@ class TcpTransportPollTest : public TcpTransportTest {
     ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
     ASSERT_TRUE(PollUntil([&] { return client_events_.established && server_events_.established; }));
   }
+  // Connects the client to a server endpoint of a second transport in poll mode (remote_),
+  // which runs only when the test says so; the client's transport then has one connection.
+  void ConnectToRemote() {
+    IaParams params;
+    params.kind = TransportKind::kTcp;
+    params.address = "127.0.0.1";
+    params.options.progress = ProgressMode::kPoll;
+    std::string why;
+    ASSERT_TRUE(CreateTcpTransport(params, why, remote_).ok()) << why;
+    ASSERT_TRUE(remote_->Listen(0, &remote_requests_, remote_listener_).ok());
+    ASSERT_TRUE(remote_->CreateEndpoint(Config(), &remote_events_, remote_server_).ok());
+    ASSERT_TRUE(client_->Connect(remote_->address(), remote_listener_->port(), {}, UINT64_MAX).ok());
+    ASSERT_TRUE(PollBothUntil([&] { return (remote_pending_ = remote_requests_.TryNext()) != nullptr; }));
+    ASSERT_TRUE(remote_pending_->Accept(*remote_server_, {}).ok());
+    ASSERT_TRUE(PollBothUntil([&] { return client_events_.established && remote_events_.established; }));
+  }
+  bool PollBothUntil(const std::function<bool()>& done) {
+    return PollUntil([&] {
+      (void)remote_->Progress();
+      return done();
+    });
+  }
+  void TearDown() override {
+    remote_server_.reset();
+    remote_pending_.reset();
+    remote_listener_.reset();
+    remote_.reset();
+    TcpTransportTest::TearDown();
+  }
+  std::unique_ptr<Transport> remote_;
+  RecordingRequests remote_requests_;
+  RecordingEvents remote_events_;
+  std::unique_ptr<Listener> remote_listener_;
+  std::unique_ptr<Endpoint> remote_server_;
+  std::unique_ptr<PendingConnection> remote_pending_;
 };
 
 TEST_F(TcpTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
@@ -553,11 +588,6 @@ TEST_F(TcpTransportPollTest, ABurstOfSendsPostedBetweenPollsGoesOutInOneWrite) {
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
-// Regression (dapltest, one EVD for Sends and receives): a Send that Post wrote straight to the
-// socket completes at the next poll, and the peer's answer read in that same poll must be
-// reported after it, as an RNIC reports them. Two transports in poll mode make the interleaving
-// deterministic: the server's transport reads the question and Post writes the answer while the
-// client's transport does not run, so the answer is in the client's socket at its first poll.
 // Every connection is a descriptor: opening an IA raises the soft descriptor limit (1024 on many
 // systems) to the hard one, and max_eps says what that allows (the 10,000-connection scale test
 // needs it without the consumer doing anything).
@@ -584,31 +614,16 @@ TEST(TcpTransportLimits, OpeningAnIaRaisesTheDescriptorLimitToTheHardOne) {
   setrlimit(RLIMIT_NOFILE, &original);
 }
 
+// Regression (dapltest, one EVD for Sends and receives): a Send that Post wrote straight to the
+// socket completes at the next poll, and the peer's answer read in that same poll must be
+// reported after it, as an RNIC reports them. Two transports in poll mode make the interleaving
+// deterministic: the server's transport reads the question and Post writes the answer while the
+// client's transport does not run, so the answer is in the client's socket at its first poll.
 TEST_F(TcpTransportPollTest, SendWrittenByPostCompletesBeforeTheAnswerReadInTheSamePoll) {
-  IaParams params;
-  params.kind = TransportKind::kTcp;
-  params.address = "127.0.0.1";
-  params.options.progress = ProgressMode::kPoll;
-  std::string why;
-  std::unique_ptr<Transport> remote;
-  ASSERT_TRUE(CreateTcpTransport(params, why, remote).ok()) << why;
-  RecordingRequests remote_requests;
-  RecordingEvents remote_events;
-  std::unique_ptr<Listener> remote_listener;
-  std::unique_ptr<Endpoint> remote_server;
-  std::unique_ptr<PendingConnection> remote_pending;
-  ASSERT_TRUE(remote->Listen(0, &remote_requests, remote_listener).ok());
-  ASSERT_TRUE(remote->CreateEndpoint(Config(), &remote_events, remote_server).ok());
-  const auto poll_both_until = [&](const std::function<bool()>& done) {
-    return PollUntil([&] {
-      (void)remote->Progress();
-      return done();
-    });
-  };
-  ASSERT_TRUE(client_->Connect(remote->address(), remote_listener->port(), {}, UINT64_MAX).ok());
-  ASSERT_TRUE(poll_both_until([&] { return (remote_pending = remote_requests.TryNext()) != nullptr; }));
-  ASSERT_TRUE(remote_pending->Accept(*remote_server, {}).ok());
-  ASSERT_TRUE(poll_both_until([&] { return client_events_.established && remote_events.established; }));
+  ConnectToRemote();
+  std::unique_ptr<Transport>& remote = remote_;
+  RecordingEvents& remote_events = remote_events_;
+  std::unique_ptr<Endpoint>& remote_server = remote_server_;
 
   std::vector<std::uint8_t> ask = Bytes(12, 1), asked(12), answer = Bytes(12, 2), answered(12);
   std::vector<Segment> ask_gather = {SegmentOf(ask)}, ask_scatter = {SegmentOf(asked)};
@@ -631,9 +646,46 @@ TEST_F(TcpTransportPollTest, SendWrittenByPostCompletesBeforeTheAnswerReadInTheS
   EXPECT_EQ(client_events_.work_done[0].length, 12u);
   EXPECT_EQ(asked, ask);
   EXPECT_EQ(answered, answer);
-  remote_server.reset();
-  remote_pending.reset();
-  remote_listener.reset();
+}
+
+// Regression (datperf's stream loop, busy-poll): a consumer that polls between posts (it looks
+// at its receive EVD for the peer's answer, then reaps a Send's completion and posts the next)
+// must not write each Send alone: the one-connection poll (PollSet::Sole) flushed the queue on
+// every call, ignoring the coalescing window, and 8 B Sends went out one sendmsg each. A window
+// of a second makes the test independent of how fast this machine posts.
+class TcpTransportCoalesceTest : public TcpTransportPollTest {
+ protected:
+  void SetUp() override {
+    IaOptions options;
+    options.progress = ProgressMode::kPoll;
+    options.coalesce_us = 1'000'000;
+    Open(options);
+  }
+};
+
+TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsTogether) {
+  ConnectToRemote();
+  constexpr int kSends = 64;
+  std::vector<std::uint8_t> payload = Bytes(8, 3);
+  std::vector<std::vector<std::uint8_t>> sinks(kSends, std::vector<std::uint8_t>(8));
+  std::vector<std::vector<Segment>> scatters;
+  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
+  for (auto& scatter : scatters) remote_events_.AddBuffer(scatter);
+  std::vector<Segment> gather = {SegmentOf(payload)};
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
+  for (int i = 0; i < kSends; ++i) {
+    ASSERT_TRUE(PostSend(gather, static_cast<std::uint64_t>(i)).ok());
+    (void)transport_->Progress();
+  }
+  // The first Send goes out at once: with the connection's last setup frame (its ready-to-receive
+  // FPDU) it makes two writes without a read, a stream; the rest wait.
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, 1u);
+  ASSERT_TRUE(PollBothUntil([&] {
+    return client_events_.work_done.size() == kSends && remote_events_.recvs.size() == kSends;
+  }));
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, 2u) << "the other 63 in one write once the window passed";
+  for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
 }  // namespace
