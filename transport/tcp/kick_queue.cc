@@ -15,11 +15,12 @@
 
 namespace softdat::transport::tcp {
 
-KickQueue::KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake)
+KickQueue::KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake, Run run)
     : io_(io),
       fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
       descriptor_(io),
       needs_wake_(std::move(needs_wake)),
+      run_(std::move(run)),
       ring_(capacity) {
   if (fd_ < 0) {
     SOFTDAT_LOG(kWarn, "tcp: no eventfd (%s); wake-ups fall back to asio::post", std::strerror(errno));
@@ -102,10 +103,11 @@ void KickQueue::Arm() {
                          });
 }
 
-bool KickQueue::Drain(bool consumer) {
+bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
   if (!queued_.load(std::memory_order_acquire)) return false;
   bool any = false;
   std::size_t left = 0;  // connections queued when the drain began: a requeued one waits for the next
+  std::size_t requeued = 0;
   {
     std::lock_guard lock(mutex_);
     left = count_;
@@ -120,10 +122,22 @@ bool KickQueue::Drain(bool consumer) {
       --count_;
     }
     any = true;
-    if (!connection->OnKick(consumer)) Requeue(std::move(connection));
+    const bool ran = run_ ? run_(*connection, consumer, ia_last_write_ns) : connection->OnKick(consumer, ia_last_write_ns);
+    if (!ran) {
+      Requeue(std::move(connection));
+      ++requeued;
+    }
   }
-  std::lock_guard lock(mutex_);
-  if (count_ == 0) queued_.store(false, std::memory_order_release);
+  bool wake = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (count_ == 0) queued_.store(false, std::memory_order_release);
+    // A connection pushed while this drain ran found the ring not empty and woke nobody; this
+    // drain stops at what was queued when it began. Wake the progress thread for it, as its push
+    // would have, or it waits for whatever pushes next onto an empty ring.
+    wake = count_ > requeued && fd_ >= 0;
+  }
+  if (wake && needs_wake_ && needs_wake_()) Wake();
   return any;
 }
 

@@ -21,8 +21,13 @@ class Connection;
 
 class KickQueue {
  public:
-  // `needs_wake` says whether a push must wake the progress thread (null: never).
-  KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake);
+  // What a drain runs for a queued connection: Connection::OnKick(consumer, ia_last_write_ns);
+  // false queues it again. Tests give their own to script a drain.
+  using Run = std::function<bool(Connection&, bool consumer, std::uint64_t ia_last_write_ns)>;
+
+  // `needs_wake` says whether a push must wake the progress thread (null: never); `run`, if
+  // given, replaces Connection::OnKick.
+  KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake, Run run = nullptr);
   // Room for `connections` queued at once, so none overflows (endpoint creation calls it; it
   // allocates, doubling, and never shrinks). False when memory ran out: pushes beyond the room
   // still work, through asio::post.
@@ -37,8 +42,11 @@ class KickQueue {
   void Push(std::shared_ptr<Connection> connection);
   // Runs OnKick of every connection queued when it starts; one that defers its writes (a
   // consumer's poll inside the coalescing window) is queued again. `consumer`: called from a
-  // consumer's poll rather than the progress thread. True if a connection ran. Any thread.
-  bool Drain(bool consumer = false);
+  // consumer's poll rather than the progress thread; `ia_last_write_ns`: when the IA last wrote,
+  // as the drain begins (Connection::TxDue). True if a connection ran. Any thread.
+  bool Drain(bool consumer = false, std::uint64_t ia_last_write_ns = 0);
+  // Whether a connection is queued: a drain is due, and Work posted now can join it.
+  bool queued() const { return queued_.load(std::memory_order_relaxed); }
   // Wakes the progress thread's io_context whatever is queued (a consumer stops polling).
   void WakeProgress();
   // Starts waiting on the eventfd (progress context, once).
@@ -55,6 +63,7 @@ class KickQueue {
   int fd_ = -1;
   boost::asio::posix::stream_descriptor descriptor_;
   std::function<bool()> needs_wake_;
+  Run run_;
   std::mutex mutex_;
   std::vector<std::shared_ptr<Connection>> ring_;
   std::size_t head_ = 0;

@@ -1,0 +1,55 @@
+// KickQueue: what a drain does with connections pushed while it runs.
+#include "transport/tcp/kick_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <vector>
+
+#include "transport/tcp/block_pool.h"
+#include "transport/tcp/tcp_connection.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+// Regression: a connection pushed while a drain ran (a consumer's Post during the progress
+// thread's drain) found the ring not empty, so its push woke nobody, and the drain stopped at
+// what was queued when it began: the connection waited for the next push onto an empty ring,
+// which never came (tcp_transport_test hung 5 runs in 12 once Posts deferred more often). The
+// drain pushes a connection itself, from the first one's turn while a third is still queued, so
+// the interleaving is the same every run.
+TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
+  boost::asio::io_context io;
+  ConnectionOptions options;
+  options.buffers = std::make_shared<ConnectionBuffers>();
+  std::vector<std::shared_ptr<Connection>> connections;
+  for (int i = 0; i < 3; ++i) connections.push_back(std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr));
+  std::vector<const Connection*> ran;
+  KickQueue* queue_ptr = nullptr;
+  KickQueue queue(
+      io, 4, [] { return true; },
+      [&](Connection& connection, bool, std::uint64_t) {
+        ran.push_back(&connection);
+        // Pushed mid-drain while the third is still queued: the ring is not empty, no wake.
+        if (&connection == connections[0].get()) queue_ptr->Push(connections[1]);
+        return true;
+      });
+  queue_ptr = &queue;
+  queue.Start();
+  queue.Push(connections[0]);
+  queue.Push(connections[2]);
+  // The progress thread's turns: the eventfd fires and drains run, until nothing is ready.
+  for (int turn = 0; turn < 4; ++turn) {
+    io.restart();
+    (void)io.poll();
+  }
+  ASSERT_EQ(ran.size(), 3u) << "a connection pushed during a drain was left in the ring";
+  EXPECT_EQ(ran[0], connections[0].get());
+  EXPECT_EQ(ran[1], connections[2].get());
+  EXPECT_EQ(ran[2], connections[1].get());
+  queue.Stop();
+}
+
+}  // namespace
+}  // namespace softdat::transport::tcp
