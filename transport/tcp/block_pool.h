@@ -54,6 +54,9 @@ struct ConnectionBuffers {
   BlockPool staging;      // payload copies that must be checksummed (TxBatch::kStagingSize)
   BlockPool inline_copy;  // small payloads copied when posted (InlineRing::kBlockSize)
   std::atomic<std::uint64_t> sendmsg_calls{0};
+  // When any connection of the transport last wrote a batch (MonotonicNs): a stream spread over
+  // many connections coalesces too (Connection::TxDue).
+  std::atomic<std::uint64_t> last_write_ns{0};
   std::atomic<std::uint32_t> live_endpoints{0};  // TcpEndpoints not yet destroyed
   ConnectionBuffers();
 };

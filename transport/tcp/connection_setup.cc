@@ -402,7 +402,7 @@ bool Connection::PollIo(bool wait) {
   return rx_reads_ != reads;  // something arrived (a poll that found nothing moved nothing)
 }
 
-bool Connection::OnKick(bool consumer) {
+bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {
   std::lock_guard lock(io_mutex_);
   if (detached_ || phase_ == Phase::kEnded || phase_ == Phase::kIdle) {
     kick_pending_ = false;
@@ -411,7 +411,8 @@ bool Connection::OnKick(bool consumer) {
   // A consumer's poll inside the coalescing window of a send-only stream leaves the queued Work
   // for a later poll (the kick stays pending: KickQueue queues it again), unless something else
   // needs this connection now.
-  if (consumer && disconnect_request_.load() == 0 && !(rx_held_ && recv_available_.load()) && !TxDue()) return false;
+  if (consumer && disconnect_request_.load() == 0 && !(rx_held_ && recv_available_.load()) && !TxDue(ia_last_write_ns))
+    return false;
   kick_pending_ = false;
   switch (disconnect_request_.exchange(0)) {
     case 2:

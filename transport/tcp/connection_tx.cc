@@ -16,6 +16,7 @@
 
 #include "base/log.h"
 #include "transport/tcp/crc32c.h"
+#include "transport/tcp/kick_queue.h"
 #include "transport/tcp/mono_clock.h"
 #include "transport/tcp/tcp_connection.h"
 
@@ -59,14 +60,20 @@ Status Connection::Post(const Work& work) {
   // (one sendmsg, non-blocking). Its completion, and anything else, waits for the next poll.
   // Coalescing: while an earlier write's completion is still unreported (the consumer has not
   // polled since), or while a send-only stream (two writes or more since the last read) wrote
-  // within the coalescing window (coalesce_us, 16 µs unless the IA says otherwise), this Work stays queued, and a later poll writes everything queued with
-  // one sendmsg: a stream of small Sends costs a syscall per window, not one each.
+  // within the coalescing window (coalesce_us, 16 µs unless the IA says otherwise), or any
+  // connection of this IA did, this Work stays queued, and a later poll writes everything queued
+  // on a connection with one sendmsg: a stream of small Sends costs a syscall per window, not one
+  // each.
+  // A stream's Work also waits while other connections wait for the next drain (kicks queued): a
+  // stream over many connections is written one sendmsg per connection and drain, where writing
+  // each Work alone would split the batches every drain builds.
   // Request-response traffic (a read since the last write), like every ping-pong message, and an
   // occasional Send go out at once.
   if (io_mutex_.try_lock()) {
     std::lock_guard lock(io_mutex_, std::adopt_lock);
     if (!detached_ && (phase_ == Phase::kEstablished || phase_ == Phase::kClosing) && !write_waiting_ &&
-        written_count_ == 0 && TxDue()) {
+        written_count_ == 0 && TxDue(options_.buffers->last_write_ns.load(std::memory_order_relaxed)) &&
+        !(Streaming() && options_.kicks != nullptr && options_.kicks->queued())) {
       in_post_ = true;
       PumpTx();
       in_post_ = false;
@@ -159,13 +166,19 @@ void Connection::PumpBatches() {
   Kick();
 }
 
-bool Connection::TxDue() const {
-  return writes_without_read_ < 2 || options_.coalesce_ns == 0 || MonotonicNs() - last_write_ns_ >= options_.coalesce_ns;
+bool Connection::Streaming() const { return writes_without_read_ >= 2 && options_.coalesce_ns != 0; }
+
+bool Connection::TxDue(std::uint64_t ia_last_write_ns) const {
+  if (!Streaming()) return true;
+  const std::uint64_t last = std::max(last_write_ns_, ia_last_write_ns);
+  const std::uint64_t now = MonotonicNs();
+  return now > last && now - last >= options_.coalesce_ns;
 }
 
 bool Connection::FlushTx() {
   if (!tx_.empty()) {
     last_write_ns_ = MonotonicNs();
+    options_.buffers->last_write_ns.store(last_write_ns_, std::memory_order_relaxed);
     if (writes_without_read_ < 2) ++writes_without_read_;
   }
   switch (tx_.WriteTo(socket_.native_handle())) {

@@ -184,12 +184,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Establish(std::span<const std::uint8_t> private_data);
   // Acts on what consumer threads left (a disconnect, buffers for a held message, Work to
   // send). False when a consumer's poll should leave it for later (coalescing).
-  bool OnKick(bool consumer);
+  // `ia_last_write_ns`: the IA's last write when the consumer's drain began (see TxDue).
+  bool OnKick(bool consumer, std::uint64_t ia_last_write_ns = 0);
   void Kick();  // any thread: OnKick runs soon, once however often this is called
   // Whether queued Work should be written now rather than coalesced with what follows: the
   // connection read since its last write or wrote only once (request-response traffic, an
-  // occasional Send), or its last write is older than the coalescing window (coalesce_us).
-  bool TxDue() const;
+  // occasional Send), or its last write, and `ia_last_write_ns` if given (when any connection of
+  // the IA wrote), is older than the coalescing window (coalesce_us). Taking the IA's last write
+  // into account lets a stream spread over many connections coalesce too (1,000 clients into
+  // one server, a few Sends each in flight): each connection writes rarely, but while the IA as
+  // a whole streams, what each connection queued waits for one sendmsg at a later poll.
+  bool TxDue(std::uint64_t ia_last_write_ns = 0) const;
+  // Two writes or more since the last read (and coalescing is on): a send-only stream.
+  bool Streaming() const;
   void BeginClose();
   void MaybeFinishClose();
   void End(ConnectionEnd why, std::span<const std::uint8_t> private_data = {});

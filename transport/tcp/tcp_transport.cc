@@ -266,7 +266,9 @@ bool TcpTransport::Progress() noexcept {
   // What consumer threads queued first (coalesced writes go out), then arrivals: a Send written
   // here is in its peer's socket before the read, so two endpoints of one IA (loopback pairs)
   // see it arrive in the same poll that completes it.
-  bool any = kicks_.Drain(true);
+  // One look at the IA's last write for the whole drain: the writes it makes do not hold back
+  // the connections after them.
+  bool any = kicks_.Drain(true, connection_options_.buffers->last_write_ns.load(std::memory_order_relaxed));
   any |= PollReady(false);
   if (!busy_poll_) {
     // The progress thread runs the io_context (setup, timers, waits for socket room); this

@@ -688,5 +688,76 @@ TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsToget
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
+// A stream spread over many connections (SRQ fan-in: 1,000 clients, a few Sends each in
+// flight) writes each connection rarely, so each connection's own window has passed at every
+// post; written at once, every Send took its own sendmsg. While another connection's Work waits
+// for the next drain (its kick is queued), a stream's Post joins that drain instead. The window
+// here (200 ms) is slept out first, so only the queued kick can hold the second Send back.
+class TcpTransportFanInCoalesceTest : public TcpTransportPollTest {
+ protected:
+  void SetUp() override {
+    IaOptions options;
+    options.progress = ProgressMode::kPoll;
+    options.coalesce_us = 200'000;
+    Open(options);
+  }
+};
+
+TEST_F(TcpTransportFanInCoalesceTest, AStreamsPostJoinsTheDrainOtherConnectionsWaitFor) {
+  ConnectToRemote();
+  // The fixture's second endpoint connects to the remote transport too.
+  RecordingEvents second_events;
+  std::unique_ptr<Endpoint> second_server;
+  std::unique_ptr<PendingConnection> second_pending;
+  ASSERT_TRUE(remote_->CreateEndpoint(Config(), &second_events, second_server).ok());
+  ASSERT_TRUE(server_->Connect(remote_->address(), remote_listener_->port(), {}, UINT64_MAX).ok());
+  ASSERT_TRUE(PollBothUntil([&] { return (second_pending = remote_requests_.TryNext()) != nullptr; }));
+  ASSERT_TRUE(second_pending->Accept(*second_server, {}).ok());
+  ASSERT_TRUE(PollBothUntil([&] { return server_events_.established && second_events.established; }));
+
+  std::vector<std::uint8_t> payload = Bytes(8, 4);
+  std::vector<std::vector<std::uint8_t>> sinks(4, std::vector<std::uint8_t>(8));
+  std::vector<std::vector<Segment>> scatters;
+  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
+  remote_events_.AddBuffer(scatters[0]);
+  remote_events_.AddBuffer(scatters[1]);
+  second_events.AddBuffer(scatters[2]);
+  second_events.AddBuffer(scatters[3]);
+  std::vector<Segment> gather = {SegmentOf(payload)};
+  Work work;
+  work.kind = WorkKind::kSend;
+  work.local = gather;
+  work.length = payload.size();
+  // One Send each makes both connections send-only streams (their setup's last frame was the
+  // first write since they read).
+  work.id = 1;
+  ASSERT_TRUE(client_->Post(work).ok());
+  work.id = 2;
+  ASSERT_TRUE(server_->Post(work).ok());
+  ASSERT_TRUE(PollBothUntil([&] {
+    return client_events_.work_done.size() == 1 && server_events_.work_done.size() == 1 &&
+           remote_events_.recvs.size() == 1 && second_events.recvs.size() == 1;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // every window has passed
+  (void)transport_->Progress();                                   // no kick left queued
+
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
+  work.id = 3;
+  ASSERT_TRUE(client_->Post(work).ok());  // the IA was idle: written now, and its kick queued
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, 1u);
+  work.id = 4;
+  ASSERT_TRUE(server_->Post(work).ok());  // waits for the drain the first one's kick asks for
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, 1u);
+  ASSERT_TRUE(PollBothUntil([&] {
+    return client_events_.work_done.size() == 2 && server_events_.work_done.size() == 2 &&
+           remote_events_.recvs.size() == 2 && second_events.recvs.size() == 2;
+  }));
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, 2u);
+  for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
+  second_server.reset();
+  second_pending.reset();
+}
+
 }  // namespace
 }  // namespace softdat::transport::tcp
