@@ -349,11 +349,13 @@ bool Client::RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::
       if (!PostData(c, i, size, window, error)) return false;
     if (c.to_post == 0 && !PostEnd(c, i, error)) return false;
   }
-  std::uint32_t acked = 0;
+  std::uint32_t acked = 0, ended = 0;
   DAT_EVENT event;
   while (acked < o_.clients) {
-    // Acks come on the receive EVD; look there without waiting, then wait for the data.
-    while (dat_evd_dequeue(recv_evd_, &event) == DAT_SUCCESS) {
+    // A connection's ack comes on the receive EVD after its end message; look there once every
+    // connection's end is done (looking at every event would drive the provider's progress, and
+    // its writes, once per event rather than when the completions run out).
+    while (ended == o_.clients && dat_evd_dequeue(recv_evd_, &event) == DAT_SUCCESS) {
       const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
       if (dto.status != DAT_DTO_SUCCESS) return error = "the server's ack failed to arrive whole", false;
       Conn& c = conns_[ConnOf(dto.user_cookie)];
@@ -362,8 +364,7 @@ bool Client::RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::
       ++acked;
     }
     if (acked == o_.clients) break;
-    bool all_ended = true;
-    for (const Conn& c : conns_) all_ended = all_ended && c.end_done;
+    const bool all_ended = ended == o_.clients;
     const DAT_RETURN status = NextEvent(all_ended ? recv_evd_ : request_evd_, o_.reap, kStepUs, event);
     if (status != DAT_SUCCESS) return error = DatError(all_ended ? "waiting for the server's ack" : "waiting for completions", status), false;
     if (all_ended) {
@@ -380,6 +381,7 @@ bool Client::RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::
     Conn& c = conns_[index];
     if (slot == kEndSlot) {
       c.end_done = true;
+      ++ended;
       continue;
     }
     ++c.completed;
