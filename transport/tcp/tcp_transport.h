@@ -7,16 +7,19 @@
 //  - busy-poll (progress=poll): only the consumer's EVD waits and dequeues (Progress()); nothing
 //    moves while nobody waits.
 //  - default: the consumer's waits too, for a brief spin before they sleep, and a progress thread
-//    for the rest. The progress thread parks while consumers have polled within the last
-//    millisecond, so on a small machine it does not compete with them for the CPU and the
-//    sockets; a consumer about to sleep hands over at once (Pause()), and one that just stops is
-//    noticed by a recheck every 5 ms that runs only while consumers poll.
+//    for the rest. The progress thread parks (on a condition variable, outside the io_context's
+//    epoll wait) while consumers have polled within the last millisecond, so on a small machine
+//    it does not compete with them for the CPU and the sockets, and the consumers run the
+//    io_context's handlers now and then meanwhile, as in busy-poll; a consumer about to sleep
+//    hands over at once (Pause()), and one that just stops is noticed by the parked thread within
+//    5 ms.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
 #include <netinet/in.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -68,9 +71,8 @@ class TcpTransport final : public Transport {
   bool PollReady(bool wait) noexcept;
   void ArmPollSet();
   void OnPollSetReady();
-  void ArmRecheckFromConsumer();
-  void StartRecheck();
-  void OnRecheck();
+  void ArmParkFromConsumer();
+  void Park();
   bool RunAsio() noexcept;
   bool ConsumersPolling() const;
 
@@ -82,8 +84,10 @@ class TcpTransport final : public Transport {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   PollSet poll_set_;
   asio::posix::stream_descriptor poll_descriptor_;  // the PollSet's epoll fd, in the io_context
-  asio::steady_timer recheck_;       // progress thread: when to look whether consumers still poll
-  std::atomic<bool> recheck_armed_{false};  // recheck_ runs (or is about to): consumers polled
+  std::atomic<bool> park_armed_{false};  // the progress thread parks (or is about to): consumers polled
+  std::atomic<bool> parked_{false};      // it is parked: consumers run the io_context's handlers
+  std::mutex park_mutex_;
+  std::condition_variable park_cv_;      // wakes the parked thread (Pause, the destructor)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
   std::mutex asio_mutex_;  // one consumer thread at a time runs the io_context's handlers
