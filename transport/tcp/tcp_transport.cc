@@ -221,6 +221,9 @@ void TcpTransport::Park() {
       while (!stopping_.load() && ConsumersPolling()) park_cv_.wait_for(lock, std::chrono::nanoseconds(kRecheckNs));
       parked_.store(false, std::memory_order_release);
     }
+    // A consumer may be running handlers (RunAsio) that it began while this thread was parked:
+    // let it finish before this thread runs any (they share handler state, e.g. poll_armed_).
+    { std::lock_guard consumers_done(asio_mutex_); }
     if (stopping_.load()) return;
     park_armed_.store(false, std::memory_order_release);
     // A consumer that polled again between the look and the store asked for nothing: look again.
@@ -254,6 +257,9 @@ bool TcpTransport::PollReady(bool wait) noexcept {
 bool TcpTransport::RunAsio() noexcept {
   std::unique_lock lock(asio_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return false;
+  // With a progress thread, only while it is parked (it waits for this lock before it runs
+  // handlers again).
+  if (!busy_poll_ && !parked_.load(std::memory_order_acquire)) return false;
   try {
     return io_.poll() > 0;
   } catch (const std::exception& e) {
