@@ -323,26 +323,39 @@ TEST_F(HostilePeerTest, ASendCompletesOnlyOnceItsLastByteIsOnTheSocket) {
     send.length = kSize;
     ASSERT_TRUE(server_->Post(send).ok());
   }
-  // The peer's message makes the server read (and, then, report what was written before it).
-  peer_.SendBytes(RawPeer::Fpdu(SendHeader(1), std::vector<std::uint8_t>(100, 1)));
-  ASSERT_TRUE(events_.WaitFor([&] { return !events_.recvs.empty(); }));
   // What left the process: in the peer's receive queue, or still in the server's send queue.
   sockaddr_in peer_address{};
   socklen_t size = sizeof peer_address;
   ASSERT_EQ(getsockname(peer_.fd(), reinterpret_cast<sockaddr*>(&peer_address), &size), 0);
-  int received = 0;
-  ASSERT_EQ(ioctl(peer_.fd(), FIONREAD, &received), 0);
-  const long queued = SendQueueBytes(listener_->port(), ntohs(peer_address.sin_port));
-  ASSERT_GE(queued, 0);
-  const std::uint64_t on_the_socket = static_cast<std::uint64_t>(received) + static_cast<std::uint64_t>(queued);
+  const auto on_the_socket = [&] {
+    // The send queue first: bytes move from it to the peer's receive queue, never back (the peer
+    // does not read), so this sum is never less than what had left before it was taken.
+    const long queued = SendQueueBytes(listener_->port(), ntohs(peer_address.sin_port));
+    int received = 0;
+    if (queued < 0 || ioctl(peer_.fd(), FIONREAD, &received) != 0) return std::uint64_t{0};
+    return static_cast<std::uint64_t>(queued) + static_cast<std::uint64_t>(received);
+  };
+  // The socket is full once what it holds stops growing (the peer does not read): the server's
+  // last batch then waits for room with Sends in it. Only then does the peer's message arrive.
+  std::uint64_t held = 0;
+  for (int same = 0, looks = 0; same < 5 && looks < 500; ++looks) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const std::uint64_t now = on_the_socket();
+    same = now == held && now != 0 ? same + 1 : 0;
+    held = now;
+  }
+  ASSERT_LT(held, std::uint64_t{kSends} * kSize) << "the socket took everything: the test needs a full one";
+  // The peer's message makes the server read (and, then, report what was written before it).
+  peer_.SendBytes(RawPeer::Fpdu(SendHeader(1), std::vector<std::uint8_t>(100, 1)));
+  ASSERT_TRUE(events_.WaitFor([&] { return !events_.recvs.empty(); }));
+  // What completed, then what had left: a Send completed is on the socket by then.
   std::uint64_t completed = 0;
   events_.WaitFor([&] {  // evaluated under the recorder's lock
     for (const auto& done : events_.work_done) completed += done.length;
     return true;
   });
-  ASSERT_LT(on_the_socket, std::uint64_t{kSends} * kSize) << "the socket took everything: the test needs a full one";
-  EXPECT_LE(completed, on_the_socket) << "Sends completed whose bytes had not left (" << on_the_socket
-                                      << " bytes had)";
+  const std::uint64_t left = on_the_socket();
+  EXPECT_LE(completed, left) << "Sends completed whose bytes had not left (" << left << " bytes had)";
   // Read it all: every FPDU intact, and then every Send completes.
   std::uint64_t payload_bytes = 0;
   while (payload_bytes < std::uint64_t{kSends} * kSize) {
