@@ -12,7 +12,7 @@
 //    it does not compete with them for the CPU and the sockets, and the consumers run the
 //    io_context's handlers now and then meanwhile, as in busy-poll; a consumer about to sleep
 //    hands over at once (Pause()), and one that just stops is noticed by the parked thread within
-//    5 ms.
+//    25 ms.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 

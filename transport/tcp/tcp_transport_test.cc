@@ -232,7 +232,7 @@ TEST_F(TcpTransportTest, AConsumerPollingKeepsTheProgressThreadAsleepThroughTheT
            std::chrono::steady_clock::now() < until)
       (void)transport_->Progress();
   }
-  // The consumer goes on polling; a look at the thread every millisecond. It wakes every 5 ms
+  // The consumer goes on polling; a look at the thread every millisecond. It wakes every 25 ms
   // to see whether the consumer is still there (and a preempted consumer hands it back for a
   // moment), so most looks, not all, must find it parked; before the fix none did.
   constexpr int kLooks = 20;
@@ -254,7 +254,7 @@ TEST_F(TcpTransportTest, AConsumerPollingKeepsTheProgressThreadAsleepThroughTheT
 TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressThread) {
   // The consumer polls, posts two Sends (the second waits to be coalesced) and stops polling
   // without a wait's hand-over, as a dequeue loop that ends does: the parked progress thread's
-  // look (every 5 ms) must take the queued Send over, or it would wait for a poll that never comes.
+  // look (every 25 ms) must take the queued Send over, or it would wait for a poll that never comes.
   ConnectBoth();
   std::vector<std::uint8_t> a = Bytes(8, 1), b = Bytes(8, 2), sink_a(8), sink_b(8);
   std::vector<Segment> gather_a = {SegmentOf(a)}, gather_b = {SegmentOf(b)};
