@@ -33,6 +33,9 @@ constexpr std::size_t kBatchBytes = 256 * 1024;
 constexpr std::size_t kMinChunk = 4096;
 // Arena bytes one FPDU needs at most: the longest header, pad and CRC.
 constexpr std::size_t kFpduArena = wire::kMaxHeaderSize + 3 + wire::kCrcSize;
+// A Send framed at post fits one inline allocation and one FPDU.
+static_assert(InlineRing::kMaxAllocation >= InlineRing::kMaxInline + wire::kUntaggedHeaderSize + 3 + wire::kCrcSize);
+static_assert(InlineRing::kMaxInline <= wire::kMaxFpduPayload);
 
 void PutCrc(std::uint8_t* at, std::uint32_t crc) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(crc >> (8 * i));
@@ -53,7 +56,14 @@ Status Connection::Post(const Work& work) {
     PostedWork& slot = posted_[(posted_head_ + posted_count_) % posted_.size()];
     slot.work = work;
     slot.inline_charged = 0;
-    if (work.kind != WorkKind::kRdmaRead) CopyInline(slot);
+    slot.framed = false;
+    if (work.kind == WorkKind::kSend) slot.msn = send_msn_++;
+    const std::uint8_t framing = post_framing_.load(std::memory_order_acquire);
+    if (work.kind == WorkKind::kSend && framing != 0) {
+      FrameAtPost(slot, framing == 1);
+    } else if (work.kind != WorkKind::kRdmaRead) {
+      CopyInline(slot);
+    }
     ++posted_count_;
   }
   // The latency path: when nobody else is at this connection, write the Work from this thread now
@@ -97,6 +107,51 @@ void Connection::CopyInline(PostedWork& slot) {
   }
   slot.inline_segment = Segment{reinterpret_cast<std::uint64_t>(copy), static_cast<std::uint32_t>(work.length), 0};
   slot.inline_charged = charged;
+}
+
+// A small Send is framed whole here, into the inline ring: header, payload copied and checksummed
+// in one pass while the consumer's buffer is in cache, pad and CRC. Framing it later read the
+// copy again, cold by then: with 1,000 connections coalescing, a drain frames thousands of Sends
+// posted milliseconds before (the SRQ fan-in client: 10.7% of its samples in the CRC of 4 KiB
+// payloads, besides the copy). Everything in the FPDU is known now: Sends are framed in post
+// order, so the MSN is the post's.
+void Connection::FrameAtPost(PostedWork& slot, bool crc) {
+  const Work& work = slot.work;
+  if (work.length == 0 || work.length > InlineRing::kMaxInline) return;  // framed later
+  wire::FpduHeader header;
+  header.opcode = SendOpcode(work);
+  header.last = true;
+  header.stag = work.invalidate ? work.invalidate_key : 0;
+  header.queue = wire::kQueueSend;
+  header.msn = slot.msn;
+  header.message_offset = 0;
+  const std::size_t header_size = wire::HeaderSize(header.opcode);
+  const std::size_t ulpdu = header_size - wire::kLengthFieldSize + work.length;
+  header.ulpdu_length = static_cast<std::uint16_t>(ulpdu);
+  const std::size_t pad = wire::PadSize(ulpdu);
+  const std::size_t size = header_size + work.length + pad + wire::kCrcSize;
+  std::uint32_t charged = 0;
+  std::uint8_t* frame = inline_.Allocate(size, charged);
+  if (frame == nullptr) return;  // the ring is full: read at framing time, like a large one
+  (void)wire::EncodeHeader(header, frame);
+  std::uint32_t state = crc ? Crc32cUpdate(kCrc32cInit, frame, header_size) : 0;
+  std::uint8_t* at = frame + header_size;
+  for (const Segment& segment : work.local) {
+    if (segment.length == 0) continue;
+    const void* from = reinterpret_cast<const void*>(segment.address);
+    if (crc) {
+      state = Crc32cCopy(state, at, from, segment.length);
+    } else {
+      std::memcpy(at, from, segment.length);
+    }
+    at += segment.length;
+  }
+  std::memset(at, 0, pad);
+  if (crc) state = Crc32cFinal(Crc32cUpdate(state, at, pad));
+  PutCrc(at + pad, state);
+  slot.inline_segment = Segment{reinterpret_cast<std::uint64_t>(frame), static_cast<std::uint32_t>(size), 0};
+  slot.inline_charged = charged;
+  slot.framed = true;
 }
 
 bool Connection::NeedsSnapshot(const TxMessage& m) const {
@@ -260,6 +315,7 @@ bool Connection::NextTxMessage() {
   if (slot.inline_charged != 0) {
     m.inline_segment = slot.inline_segment;
     m.inline_charged = slot.inline_charged;
+    m.framed = slot.framed;
     m.work.local = std::span<const Segment>(&m.inline_segment, 1);
   }
   posted_head_ = (posted_head_ + 1) % posted_.size();
@@ -267,7 +323,7 @@ bool Connection::NextTxMessage() {
   switch (work.kind) {
     case WorkKind::kSend:
       m.kind = TxKind::kSend;
-      m.msn = send_msn_++;
+      m.msn = slot.msn;
       m.stag = work.invalidate ? work.invalidate_key : 0;
       break;
     case WorkKind::kRdmaWrite:
@@ -402,6 +458,13 @@ void Connection::AppendTrailer(std::size_t ulpdu, std::uint32_t crc) {
 void Connection::FrameOne() {
   TxMessage& m = tx_message_;
   if (m.kind == TxKind::kNone || tx_.arena_room() < kFpduArena || tx_.piece_room() < 3) return;
+  if (m.framed) {  // built whole at post (FrameAtPost): one piece, if the batch has room
+    if (tx_.bytes() != 0 && tx_.bytes() + m.inline_segment.length > kBatchBytes) return;
+    tx_.AddExternal(reinterpret_cast<const void*>(m.inline_segment.address), m.inline_segment.length);
+    m.offset = m.length;
+    FinishFramed(m);
+    return;
+  }
   if (NeedsSnapshot(m) && !tx_.HoldStaging()) return FailTx(ENOMEM);
   wire::FpduHeader header;
   std::uint32_t chunk = 0;

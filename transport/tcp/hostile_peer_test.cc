@@ -375,6 +375,115 @@ TEST_F(HostilePeerTest, ASendCompletesOnlyOnceItsLastByteIsOnTheSocket) {
   for (const auto& done : events_.work_done) EXPECT_EQ(done.status, WorkStatus::kSuccess);
 }
 
+// One FPDU as the peer reads it: header, payload and what its pad and CRC field hold.
+struct ReadFpdu {
+  wire::FpduHeader header;
+  std::vector<std::uint8_t> payload;
+  bool pad_zero = false;
+  bool crc_good = false;     // the CRC field matches the bytes
+  std::uint32_t crc_field = 0;
+};
+bool ReadOneFpdu(RawPeer& peer, ReadFpdu& out) {
+  std::vector<std::uint8_t> head;
+  if (!peer.Read(wire::kLengthFieldSize, head)) return false;
+  const std::size_t ulpdu = std::size_t{head[0]} << 8 | head[1];
+  const std::size_t covered = wire::kLengthFieldSize + ulpdu + wire::PadSize(ulpdu);
+  std::vector<std::uint8_t> rest;
+  if (!peer.Read(covered - wire::kLengthFieldSize + wire::kCrcSize, rest)) return false;
+  head.insert(head.end(), rest.begin(), rest.end());
+  wire::DecodeHeader(head.data(), out.header);
+  const std::size_t header_size = wire::HeaderSize(out.header.opcode);
+  out.payload.assign(head.begin() + static_cast<std::ptrdiff_t>(header_size),
+                     head.begin() + static_cast<std::ptrdiff_t>(wire::kLengthFieldSize + ulpdu));
+  out.pad_zero = std::all_of(head.begin() + static_cast<std::ptrdiff_t>(wire::kLengthFieldSize + ulpdu),
+                             head.begin() + static_cast<std::ptrdiff_t>(covered), [](std::uint8_t b) { return b == 0; });
+  out.crc_field = head[covered] | head[covered + 1] << 8 | head[covered + 2] << 16 |
+                  static_cast<std::uint32_t>(head[covered + 3]) << 24;
+  out.crc_good = Crc32c(head.data(), covered) == out.crc_field;
+  return true;
+}
+
+// Small Sends on an established connection are framed whole when posted (header, payload copied
+// and checksummed in one pass, pad, CRC), larger ones when sent. Mixed, with the Send variants,
+// a gather list and every pad length: each FPDU on the wire carries the MSN of its place in post
+// order, its payload as it was when posted, a zero pad and a CRC over exactly its bytes.
+void PostMixedSendsAndCheckTheWire(Endpoint& server, RecordingEvents& events, RawPeer& peer, bool crc) {
+  struct Case {
+    std::uint32_t size;
+    bool solicited;
+    bool invalidate;
+    bool gathered;  // from two segments
+  };
+  const Case cases[] = {{1, false, false, false},    {7, true, false, false},     {4096, false, false, true},
+                        {5000, false, false, false}, {64, false, true, false},    {0, false, false, false},
+                        {4095, true, true, true},    {4094, false, false, false}, {70000, false, false, true},
+                        {2, false, false, false}};
+  std::vector<std::vector<std::uint8_t>> sources;
+  std::vector<std::vector<Segment>> gathers;
+  for (const Case& c : cases) sources.push_back(Bytes(c.size, static_cast<std::uint8_t>(sources.size() * 31 + 5)));
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
+    if (c.gathered) {
+      gathers.push_back({SegmentOf(sources[i], 0, c.size / 3), SegmentOf(sources[i], c.size / 3)});
+    } else {
+      gathers.push_back({SegmentOf(sources[i])});
+    }
+  }
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    Work send;
+    send.id = i + 1;
+    send.kind = WorkKind::kSend;
+    send.local = gathers[i];
+    send.length = cases[i].size;
+    send.solicited = cases[i].solicited;
+    send.invalidate = cases[i].invalidate;
+    send.invalidate_key = cases[i].invalidate ? 0x1000 + static_cast<std::uint32_t>(i) : 0;
+    ASSERT_TRUE(server.Post(send).ok());
+  }
+  // A small Send's bytes are taken at the post (as an RNIC's inline data): the consumer's buffer
+  // may change right after it. A larger one is read when framed: its buffer is left alone.
+  const std::vector<std::vector<std::uint8_t>> posted = sources;
+  for (std::size_t i = 0; i < std::size(cases); ++i)
+    if (cases[i].size <= 4096) std::fill(sources[i].begin(), sources[i].end(), 0xEE);
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    const Case& c = cases[i];
+    std::vector<std::uint8_t> message;
+    for (bool last = false; !last;) {  // a Send longer than an FPDU comes in several
+      ReadFpdu fpdu;
+      ASSERT_TRUE(ReadOneFpdu(peer, fpdu)) << "Send " << i;
+      const wire::Opcode expected = c.solicited ? (c.invalidate ? wire::Opcode::kSendSolicitedInvalidate
+                                                                : wire::Opcode::kSendSolicited)
+                                                : (c.invalidate ? wire::Opcode::kSendInvalidate : wire::Opcode::kSend);
+      EXPECT_EQ(fpdu.header.opcode, expected) << "Send " << i;
+      EXPECT_EQ(fpdu.header.queue, wire::kQueueSend);
+      EXPECT_EQ(fpdu.header.msn, i + 1) << "Send " << i << " out of its place in post order";
+      EXPECT_EQ(fpdu.header.message_offset, message.size()) << "Send " << i;
+      if (c.invalidate) {
+        EXPECT_EQ(fpdu.header.stag, 0x1000 + i);
+      }
+      EXPECT_TRUE(fpdu.pad_zero) << "Send " << i;
+      if (crc) {
+        EXPECT_TRUE(fpdu.crc_good) << "Send " << i << ": a CRC that does not cover the bytes sent";
+      } else {
+        EXPECT_EQ(fpdu.crc_field, 0u) << "Send " << i << ": without CRC the field is zero";
+      }
+      message.insert(message.end(), fpdu.payload.begin(), fpdu.payload.end());
+      last = fpdu.header.last;
+    }
+    EXPECT_EQ(message, posted[i]) << "Send " << i << ": not the bytes posted";
+  }
+  ASSERT_TRUE(events.WaitFor([&] { return events.work_done.size() == std::size(cases); }));
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    EXPECT_EQ(events.work_done[i].id, i + 1);
+    EXPECT_EQ(events.work_done[i].length, cases[i].size);
+  }
+}
+
+TEST_F(HostilePeerTest, SmallSendsFramedAtPostCarryTheirPlaceThePayloadPostedAndTheirCrc) {
+  Establish();
+  PostMixedSendsAndCheckTheWire(*server_, events_, peer_, true);
+}
+
 // A receive buffer belongs to the provider until its completion, so a Send may be checked while
 // it is copied there: a bad CRC terminates the connection, the message never completes, and no
 // byte outside its buffer changes.
@@ -439,6 +548,25 @@ class NoCrcPeerTest : public HostilePeerTest {
     ASSERT_TRUE(transport_->CreateEndpoint(Config(), &events_, server_).ok());
   }
 };
+
+TEST_F(NoCrcPeerTest, SmallSendsFramedAtPostCarryAZeroCrcField) {
+  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
+  wire::MpaFrame request;
+  request.enhanced = true;
+  request.peer_to_peer = true;
+  request.rtr_write = true;
+  request.ird = request.ord = 4;
+  std::vector<std::uint8_t> bytes(wire::kMpaFrameHeaderSize + wire::kMpaEnhancedBlockSize);
+  wire::EncodeMpaFrame(request, bytes.data());
+  peer_.SendBytes(bytes);
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(peer_.ReadMpaReply());
+  peer_.SendRtr();
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.established; }));
+  PostMixedSendsAndCheckTheWire(*server_, events_, peer_, false);
+}
 
 TEST_F(NoCrcPeerTest, LargeFpduIsPlacedAsItArrives) {
   std::vector<std::uint8_t> memory(3 * 64 * 1024, 0xEE);

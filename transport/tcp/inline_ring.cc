@@ -5,7 +5,7 @@ namespace softdat::transport::tcp {
 
 std::uint8_t* InlineRing::Allocate(std::size_t length, std::uint32_t& charged) {
   const std::size_t capacity = pool_.block_size();
-  if (length == 0 || length > kMaxInline || length > capacity) return nullptr;
+  if (length == 0 || length > kMaxAllocation || length > capacity) return nullptr;
   if (used_ == 0) head_ = 0;  // empty: start at the front, so nothing is skipped
   if (bytes_ == nullptr && (bytes_ = pool_.Acquire()) == nullptr) return nullptr;
   const std::size_t tail_room = capacity - head_;

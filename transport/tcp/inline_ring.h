@@ -21,6 +21,8 @@ namespace softdat::transport::tcp {
 class InlineRing {
  public:
   static constexpr std::size_t kMaxInline = 4096;
+  // The most one allocation takes: a kMaxInline payload framed whole (header, pad and CRC).
+  static constexpr std::size_t kMaxAllocation = kMaxInline + 64;
   // Sixteen full-size inline messages: more than a consumer usually has unsent at once; when the
   // ring is full a small message is simply read at framing time like a large one.
   static constexpr std::size_t kBlockSize = 16 * kMaxInline;
@@ -31,7 +33,7 @@ class InlineRing {
   InlineRing(const InlineRing&) = delete;
   InlineRing& operator=(const InlineRing&) = delete;
 
-  // Contiguous room for `length` (1..kMaxInline) bytes, or nullptr when the ring is too full (or
+  // Contiguous room for `length` (1..kMaxAllocation) bytes, or nullptr when the ring is too full (or
   // no block could be had).
   // `charged` is what to hand back to Release: the length plus any tail skipped to stay
   // contiguous.

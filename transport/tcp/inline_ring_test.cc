@@ -15,7 +15,7 @@ TEST(InlineRing, RefusesEmptyOversizeAndWhatDoesNotFit) {
   InlineRing ring(pool);
   std::uint32_t charged = 0;
   EXPECT_EQ(ring.Allocate(0, charged), nullptr);
-  EXPECT_EQ(ring.Allocate(InlineRing::kMaxInline + 1, charged), nullptr);
+  EXPECT_EQ(ring.Allocate(InlineRing::kMaxAllocation + 1, charged), nullptr);
   ASSERT_NE(ring.Allocate(4096, charged), nullptr);
   ASSERT_NE(ring.Allocate(4096, charged), nullptr);
   EXPECT_EQ(ring.Allocate(4096, charged), nullptr) << "only 1808 bytes left";

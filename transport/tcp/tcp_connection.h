@@ -124,12 +124,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     wire::ReadRequestBody read;            // kReadRequest
     Segment inline_segment;                // work.local when the payload was copied at post
     std::uint32_t inline_charged = 0;      // its InlineRing charge, 0 when not inline
+    bool framed = false;                   // inline_segment is the whole FPDU (FrameAtPost)
   };
-  // A posted Work and, for a small Send or Write, where its payload was copied at post time.
+  // A posted Work and, for a small Send or Write, where its payload was copied at post time (for
+  // a small Send on an established connection, the whole FPDU: FrameAtPost).
   struct PostedWork {
     Work work;
     Segment inline_segment;
     std::uint32_t inline_charged = 0;
+    std::uint32_t msn = 0;  // a Send's: Sends are framed in post order, so it is known at post
+    bool framed = false;
   };
   // A Read Request the peer sent us, waiting for its response to be framed.
   struct ReadResponse {
@@ -223,6 +227,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CompleteWritten();
   void WriteRaw(const std::uint8_t* bytes, std::size_t length);
   void CopyInline(PostedWork& slot);  // consumer thread, post_mutex_ held
+  void FrameAtPost(PostedWork& slot, bool crc);  // consumer thread, post_mutex_ held
   bool NeedsSnapshot(const TxMessage& m) const;  // the payload must be copied to be checksummed (Read Responses)
 
   // Reception (connection_rx.cc).
@@ -261,6 +266,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   InlineRing inline_;
   std::uint32_t posted_head_ = 0;
   std::uint32_t posted_count_ = 0;
+  std::uint32_t send_msn_ = 1;  // the next Send's MSN
+  // How Post may frame a small Send itself: 0 not yet (the MPA exchange decides the CRC), 1 with
+  // CRC, 2 without. Set once by the progress context.
+  std::atomic<std::uint8_t> post_framing_{0};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> recv_available_{false};
   std::atomic<int> disconnect_request_{0};  // 0 none, 1 graceful, 2 abrupt
@@ -298,7 +307,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   TxBatch tx_{options_.buffers->frames, options_.buffers->staging, &options_.buffers->sendmsg_calls};
   TxMessage tx_message_;
-  std::uint32_t send_msn_ = 1;
   std::uint32_t read_request_msn_ = 1;
   std::uint32_t next_sink_stag_ = 1;
   std::vector<std::uint64_t> written_ids_;  // Sends and Writes whose last byte is in tx_
