@@ -28,12 +28,6 @@ constexpr int kBatchesPerTurn = 8;
 // Payload bytes per batch: enough to keep the socket busy, few enough that completions of small
 // messages behind a large one are not held back long.
 constexpr std::size_t kBatchBytes = 256 * 1024;
-// Bytes queued on a connection that are worth a write of their own: Post writes them at once
-// instead of waiting out the coalescing window. Waiting longer saves no syscall worth having and
-// lets the frames go cold (the SRQ fan-in client: 1,000 connections of 4 x 4 KiB Sends each,
-// written by one drain milliseconds after their posts, the kernel's copy then reading them from
-// memory).
-constexpr std::size_t kEnoughToWrite = 16 * 1024;
 // Below this much room left in a batch a new FPDU of a longer message waits for the next batch,
 // so large messages go out in large FPDUs.
 constexpr std::size_t kMinChunk = 4096;
@@ -56,7 +50,6 @@ wire::Opcode SendOpcode(const Work& work) {
 
 Status Connection::Post(const Work& work) {
   if (ended_.load(std::memory_order_acquire)) return Status(Code::kInvalidState, Detail::kEpDisconnected);
-  bool enough = false;  // kEnoughToWrite bytes wait: write them now, stream or not
   {
     std::lock_guard lock(post_mutex_);
     if (posted_count_ == posted_.size()) return Status(Code::kInsufficientResources, Detail::kTep);
@@ -72,8 +65,6 @@ Status Connection::Post(const Work& work) {
       CopyInline(slot);
     }
     ++posted_count_;
-    if (work.kind != WorkKind::kRdmaRead) posted_bytes_ += work.length;
-    enough = posted_bytes_ >= kEnoughToWrite;
   }
   // The latency path: when nobody else is at this connection, write the Work from this thread now
   // (one sendmsg, non-blocking). Its completion, and anything else, waits for the next poll.
@@ -86,14 +77,13 @@ Status Connection::Post(const Work& work) {
   // A stream's Work also waits while other connections wait for the next drain (kicks queued): a
   // stream over many connections is written one sendmsg per connection and drain, where writing
   // each Work alone would split the batches every drain builds.
-  // Request-response traffic (a read since the last write), like every ping-pong message, an
-  // occasional Send, and kEnoughToWrite bytes queued go out at once.
+  // Request-response traffic (a read since the last write), like every ping-pong message, and an
+  // occasional Send go out at once.
   if (io_mutex_.try_lock()) {
     std::lock_guard lock(io_mutex_, std::adopt_lock);
     if (!detached_ && (phase_ == Phase::kEstablished || phase_ == Phase::kClosing) && !write_waiting_ &&
-        written_count_ == 0 &&
-        (enough || (TxDue(options_.buffers->last_write_ns.load(std::memory_order_relaxed)) &&
-                    !(Streaming() && options_.kicks != nullptr && options_.kicks->queued())))) {
+        written_count_ == 0 && TxDue(options_.buffers->last_write_ns.load(std::memory_order_relaxed)) &&
+        !(Streaming() && options_.kicks != nullptr && options_.kicks->queued())) {
       in_post_ = true;
       PumpTx();
       in_post_ = false;
@@ -330,7 +320,6 @@ bool Connection::NextTxMessage() {
   }
   posted_head_ = (posted_head_ + 1) % posted_.size();
   --posted_count_;
-  if (work.kind != WorkKind::kRdmaRead) posted_bytes_ -= work.length;
   switch (work.kind) {
     case WorkKind::kSend:
       m.kind = TxKind::kSend;

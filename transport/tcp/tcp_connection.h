@@ -266,7 +266,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   InlineRing inline_;
   std::uint32_t posted_head_ = 0;
   std::uint32_t posted_count_ = 0;
-  std::uint64_t posted_bytes_ = 0;  // payload of the posted Sends and Writes not framed yet
   std::uint32_t send_msn_ = 1;  // the next Send's MSN
   // How Post may frame a small Send itself: 0 not yet (the MPA exchange decides the CRC), 1 with
   // CRC, 2 without. Set once by the progress context.

@@ -748,35 +748,6 @@ TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsToget
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
-// Coalescing waits to save syscalls, and 16 KiB queued have saved them: a stream with few Sends
-// in flight (4 KiB, 4 deep: one connection's SRQ fan-in stream) stalled a whole window per four
-// Sends, and its frames went cold meanwhile. Post now writes once 16 KiB wait, window or not.
-TEST_F(TcpTransportCoalesceTest, SixteenKibQueuedGoOutWithoutWaitingOutTheWindow) {
-  ConnectToRemote();
-  constexpr int kSends = 9;
-  std::vector<std::uint8_t> payload = Bytes(4096, 7);
-  std::vector<std::vector<std::uint8_t>> sinks(kSends, std::vector<std::uint8_t>(4096));
-  std::vector<std::vector<Segment>> scatters;
-  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
-  for (auto& scatter : scatters) remote_events_.AddBuffer(scatter);
-  std::vector<Segment> gather = {SegmentOf(payload)};
-  auto& tcp = static_cast<TcpTransport&>(*transport_);
-  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
-  std::vector<std::uint64_t> writes;
-  for (int i = 0; i < kSends; ++i) {
-    ASSERT_TRUE(PostSend(gather, static_cast<std::uint64_t>(i)).ok());
-    writes.push_back(tcp.buffers().sendmsg_calls.load() - before);
-    (void)transport_->Progress();
-  }
-  // The first goes out at once and begins the stream; the next four wait until they make 16 KiB,
-  // and so do the four after them. With the 1 s window alone, the first write was the only one.
-  EXPECT_EQ(writes, (std::vector<std::uint64_t>{1, 1, 1, 1, 2, 2, 2, 2, 3}));
-  ASSERT_TRUE(PollBothUntil([&] {
-    return client_events_.work_done.size() == kSends && remote_events_.recvs.size() == kSends;
-  }));
-  for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
-}
-
 // A stream spread over many connections (SRQ fan-in: 1,000 clients, a few Sends each in
 // flight) writes each connection rarely, so each connection's own window has passed at every
 // post; written at once, every Send took its own sendmsg. While another connection's Work waits
