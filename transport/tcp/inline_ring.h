@@ -23,8 +23,9 @@ class InlineRing {
   static constexpr std::size_t kMaxInline = 4096;
   // The most one allocation takes: a kMaxInline payload framed whole (header, pad and CRC).
   static constexpr std::size_t kMaxAllocation = kMaxInline + 64;
-  // Sixteen full-size inline messages: more than a consumer usually has unsent at once; when the
-  // ring is full a small message is simply read at framing time like a large one.
+  // Sixteen full-size inline payloads (fifteen 4 KiB Sends framed whole): more than a consumer
+  // usually has unsent at once; when the ring is full a small message is simply read at framing
+  // time like a large one.
   static constexpr std::size_t kBlockSize = 16 * kMaxInline;
 
   // The ring is one block of `pool` (its block_size() is the capacity).
