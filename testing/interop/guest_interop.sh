@@ -129,8 +129,9 @@ pair() {
 # The stock consumers between two providers. dtest: its default moves 1000 x 4 MiB each way
 # (hours under TCG); -B 10 -b 65536 keeps every phase (Send, RDMA Write, RDMA Read, each checked).
 # dapltest -T T -V: SR, RW and RR from both sides, data checked.
-# Each pair listens on a port of its own: a listener's port may linger after its process.
-next_port=47500
+# Each pair listens on a port of its own: a listener's port may linger after its process. Below
+# the ephemeral range (32768 and up), where an earlier client connection's local end may be.
+next_port=27500
 stock_pairs() {  # stock_pairs NAME SERVER_CONF CLIENT_CONF READY SERVER_IP [REASON_TO_SKIP_DTEST]
   local name=$1 s=$2 c=$3 ready=$4 ip=$5 skip=${6:-}
   if [ -n "$skip" ]; then
