@@ -41,6 +41,13 @@ void PutCrc(std::uint8_t* at, std::uint32_t crc) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(crc >> (8 * i));
 }
 
+// Writes an FPDU's zero pad and its CRC field at `at`, finishing the CRC `state` of the bytes
+// before it (without CRC the field is zero).
+void WriteTrailer(std::uint8_t* at, std::size_t pad, std::uint32_t state, bool crc) {
+  std::memset(at, 0, pad);
+  PutCrc(at + pad, crc ? Crc32cFinal(Crc32cUpdate(state, at, pad)) : 0);
+}
+
 wire::Opcode SendOpcode(const Work& work) {
   if (work.solicited) return work.invalidate ? wire::Opcode::kSendSolicitedInvalidate : wire::Opcode::kSendSolicited;
   return work.invalidate ? wire::Opcode::kSendInvalidate : wire::Opcode::kSend;
@@ -146,9 +153,7 @@ void Connection::FrameAtPost(PostedWork& slot, bool crc) {
     }
     at += segment.length;
   }
-  std::memset(at, 0, pad);
-  if (crc) state = Crc32cFinal(Crc32cUpdate(state, at, pad));
-  PutCrc(at + pad, state);
+  WriteTrailer(at, pad, state, crc);
   slot.inline_segment = Segment{reinterpret_cast<std::uint64_t>(frame), static_cast<std::uint32_t>(size), 0};
   slot.inline_charged = charged;
   slot.framed = true;
@@ -448,10 +453,7 @@ std::uint32_t Connection::AppendPayload(TxMessage& m, std::uint32_t chunk, std::
 // Appends the pad and the CRC trailer of an FPDU whose ULPDU is `ulpdu` bytes.
 void Connection::AppendTrailer(std::size_t ulpdu, std::uint32_t crc) {
   const std::size_t pad = wire::PadSize(ulpdu);
-  std::uint8_t* trailer = tx_.Reserve(pad + wire::kCrcSize);
-  std::memset(trailer, 0, pad);
-  if (crc_) crc = Crc32cFinal(Crc32cUpdate(crc, trailer, pad));
-  PutCrc(trailer + pad, crc);
+  WriteTrailer(tx_.Reserve(pad + wire::kCrcSize), pad, crc, crc_);
 }
 
 // Frames the next FPDU of the message being sent into the batch, if there is room.

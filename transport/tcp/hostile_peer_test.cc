@@ -51,9 +51,9 @@ class RawPeer {
   void SendBytes(const std::vector<std::uint8_t>& bytes) {
     ASSERT_EQ(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
   }
-  void SendMpaRequest(bool peer_to_peer = true) {
+  void SendMpaRequest(bool peer_to_peer = true, bool crc = true) {
     wire::MpaFrame request;
-    request.crc = true;
+    request.crc = crc;
     request.enhanced = true;
     request.peer_to_peer = peer_to_peer;
     request.rtr_write = peer_to_peer;
@@ -173,10 +173,11 @@ class HostilePeerTest : public ::testing::Test {
     listener_.reset();
     transport_.reset();
   }
-  // The raw peer connects and is accepted; the server endpoint is established.
-  void Establish(int receive_buffer = 0) {
+  // The raw peer connects and is accepted (asking for CRC or not); the server endpoint is
+  // established.
+  void Establish(int receive_buffer = 0, bool crc = true) {
     ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port(), receive_buffer));
-    peer_.SendMpaRequest();
+    peer_.SendMpaRequest(true, crc);
     pending_ = requests_.Next();
     ASSERT_NE(pending_, nullptr);
     ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
@@ -550,21 +551,7 @@ class NoCrcPeerTest : public HostilePeerTest {
 };
 
 TEST_F(NoCrcPeerTest, SmallSendsFramedAtPostCarryAZeroCrcField) {
-  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
-  wire::MpaFrame request;
-  request.enhanced = true;
-  request.peer_to_peer = true;
-  request.rtr_write = true;
-  request.ird = request.ord = 4;
-  std::vector<std::uint8_t> bytes(wire::kMpaFrameHeaderSize + wire::kMpaEnhancedBlockSize);
-  wire::EncodeMpaFrame(request, bytes.data());
-  peer_.SendBytes(bytes);
-  pending_ = requests_.Next();
-  ASSERT_NE(pending_, nullptr);
-  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
-  ASSERT_TRUE(peer_.ReadMpaReply());
-  peer_.SendRtr();
-  ASSERT_TRUE(events_.WaitFor([&] { return events_.established; }));
+  Establish(0, false);
   PostMixedSendsAndCheckTheWire(*server_, events_, peer_, false);
 }
 
@@ -572,21 +559,7 @@ TEST_F(NoCrcPeerTest, LargeFpduIsPlacedAsItArrives) {
   std::vector<std::uint8_t> memory(3 * 64 * 1024, 0xEE);
   std::vector<Segment> scatter = {SegmentOf(memory, 64 * 1024, 20 * 1024), SegmentOf(memory, 84 * 1024, 44 * 1024)};
   events_.AddBuffer(scatter);
-  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
-  wire::MpaFrame request;
-  request.enhanced = true;
-  request.peer_to_peer = true;
-  request.rtr_write = true;
-  request.ird = request.ord = 4;
-  std::vector<std::uint8_t> bytes(wire::kMpaFrameHeaderSize + wire::kMpaEnhancedBlockSize);
-  wire::EncodeMpaFrame(request, bytes.data());
-  peer_.SendBytes(bytes);
-  pending_ = requests_.Next();
-  ASSERT_NE(pending_, nullptr);
-  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
-  ASSERT_TRUE(peer_.ReadMpaReply());
-  peer_.SendRtr();  // its CRC field is not checked without CRC
-  ASSERT_TRUE(events_.WaitFor([&] { return events_.established; }));
+  Establish(0, false);  // the peer's ready-to-receive FPDU: its CRC field is not checked without CRC
 
   const std::vector<std::uint8_t> payload = Bytes(48 * 1024, 9);
   const std::vector<std::uint8_t> frame = RawPeer::Fpdu(SendHeader(1), payload);
