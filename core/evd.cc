@@ -68,12 +68,17 @@ void Evd::Destroy(Evd* evd) {
 }
 
 Status Evd::Dequeue(DAT_EVENT& event) {
+  evd::ProgressHook* const hook = ia_->progress_hook();
   Status status = queue_->Dequeue(&event);
   if (status.code() == Code::kQueueEmpty) {
     // Nothing queued: move the transport on this thread, then look again. A consumer spinning on
     // dat_evd_dequeue thus drives its own progress and never waits for a thread it starves.
-    if (evd::ProgressHook* hook = ia_->progress_hook(); hook != nullptr && hook->Progress())
-      status = queue_->Dequeue(&event);
+    if (hook != nullptr && hook->Progress()) status = queue_->Dequeue(&event);
+  } else if (status.ok() && hook != nullptr && hook->ProgressDue()) {
+    // Events queued, and the transport holds back much Work posted while reaping them (a consumer
+    // answering each completion with a post, over many endpoints): move it now, while those
+    // posts are still in cache, rather than once thousands of them wait for this queue to empty.
+    (void)hook->Progress();
   }
   if (status.ok()) ReleaseSrqBuffer(event);
   return status;

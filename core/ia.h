@@ -108,6 +108,7 @@ class Ia : public HandleHeader {
    public:
     explicit Poller(Ia& ia) : ia_(ia) {}
     bool Progress() noexcept override { return ia_.transport_->Progress(); }
+    bool ProgressDue() const noexcept override { return ia_.transport_->ProgressDue(); }
     std::uint32_t spin_us() const noexcept override {
       // Busy-poll: spin until the timeout. Otherwise the IA's spin, at least 1 us (0 would mean
       // "forever" to the queue; spin_us=0 asks for no spin at all, which 1 us nearly is).

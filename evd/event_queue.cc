@@ -143,6 +143,13 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
     if (count_ >= static_cast<std::size_t>(threshold)) {
       PopLocked(event);
       if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
+      if (hook != nullptr && hook->ProgressDue()) {
+        // Events were queued, but the transport holds back much Work posted while they were
+        // reaped: move it now, while it is in cache (ProgressHook::ProgressDue).
+        lock.unlock();
+        (void)hook->Progress();
+        lock.lock();
+      }
       break;
     }
     if (spinning) {

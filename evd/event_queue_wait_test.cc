@@ -255,6 +255,7 @@ class ScriptedHook final : public ProgressHook {
     if (calls == unwaitable_on_call) queue_->SetUnwaitable();
     return false;
   }
+  bool ProgressDue() const noexcept override { return due; }
   std::uint32_t spin_us() const noexcept override { return spin; }
   void Pause() noexcept override {
     ++pauses;
@@ -262,6 +263,7 @@ class ScriptedHook final : public ProgressHook {
   }
 
   int calls = 0;
+  bool due = false;  // ProgressDue's answer
   int unwaitable_on_call = -1;
   std::uint32_t spin = 0;  // 0: busy-poll
   std::atomic<int> pauses{0};
@@ -293,6 +295,29 @@ TEST(EventQueue, BusyPollHookProgressesAndDelivers) {
   EXPECT_EQ(first_call_posts.calls, 1);
   EXPECT_EQ(SeqOf(event), 6u);
   EXPECT_EQ(nmore, 1);
+}
+
+// A waiter whose events are already queued takes one without moving the transport, unless the
+// transport says Work it holds back is due (a consumer answering each completion with a post over
+// many endpoints): then it moves it once, after taking the event.
+TEST(EventQueue, AWaiterWithEventsQueuedMovesTheTransportOnlyWhenWorkIsDue) {
+  auto queue = NewQueue(8);
+  ASSERT_NE(queue, nullptr);
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  ASSERT_EQ(queue->Post(MakeEvent(0, 2)), Status::Ok());
+  ScriptedHook hook(queue.get(), {});
+  queue->SetProgressHook(&hook);
+  DAT_EVENT event{};
+  DAT_COUNT nmore = kUntouchedCount;
+  EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, &nmore), Status::Ok());
+  EXPECT_EQ(SeqOf(event), 1u);
+  EXPECT_EQ(hook.calls, 0) << "an event was queued and nothing was due";
+
+  hook.due = true;
+  EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, &nmore), Status::Ok());
+  EXPECT_EQ(SeqOf(event), 2u) << "the queued event is still the one returned";
+  EXPECT_EQ(nmore, 0);
+  EXPECT_EQ(hook.calls, 1) << "Work was due: one progress call";
 }
 
 // The default mode: a waiter spins on the transport briefly, then hands over (Pause) and sleeps;

@@ -14,6 +14,10 @@ class ProgressHook {
   // Must not throw (noexcept): the waiter has released the queue lock around the call.
   virtual bool Progress() noexcept = 0;
 
+  // Whether a consumer that dequeued an event should also call Progress now, though its queue is
+  // not empty (the transport says holding back more would cost it). Must be cheap.
+  virtual bool ProgressDue() const noexcept = 0;
+
   // How long a waiter spins on Progress before it sleeps, in microseconds; 0 spins until its
   // timeout (busy-poll: nothing else drives the transport).
   virtual std::uint32_t spin_us() const noexcept = 0;

@@ -81,6 +81,10 @@ class Transport {
   // happened. Busy-poll mode relies on it; with a progress thread it is how a waiting consumer
   // gets its events without a hand-off (a transport may also just return false).
   virtual bool Progress() noexcept = 0;
+  // Whether a consumer that is reaping events (its EVD not empty) should call Progress now rather
+  // than when its EVD runs dry: the transport holds so much posted Work back that writing it later
+  // would read it cold. A hint, read on every dequeue: cheap, and false by default.
+  virtual bool ProgressDue() const noexcept { return false; }
   // The consumer that was calling Progress stops (its wait is about to sleep): whoever else
   // drives progress must take over now.
   virtual void Pause() noexcept {}

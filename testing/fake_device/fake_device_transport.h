@@ -42,6 +42,8 @@ struct Behaviour {
   bool refuse_limit_below_depth = false;
   // CreateEndpoint fails with kInsufficientResources (kTep), as a NIC out of QPs does.
   bool refuse_endpoints = false;
+  // ProgressDue answers yes, as a transport holding back much posted Work does.
+  bool progress_due = false;
 };
 
 class FakeDeviceTransport : public transport::Transport {
@@ -83,13 +85,17 @@ class FakeDeviceTransport : public transport::Transport {
                 std::unique_ptr<transport::Listener>& out) override;
   // Runs pending device work of every fake IA; true when anything ran.
   bool Progress() noexcept override;
+  bool ProgressDue() const noexcept override { return behaviour_.progress_due; }
   // Runs only the oldest pending step (a test stops the device between two of them).
   bool Step();
+  // How often Progress was called on this transport (by the IA's EVDs or a test).
+  std::size_t progress_calls() const { return progress_calls_; }
 
  private:
   transport::Capabilities capabilities_;
   sockaddr_in address_;
   Behaviour behaviour_;
+  std::size_t progress_calls_ = 0;
 };
 
 }  // namespace softdat::testing::fake_device

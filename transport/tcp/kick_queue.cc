@@ -46,7 +46,7 @@ void KickQueue::Stop() {
   std::lock_guard lock(mutex_);
   for (auto& connection : ring_) connection.reset();
   count_ = 0;
-  queued_.store(false, std::memory_order_release);
+  depth_.store(0, std::memory_order_release);
 }
 
 bool KickQueue::Reserve(std::size_t connections) {
@@ -71,7 +71,7 @@ void KickQueue::Push(std::shared_ptr<Connection> connection) {
     if (fd_ >= 0 && count_ < ring_.size()) {
       ring_[(head_ + count_) % ring_.size()] = std::move(connection);
       first = count_++ == 0;
-      queued_.store(true, std::memory_order_seq_cst);
+      depth_.store(count_, std::memory_order_seq_cst);
       connection = nullptr;
     }
   }
@@ -104,7 +104,7 @@ void KickQueue::Arm() {
 }
 
 bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
-  if (!queued_.load(std::memory_order_acquire)) return false;
+  if (depth_.load(std::memory_order_acquire) == 0) return false;
   bool any = false;
   std::size_t left = 0;  // connections queued when the drain began: a requeued one waits for the next
   std::size_t requeued = 0;
@@ -131,7 +131,7 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    if (count_ == 0) queued_.store(false, std::memory_order_release);
+    depth_.store(count_, std::memory_order_release);
     // A connection pushed while this drain ran found the ring not empty and woke nobody; this
     // drain stops at what was queued when it began. Wake the progress thread for it, as its push
     // would have, or it waits for whatever pushes next onto an empty ring.
@@ -146,7 +146,7 @@ void KickQueue::Requeue(std::shared_ptr<Connection> connection) {
   std::lock_guard lock(mutex_);
   ring_[(head_ + count_) % ring_.size()] = std::move(connection);
   ++count_;
-  queued_.store(true, std::memory_order_seq_cst);
+  depth_.store(count_, std::memory_order_seq_cst);
 }
 
 }  // namespace softdat::transport::tcp

@@ -46,7 +46,9 @@ class KickQueue {
   // as the drain begins (Connection::TxDue). True if a connection ran. Any thread.
   bool Drain(bool consumer = false, std::uint64_t ia_last_write_ns = 0);
   // Whether a connection is queued: a drain is due, and Work posted now can join it.
-  bool queued() const { return queued_.load(std::memory_order_relaxed); }
+  bool queued() const { return depth_.load(std::memory_order_relaxed) != 0; }
+  // How many connections are queued (read without the lock: a hint, exact once posts stop).
+  std::size_t depth() const { return depth_.load(std::memory_order_relaxed); }
   // Wakes the progress thread's io_context whatever is queued (a consumer stops polling).
   void WakeProgress();
   // Starts waiting on the eventfd (progress context, once).
@@ -68,7 +70,7 @@ class KickQueue {
   std::vector<std::shared_ptr<Connection>> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
-  std::atomic<bool> queued_{false};  // count_ != 0, readable without the lock
+  std::atomic<std::size_t> depth_{0};  // count_, readable without the lock (written under it)
 };
 
 }  // namespace softdat::transport::tcp

@@ -289,7 +289,10 @@ bool TcpTransport::Progress() noexcept {
   // see it arrive in the same poll that completes it.
   // One look at the IA's last write for the whole drain: the writes it makes do not hold back
   // the connections after them.
-  bool any = kicks_.Drain(true, connection_options_.buffers->last_write_ns.load(std::memory_order_relaxed));
+  // A deep queue is written whole, coalescing window or not: its Work was posted while the
+  // consumer reaped events (ProgressDue), and holding it longer only lets it go cold.
+  const bool deep = ProgressDue();
+  bool any = kicks_.Drain(!deep, connection_options_.buffers->last_write_ns.load(std::memory_order_relaxed));
   any |= PollReady(false);
   if (!busy_poll_) {
     // The progress thread runs the io_context (setup, timers, waits for socket room); this
@@ -310,6 +313,8 @@ bool TcpTransport::Progress() noexcept {
   if ((calls & 63) == 0 || (!any && (calls & 7) == 0)) any |= RunAsio();
   return any;
 }
+
+bool TcpTransport::ProgressDue() const noexcept { return kicks_.depth() >= kDueDepth; }
 
 void TcpTransport::Pause() noexcept {
   if (busy_poll_) return;

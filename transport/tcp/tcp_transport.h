@@ -54,6 +54,15 @@ class TcpTransport final : public Transport {
   Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events, std::unique_ptr<Endpoint>& out) override;
   Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
   bool Progress() noexcept override;
+  // True once kDueDepth connections hold Work back for the next drain (see Progress).
+  bool ProgressDue() const noexcept override;
+  // Connections queued for a drain at which a consumer reaping events drains them before it
+  // reaps on. A consumer answering each completion with a post over 1,000 connections otherwise
+  // reaps thousands of completions, posts as many Sends into inline copies, and only then, its
+  // EVD empty, writes them: 16 MB later, from memory instead of the cache (the SRQ fan-in
+  // client: 6.6% of its samples in that copy, 2.1% with drains every 32 connections). 32
+  // connections of four 4 KiB Sends are 512 KiB of copies.
+  static constexpr std::size_t kDueDepth = 32;
   void Pause() noexcept override;
 
   // The pools every connection takes its buffers from (for tests and reports).

@@ -819,5 +819,99 @@ TEST_F(TcpTransportFanInCoalesceTest, AStreamsPostJoinsTheDrainOtherConnectionsW
   second_pending.reset();
 }
 
+// A consumer that reaps completions and answers each with a post, over many connections (the
+// SRQ fan-in client), queued every connection's Work for one drain, run only once its EVD was
+// empty: 4,000 Sends copied when posted were written 16 MB later, read back from memory. Once
+// kDueDepth connections wait, ProgressDue says so (a dequeue then calls Progress), and that
+// Progress writes them all, inside the coalescing window or not. The window here (100 s) never
+// passes, so only the depth can write them.
+class TcpTransportDeepDrainTest : public TcpTransportPollTest {
+ protected:
+  void SetUp() override {
+    IaOptions options;
+    options.progress = ProgressMode::kPoll;
+    options.coalesce_us = 100'000'000;
+    Open(options);
+  }
+};
+
+TEST_F(TcpTransportDeepDrainTest, ConsumersProgressWritesADeepQueueInsideTheCoalescingWindow) {
+  ConnectToRemote();
+  constexpr std::size_t kConnections = TcpTransport::kDueDepth;
+  // Connection 0 is the fixture's client_; the others are made here.
+  std::vector<std::unique_ptr<RecordingEvents>> events(kConnections), remote_events(kConnections);
+  std::vector<std::unique_ptr<Endpoint>> endpoints(kConnections), remote_endpoints(kConnections);
+  std::vector<std::unique_ptr<PendingConnection>> pendings(kConnections);
+  for (std::size_t i = 1; i < kConnections; ++i) {
+    events[i] = std::make_unique<RecordingEvents>();
+    remote_events[i] = std::make_unique<RecordingEvents>();
+    ASSERT_TRUE(transport_->CreateEndpoint(Config(), events[i].get(), endpoints[i]).ok());
+    ASSERT_TRUE(remote_->CreateEndpoint(Config(), remote_events[i].get(), remote_endpoints[i]).ok());
+    ASSERT_TRUE(endpoints[i]->Connect(remote_->address(), remote_listener_->port(), {}, UINT64_MAX).ok());
+    ASSERT_TRUE(PollBothUntil([&] { return (pendings[i] = remote_requests_.TryNext()) != nullptr; }));
+    ASSERT_TRUE(pendings[i]->Accept(*remote_endpoints[i], {}).ok());
+    ASSERT_TRUE(PollBothUntil([&] { return events[i]->established && remote_events[i]->established; }));
+  }
+  auto endpoint = [&](std::size_t i) -> Endpoint& { return i == 0 ? *client_ : *endpoints[i]; };
+  auto done = [&](std::size_t i) -> RecordingEvents& { return i == 0 ? client_events_ : *events[i]; };
+  auto arrived = [&](std::size_t i) -> RecordingEvents& { return i == 0 ? remote_events_ : *remote_events[i]; };
+
+  std::vector<std::uint8_t> payload = Bytes(4096, 6);
+  std::vector<std::vector<std::uint8_t>> sinks(2 * kConnections, std::vector<std::uint8_t>(4096));
+  std::vector<std::vector<Segment>> scatters;
+  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
+  for (std::size_t i = 0; i < kConnections; ++i) {
+    arrived(i).AddBuffer(scatters[2 * i]);
+    arrived(i).AddBuffer(scatters[2 * i + 1]);
+  }
+  std::vector<Segment> gather = {SegmentOf(payload)};
+  Work work;
+  work.kind = WorkKind::kSend;
+  work.local = gather;
+  work.length = payload.size();
+  // One Send each, written at once, makes every connection a send-only stream. Their completions
+  // wait for a drain, which the window would hold back too: the depth reports them.
+  for (std::size_t i = 0; i < kConnections; ++i) {
+    work.id = 1;
+    ASSERT_TRUE(endpoint(i).Post(work).ok());
+  }
+  ASSERT_TRUE(PollBothUntil([&] {
+    for (std::size_t i = 0; i < kConnections; ++i)
+      if (done(i).work_done.size() != 1 || arrived(i).recvs.size() != 1) return false;
+    return true;
+  }));
+
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
+  // The second Send of each waits for the window; one short of the depth, a consumer's Progress
+  // leaves them waiting.
+  for (std::size_t i = 0; i + 1 < kConnections; ++i) {
+    work.id = 2;
+    ASSERT_TRUE(endpoint(i).Post(work).ok());
+  }
+  EXPECT_FALSE(tcp.ProgressDue());
+  (void)transport_->Progress();
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, 0u) << "inside the window, a shallow queue waits";
+  EXPECT_FALSE(tcp.ProgressDue());
+
+  work.id = 2;
+  ASSERT_TRUE(endpoint(kConnections - 1).Post(work).ok());
+  EXPECT_TRUE(tcp.ProgressDue()) << kConnections << " connections wait for a drain";
+  (void)transport_->Progress();
+  EXPECT_EQ(tcp.buffers().sendmsg_calls.load() - before, kConnections) << "one write per connection, all now";
+  EXPECT_FALSE(tcp.ProgressDue());
+  ASSERT_TRUE(PollBothUntil([&] {
+    for (std::size_t i = 0; i < kConnections; ++i)
+      if (done(i).work_done.size() != 2 || arrived(i).recvs.size() != 2) return false;
+    return true;
+  }));
+  for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
+  for (std::size_t i = 1; i < kConnections; ++i) {
+    endpoints[i].reset();
+    remote_endpoints[i].reset();
+    pendings[i].reset();
+  }
+}
+
 }  // namespace
 }  // namespace softdat::transport::tcp
