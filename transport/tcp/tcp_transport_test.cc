@@ -554,9 +554,12 @@ TEST_F(TcpTransportRnrTest, NoBufferWithinTheRnrTimeoutBreaksTheConnection) {
 
 class TcpTransportPollTest : public TcpTransportTest {
  protected:
-  void SetUp() override {
+  void SetUp() override { OpenPolling(IaOptions{}.coalesce_us); }
+  // Opens the fixture's transport in poll mode with a coalescing window of `coalesce_us`.
+  void OpenPolling(std::uint32_t coalesce_us) {
     IaOptions options;
     options.progress = ProgressMode::kPoll;
+    options.coalesce_us = coalesce_us;
     Open(options);
   }
   // Drives the transport from this thread until `done` or the bound.
@@ -715,12 +718,7 @@ TEST_F(TcpTransportPollTest, SendWrittenByPostCompletesBeforeTheAnswerReadInTheS
 // of a second makes the test independent of how fast this machine posts.
 class TcpTransportCoalesceTest : public TcpTransportPollTest {
  protected:
-  void SetUp() override {
-    IaOptions options;
-    options.progress = ProgressMode::kPoll;
-    options.coalesce_us = 1'000'000;
-    Open(options);
-  }
+  void SetUp() override { OpenPolling(1'000'000); }
 };
 
 TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsTogether) {
@@ -755,12 +753,7 @@ TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsToget
 // here (200 ms) is slept out first, so only the queued kick can hold the second Send back.
 class TcpTransportFanInCoalesceTest : public TcpTransportPollTest {
  protected:
-  void SetUp() override {
-    IaOptions options;
-    options.progress = ProgressMode::kPoll;
-    options.coalesce_us = 200'000;
-    Open(options);
-  }
+  void SetUp() override { OpenPolling(200'000); }
 };
 
 TEST_F(TcpTransportFanInCoalesceTest, AStreamsPostJoinsTheDrainOtherConnectionsWaitFor) {
@@ -827,12 +820,7 @@ TEST_F(TcpTransportFanInCoalesceTest, AStreamsPostJoinsTheDrainOtherConnectionsW
 // passes, so only the depth can write them.
 class TcpTransportDeepDrainTest : public TcpTransportPollTest {
  protected:
-  void SetUp() override {
-    IaOptions options;
-    options.progress = ProgressMode::kPoll;
-    options.coalesce_us = 100'000'000;
-    Open(options);
-  }
+  void SetUp() override { OpenPolling(100'000'000); }
 };
 
 TEST_F(TcpTransportDeepDrainTest, ConsumersProgressWritesADeepQueueInsideTheCoalescingWindow) {
