@@ -288,8 +288,7 @@ Connection::Frame Connection::ReadMpaReply() {
     return Frame::kEnded;
   }
   // C in either frame: both directions carry and check the CRC (RFC 5044 §7.1).
-  crc_ = reply.crc || options_.mpa_crc;
-  post_framing_.store(crc_ ? 1 : 2, std::memory_order_release);
+  SetCrc(reply.crc || options_.mpa_crc);
   if (reply.enhanced && reply.peer_to_peer) {
     if (reply.ird != 0) ord_ = std::min<std::uint32_t>(ord_, reply.ird);
     rtr_pending_ = reply.rtr_write;
@@ -314,8 +313,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
   reply.reply = true;
   reply.revision = request.revision;
   reply.crc = request.crc || options_.mpa_crc;
-  crc_ = reply.crc;
-  post_framing_.store(crc_ ? 1 : 2, std::memory_order_release);
+  SetCrc(reply.crc);
   const char* refusal = request.markers ? "the peer asks for MPA markers" : nullptr;
   bool await_rtr = false;
   if (request.enhanced) {

@@ -65,9 +65,9 @@ Status Connection::Post(const Work& work) {
     slot.inline_charged = 0;
     slot.framed = false;
     if (work.kind == WorkKind::kSend) slot.msn = send_msn_++;
-    const std::uint8_t framing = post_framing_.load(std::memory_order_acquire);
-    if (work.kind == WorkKind::kSend && framing != 0) {
-      FrameAtPost(slot, framing == 1);
+    const PostFraming framing = post_framing_.load(std::memory_order_acquire);
+    if (work.kind == WorkKind::kSend && framing != PostFraming::kNotYet) {
+      FrameAtPost(slot, framing == PostFraming::kWithCrc);
     } else if (work.kind != WorkKind::kRdmaRead) {
       CopyInline(slot);
     }
@@ -114,6 +114,11 @@ void Connection::CopyInline(PostedWork& slot) {
   }
   slot.inline_segment = Segment{reinterpret_cast<std::uint64_t>(copy), static_cast<std::uint32_t>(work.length), 0};
   slot.inline_charged = charged;
+}
+
+void Connection::SetCrc(bool crc) {
+  crc_ = crc;
+  post_framing_.store(crc ? PostFraming::kWithCrc : PostFraming::kWithoutCrc, std::memory_order_release);
 }
 
 // A small Send is framed whole here, into the inline ring: header, payload copied and checksummed

@@ -228,6 +228,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void WriteRaw(const std::uint8_t* bytes, std::size_t length);
   void CopyInline(PostedWork& slot);  // consumer thread, post_mutex_ held
   void FrameAtPost(PostedWork& slot, bool crc);  // consumer thread, post_mutex_ held
+  void SetCrc(bool crc);  // the MPA exchange decided: crc_, and Post may frame Sends (post_framing_)
   bool NeedsSnapshot(const TxMessage& m) const;  // the payload must be copied to be checksummed (Read Responses)
 
   // Reception (connection_rx.cc).
@@ -267,9 +268,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint32_t posted_head_ = 0;
   std::uint32_t posted_count_ = 0;
   std::uint32_t send_msn_ = 1;  // the next Send's MSN
-  // How Post may frame a small Send itself: 0 not yet (the MPA exchange decides the CRC), 1 with
-  // CRC, 2 without. Set once by the progress context.
-  std::atomic<std::uint8_t> post_framing_{0};
+  // How Post may frame a small Send itself, published by SetCrc once the MPA exchange decided.
+  enum class PostFraming : std::uint8_t { kNotYet, kWithCrc, kWithoutCrc };
+  std::atomic<PostFraming> post_framing_{PostFraming::kNotYet};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> recv_available_{false};
   std::atomic<int> disconnect_request_{0};  // 0 none, 1 graceful, 2 abrupt
