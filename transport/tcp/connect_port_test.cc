@@ -1,0 +1,87 @@
+// Connecting when the ephemeral port range is crowded. Inside a private network namespace whose
+// range holds two ports, four connections to two listeners all come up: the port is chosen by
+// connect() for each peer, not by bind() for every peer at once.
+// Regression: bind() to port 0 before connect() made a burst of 1,000 connects take 5 s on a host
+// whose range was half full of TIME_WAIT sockets, and the server closed the connections whose
+// MPA Request had not gone out in that time.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "transport/tcp/tcp_transport.h"
+#include "transport/test_recorder.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+using testing::RecordingEvents;
+using testing::RecordingRequests;
+
+// A network namespace of this process's own, loopback up, ephemeral ports 40000-40001 only.
+// Empty on success, else what failed.
+std::string EnterCrowdedNamespace() {
+  if (::unshare(CLONE_NEWNET) != 0) return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  ifreq request{};
+  std::strncpy(request.ifr_name, "lo", sizeof request.ifr_name - 1);
+  bool up = ::ioctl(fd, SIOCGIFFLAGS, &request) == 0;
+  request.ifr_flags |= IFF_UP;
+  up = up && ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
+  ::close(fd);
+  if (!up) return std::string("bringing lo up: ") + std::strerror(errno);
+  const int range = ::open("/proc/sys/net/ipv4/ip_local_port_range", O_WRONLY | O_CLOEXEC);
+  if (range < 0) return std::string("opening ip_local_port_range: ") + std::strerror(errno);
+  const char text[] = "40000 40001\n";
+  const bool written = ::write(range, text, sizeof text - 1) == static_cast<ssize_t>(sizeof text - 1);
+  ::close(range);
+  if (!written) return std::string("writing ip_local_port_range: ") + std::strerror(errno);
+  return {};
+}
+
+TEST(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeers) {
+  const std::string why_not = EnterCrowdedNamespace();
+  ASSERT_TRUE(why_not.empty()) << "this test needs a private network namespace (root, or user namespaces): " << why_not;
+
+  IaParams params;
+  params.kind = TransportKind::kTcp;
+  params.address = "127.0.0.1";
+  std::unique_ptr<Transport> transport;
+  std::string why;
+  ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+  // Listening ports outside the two-port range, so that the clients have both.
+  constexpr std::uint16_t kPorts[2] = {41000, 41001};
+  RecordingRequests requests[2];
+  std::unique_ptr<Listener> listeners[2];
+  for (int p = 0; p < 2; ++p) ASSERT_TRUE(transport->Listen(kPorts[p], &requests[p], listeners[p]).ok());
+
+  constexpr int kConnections = 4;  // two per peer: more than two ports if each needed its own
+  RecordingEvents client_events[kConnections], server_events[kConnections];
+  std::unique_ptr<Endpoint> clients[kConnections], servers[kConnections];
+  std::unique_ptr<PendingConnection> pending[kConnections];
+  for (int i = 0; i < kConnections; ++i) {
+    ASSERT_TRUE(transport->CreateEndpoint(testing::SmallEndpointConfig(), &client_events[i], clients[i]).ok());
+    ASSERT_TRUE(transport->CreateEndpoint(testing::SmallEndpointConfig(), &server_events[i], servers[i]).ok());
+    ASSERT_TRUE(clients[i]->Connect(transport->address(), kPorts[i % 2], {}, UINT64_MAX).ok());
+    pending[i] = requests[i % 2].Next();
+    ASSERT_NE(pending[i], nullptr) << "connection " << i << " never reached its listener";
+    ASSERT_TRUE(pending[i]->Accept(*servers[i], {}).ok());
+    EXPECT_TRUE(client_events[i].WaitFor([&] { return client_events[i].established > 0; })) << "connection " << i;
+    EXPECT_TRUE(server_events[i].WaitFor([&] { return server_events[i].established > 0; })) << "connection " << i;
+  }
+  for (int i = 0; i < kConnections; ++i) {
+    clients[i].reset();
+    servers[i].reset();
+  }
+}
+
+}  // namespace
+}  // namespace softdat::transport::tcp
