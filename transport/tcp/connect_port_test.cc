@@ -1,6 +1,7 @@
 // Connecting when the ephemeral port range is crowded. Inside a private network namespace whose
 // range holds two ports, four connections to two listeners all come up: the port is chosen by
-// connect() for each peer, not by bind() for every peer at once.
+// connect() for each peer, not by bind() for every peer at once. A fifth finds no port towards
+// its peer: it ends unreachable, and a line at the default log level says why.
 // Regression: bind() to port 0 before connect() made a burst of 1,000 connects take 5 s on a host
 // whose range was half full of TIME_WAIT sockets, and the server closed the connections whose
 // MPA Request had not gone out in that time.
@@ -47,7 +48,7 @@ std::string EnterCrowdedNamespace() {
   return {};
 }
 
-TEST(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeers) {
+TEST(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeersAndNoMore) {
   const std::string why_not = EnterCrowdedNamespace();
   ASSERT_TRUE(why_not.empty()) << "this test needs a private network namespace (root, or user namespaces): " << why_not;
 
@@ -77,6 +78,20 @@ TEST(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeers) {
     EXPECT_TRUE(client_events[i].WaitFor([&] { return client_events[i].established > 0; })) << "connection " << i;
     EXPECT_TRUE(server_events[i].WaitFor([&] { return server_events[i].established > 0; })) << "connection " << i;
   }
+
+  // A third connection to one peer finds no port: unreachable, and the log says why.
+  RecordingEvents extra_events;
+  std::unique_ptr<Endpoint> extra;
+  ASSERT_TRUE(transport->CreateEndpoint(testing::SmallEndpointConfig(), &extra_events, extra).ok());
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(extra->Connect(transport->address(), kPorts[0], {}, UINT64_MAX).ok());
+  const bool ended = extra_events.WaitFor([&] { return extra_events.ended_count > 0; });
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(extra_events.ended, ConnectionEnd::kUnreachable);
+  EXPECT_NE(log.find("no local port is free towards the peer"), std::string::npos) << log;
+
+  extra.reset();
   for (int i = 0; i < kConnections; ++i) {
     clients[i].reset();
     servers[i].reset();

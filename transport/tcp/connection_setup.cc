@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
@@ -241,7 +242,14 @@ void Connection::ApplySocketOptions() {
 
 void Connection::OnConnected(const boost::system::error_code& error) {
   if (error) {
-    SOFTDAT_LOG(kInfo, "tcp %s: connect failed: %s", Describe().data(), error.message().c_str());
+    if (error.value() == EADDRNOTAVAIL && error.category() == boost::system::system_category()) {
+      // Not the peer's doing: this host has no port left to reach it from. Said at the default
+      // level, since the remedy is the administrator's.
+      SOFTDAT_LOG(kWarn, "tcp %s: connect failed: no local port is free towards the peer (the ephemeral range, "
+                  "net.ipv4.ip_local_port_range, is used up)", Describe().data());
+    } else {
+      SOFTDAT_LOG(kInfo, "tcp %s: connect failed: %s", Describe().data(), error.message().c_str());
+    }
     End(ConnectionEnd::kUnreachable);
     return;
   }
