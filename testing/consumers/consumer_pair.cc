@@ -3,10 +3,6 @@
 #include "testing/consumers/consumer_pair.h"
 
 #include <link.h>
-#include <net/if.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +14,7 @@
 #include <thread>
 
 #include "testing/dat_conf.h"
+#include "testing/private_network.h"
 
 namespace softdat::testing {
 namespace {
@@ -30,31 +27,21 @@ constexpr auto kListenBound = 30s;
 constexpr auto kPortFreeBound = 60s;
 constexpr auto kPoll = 50ms;
 
-bool BringLoopbackUp() {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  ifreq request{};
-  std::snprintf(request.ifr_name, sizeof request.ifr_name, "lo");
-  bool up = ::ioctl(fd, SIOCGIFFLAGS, &request) == 0;
-  if (up) {
-    request.ifr_flags |= IFF_UP;
-    up = ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
-  }
-  ::close(fd);
-  return up;
-}
-
 bool EnterOnce() {
-  if (::unshare(CLONE_NEWNET) != 0) {
-    std::fprintf(stderr, "consumer_pair: no private network namespace (%m); using the shared loopback\n");
-    return false;
+  int error = 0;
+  switch (EnterPrivateNetwork(&error)) {
+    case PrivateNetwork::kEntered:
+      return true;
+    case PrivateNetwork::kNoNamespace:
+      std::fprintf(stderr, "consumer_pair: no private network namespace (%s); using the shared loopback\n",
+                   std::strerror(error));
+      return false;
+    case PrivateNetwork::kNoLoopback:
+      break;
   }
-  if (!BringLoopbackUp()) {
-    // A namespace without loopback is useless and there is no way back: fail loudly.
-    std::fprintf(stderr, "consumer_pair: cannot bring up lo in the private namespace (%m)\n");
-    std::abort();
-  }
-  return true;
+  // A namespace without loopback is useless and there is no way back: fail loudly.
+  std::fprintf(stderr, "consumer_pair: cannot bring up lo in the private namespace (%s)\n", std::strerror(error));
+  std::abort();
 }
 
 // One table of /proc/<thread>/net: a row per socket, "sl local rem st ...", the local address as

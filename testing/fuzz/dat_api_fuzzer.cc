@@ -19,10 +19,7 @@
 // exists anyway).
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h>
-#include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -35,6 +32,7 @@
 #include <vector>
 
 #include "dat/registry_stand_in.h"
+#include "testing/private_network.h"
 
 namespace {
 
@@ -823,16 +821,7 @@ DAT_RETURN Step(Program& p, State& s) {
 // Brings up loopback in a network namespace of the fuzzer's own (root only), so the programs'
 // connections and ports are nobody else's business.
 void TryPrivateNetwork() {
-  if (::unshare(CLONE_NEWNET) != 0) return;
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  if (fd < 0) return;
-  ifreq request{};
-  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(fd, SIOCGIFFLAGS, &request) == 0) {
-    request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP);
-    private_network = ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
-  }
-  ::close(fd);
+  private_network = softdat::testing::EnterPrivateNetwork() == softdat::testing::PrivateNetwork::kEntered;
 }
 
 }  // namespace

@@ -7,10 +7,6 @@
 // MPA Request had not gone out in that time.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <net/if.h>
-#include <sched.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -18,27 +14,24 @@
 #include <string>
 
 #include "transport/tcp/tcp_transport.h"
+#include "testing/private_network.h"
 #include "transport/test_recorder.h"
 
 namespace softdat::transport::tcp {
 namespace {
 
+using softdat::testing::EnterPrivateNetwork;
+using softdat::testing::PrivateNetwork;
 using testing::RecordingEvents;
 using testing::RecordingRequests;
 
 // A network namespace of this process's own, loopback up, ephemeral ports 40000-40001 only.
 // Empty on success, else what failed.
 std::string EnterCrowdedNamespace() {
-  if (::unshare(CLONE_NEWNET) != 0) return std::string("unshare(CLONE_NEWNET): ") + std::strerror(errno);
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
-  ifreq request{};
-  std::strncpy(request.ifr_name, "lo", sizeof request.ifr_name - 1);
-  bool up = ::ioctl(fd, SIOCGIFFLAGS, &request) == 0;
-  request.ifr_flags |= IFF_UP;
-  up = up && ::ioctl(fd, SIOCSIFFLAGS, &request) == 0;
-  ::close(fd);
-  if (!up) return std::string("bringing lo up: ") + std::strerror(errno);
+  int error = 0;
+  if (const PrivateNetwork entered = EnterPrivateNetwork(&error); entered != PrivateNetwork::kEntered)
+    return std::string(entered == PrivateNetwork::kNoNamespace ? "unshare(CLONE_NEWNET): " : "bringing lo up: ") +
+           std::strerror(error);
   const int range = ::open("/proc/sys/net/ipv4/ip_local_port_range", O_WRONLY | O_CLOEXEC);
   if (range < 0) return std::string("opening ip_local_port_range: ") + std::strerror(errno);
   const char text[] = "40000 40001\n";
