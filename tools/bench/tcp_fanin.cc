@@ -17,38 +17,26 @@
 #include <unistd.h>
 
 #include <array>
-#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "tools/bench/loopback.h"
+
 namespace {
+
+using softdat::bench::Loopback;
+using softdat::bench::NowSeconds;
 
 constexpr std::size_t kMessage = 4096;
 constexpr std::size_t kPerWrite = 4;
 constexpr double kDrainBoundS = 30;  // the server must have read everything by then
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-sockaddr_in Loopback(int port) {
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return address;
-}
-
 int Serve(int port) {
-  const sockaddr_in address = Loopback(port);
-  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 || listen(listener, 4096) != 0) {
-    std::perror("tcp_fanin: listen");
-    return 1;
-  }
+  const int listener = softdat::bench::ListenOnLoopback(port, 4096, "tcp_fanin");
+  if (listener < 0) return 1;
   const int poll = epoll_create1(EPOLL_CLOEXEC);
   epoll_event event{};
   event.events = EPOLLIN;
@@ -97,10 +85,10 @@ int Client(int port, int connections, double seconds) {
   }
   std::vector<char> message(kMessage * kPerWrite, 7);
   unsigned long long bytes = 0;
-  const double start = Now();
+  const double start = NowSeconds();
   for (unsigned long turn = 0;; ++turn) {
     if (connections > 16 || (turn & 15) == 0) {
-      if (Now() - start >= seconds) break;
+      if (NowSeconds() - start >= seconds) break;
     }
     for (const int fd : fds) {
       const ssize_t put = send(fd, message.data(), message.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -111,14 +99,14 @@ int Client(int port, int connections, double seconds) {
   char byte;
   for (const int fd : fds) {  // the server closes each once it has read it all
     while (recv(fd, &byte, 1, 0) < 0 && errno == EAGAIN) {
-      if (Now() - start > seconds + kDrainBoundS) {
+      if (NowSeconds() - start > seconds + kDrainBoundS) {
         std::fprintf(stderr, "tcp_fanin: the server did not read everything within %.0f s\n", kDrainBoundS);
         return 1;
       }
     }
     close(fd);
   }
-  std::printf("%.4f\n", static_cast<double>(bytes) / kMessage / (Now() - start) / 1e6);
+  std::printf("%.4f\n", static_cast<double>(bytes) / kMessage / (NowSeconds() - start) / 1e6);
   return 0;
 }
 

@@ -1,0 +1,43 @@
+// The pieces the raw-TCP benchmark helpers share: a clock, the loopback address of a port and a
+// listening socket on it. Header-only: each helper is one small binary.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+namespace softdat::bench {
+
+inline double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+inline sockaddr_in Loopback(int port) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return address;
+}
+
+// A socket listening on 127.0.0.1:port, or -1 (said on stderr, prefixed with `tool`).
+inline int ListenOnLoopback(int port, int backlog, const char* tool) {
+  const sockaddr_in address = Loopback(port);
+  const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (listener < 0 || bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      listen(listener, backlog) != 0) {
+    std::fprintf(stderr, "%s: cannot listen on 127.0.0.1:%d\n", tool, port);
+    if (listener >= 0) close(listener);
+    return -1;
+  }
+  return listener;
+}
+
+}  // namespace softdat::bench
