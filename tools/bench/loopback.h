@@ -30,7 +30,7 @@ inline int ListenOnLoopback(int port, int backlog, const char* tool) {
   const sockaddr_in address = Loopback(port);
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
-  setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (listener >= 0) setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (listener < 0 || bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
       listen(listener, backlog) != 0) {
     std::fprintf(stderr, "%s: cannot listen on 127.0.0.1:%d\n", tool, port);

@@ -158,8 +158,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (argc == 5 && std::strcmp(argv[1], "-s") == 0) return Serve(std::atoi(argv[2]), spin, size);
-    if (argc == 7 && std::strcmp(argv[1], "-c") == 0)
-      return Client(std::atoi(argv[2]), spin, size, std::atol(argv[5]), std::atof(argv[6]));
+    if (argc == 7 && std::strcmp(argv[1], "-c") == 0) {
+      const long iters = std::atol(argv[5]);
+      const double seconds = std::atof(argv[6]);
+      if (iters < 1 || seconds <= 0) {
+        std::fprintf(stderr, "tcp_pingpong: ITERS must be at least 1 and SECONDS above 0\n");
+        return 2;
+      }
+      return Client(std::atoi(argv[2]), spin, size, iters, seconds);
+    }
   }
   std::fprintf(stderr,
                "usage: tcp_pingpong -s PORT recv|poll|epoll SIZE | tcp_pingpong -c PORT recv|poll|epoll SIZE ITERS SECONDS\n");
