@@ -404,6 +404,72 @@ bool ReadOneFpdu(RawPeer& peer, ReadFpdu& out) {
   return true;
 }
 
+// A lone small Send on an idle connection is written by Post itself, one send() straight from
+// its frame (the latency path). Posted one at a time, each after the one before completed, to a
+// peer that does not read: the first that does not fit meets the full socket in that send(),
+// partly written or not at all, and its rest must go out as a batch once there is room, after
+// which the Sends queued behind it follow. The peer then reads every FPDU whole, in MSN order,
+// with its own payload and a good CRC, and every Send completes.
+TEST_F(HostilePeerTest, ALoneSendThatMeetsAFullSocketAtPostGoesOutWholeLater) {
+  constexpr std::uint32_t kSize = 4096;  // framed at post (InlineRing::kMaxInline)
+  constexpr std::uint32_t kMaxAlone = 4096;  // 16 MiB: more than loopback holds for a non-reader
+  constexpr std::uint32_t kQueuedBehind = 8;
+  Establish(4096);
+  sockaddr_in peer_address{};
+  socklen_t address_size = sizeof peer_address;
+  ASSERT_EQ(getsockname(peer_.fd(), reinterpret_cast<sockaddr*>(&peer_address), &address_size), 0);
+  std::vector<std::uint8_t> payload(kSize);
+  std::vector<Segment> gather = {SegmentOf(payload)};
+  auto post = [&](std::uint64_t id) {
+    std::fill(payload.begin(), payload.end(), static_cast<std::uint8_t>(id * 7 + 1));
+    Work send;
+    send.id = id;
+    send.kind = WorkKind::kSend;
+    send.local = gather;
+    send.length = kSize;
+    return server_->Post(send).ok();
+  };
+  auto completed = [&] {
+    std::size_t n = 0;
+    events_.WaitFor([&] {  // evaluated under the recorder's lock
+      n = events_.work_done.size();
+      return true;
+    });
+    return n;
+  };
+  std::uint64_t posted = 0;
+  bool blocked = false;
+  while (!blocked && posted < kMaxAlone) {
+    ASSERT_TRUE(post(++posted));
+    // Its completion comes once its last byte is on the socket; one that does not come within
+    // 200 ms met the full socket (or a slow machine: either way the rest of the test holds).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (completed() < posted && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    blocked = completed() < posted;
+  }
+  ASSERT_TRUE(blocked) << "16 MiB fitted into the socket: the test needs a full one";
+  const long queued = SendQueueBytes(listener_->port(), ntohs(peer_address.sin_port));
+  ASSERT_GT(queued, 0) << "the peer's window is full and the server's send queue holds the rest";
+  for (std::uint32_t i = 0; i < kQueuedBehind; ++i) ASSERT_TRUE(post(++posted));
+  for (std::uint64_t id = 1; id <= posted; ++id) {
+    ReadFpdu fpdu;
+    ASSERT_TRUE(ReadOneFpdu(peer_, fpdu)) << "Send " << id;
+    EXPECT_EQ(fpdu.header.msn, id) << "out of post order";
+    EXPECT_TRUE(fpdu.header.last);
+    EXPECT_TRUE(fpdu.crc_good) << "Send " << id << ": bytes lost or changed around the partial write";
+    ASSERT_EQ(fpdu.payload.size(), kSize) << "Send " << id;
+    EXPECT_EQ(std::count(fpdu.payload.begin(), fpdu.payload.end(), static_cast<std::uint8_t>(id * 7 + 1)),
+              static_cast<std::ptrdiff_t>(kSize))
+        << "Send " << id << ": not its own payload";
+  }
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.work_done.size() == posted; }));
+  for (std::uint64_t i = 0; i < posted; ++i) {
+    EXPECT_EQ(events_.work_done[i].id, i + 1);
+    EXPECT_EQ(events_.work_done[i].status, WorkStatus::kSuccess);
+  }
+}
+
 // Small Sends on an established connection are framed whole when posted (header, payload copied
 // and checksummed in one pass, pad, CRC), larger ones when sent. Mixed, with the Send variants,
 // a gather list and every pad length: each FPDU on the wire carries the MSN of its place in post

@@ -213,6 +213,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Transmission (connection_tx.cc).
   void PumpTx();        // PumpBatches, then gives the send blocks back if all is written
+  bool WriteFramedAtPost();  // Post: writes a lone framed Send at once; false when it may not
+  bool TxIdle();        // nothing to frame, write or complete: PumpTx has nothing to do
   void PumpBatches();   // frames and writes up to kBatchesPerTurn batches
   void FailTx(int error);  // the connection cannot send: it ends (at the next poll if in Post)
   bool FlushTx();  // false when the socket is full (a write wait is armed) or the connection ended
