@@ -42,6 +42,7 @@ void MarkInUse(std::uint8_t* block, std::size_t size) {
 }  // namespace
 
 BlockPool::~BlockPool() {
+  if (std::uint8_t* spare = spare_.load()) free_.push_back(spare);  // capacity >= allocated_
   for (std::uint8_t* block : free_) {
     MarkInUse(block, block_size_);
     ::operator delete[](block, kAlign);
@@ -49,6 +50,10 @@ BlockPool::~BlockPool() {
 }
 
 std::uint8_t* BlockPool::Acquire() noexcept {
+  if (std::uint8_t* spare = spare_.exchange(nullptr, std::memory_order_acq_rel)) {
+    MarkInUse(spare, block_size_);
+    return spare;
+  }
   {
     std::lock_guard lock(mutex_);
     if (!free_.empty()) {
@@ -76,6 +81,8 @@ std::uint8_t* BlockPool::Acquire() noexcept {
 void BlockPool::Release(std::uint8_t* block) noexcept {
   if (block == nullptr) return;
   MarkFree(block, block_size_);
+  std::uint8_t* none = nullptr;
+  if (spare_.compare_exchange_strong(none, block, std::memory_order_acq_rel)) return;
   std::lock_guard lock(mutex_);
   free_.push_back(block);
 }
@@ -87,7 +94,7 @@ std::size_t BlockPool::allocated() const {
 
 std::size_t BlockPool::in_use() const {
   std::lock_guard lock(mutex_);
-  return allocated_ - free_.size();
+  return allocated_ - free_.size() - (spare_.load(std::memory_order_acquire) != nullptr ? 1 : 0);
 }
 
 ConnectionBuffers::ConnectionBuffers()
