@@ -302,10 +302,13 @@ void Ep::GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* req
   if (request_idle != nullptr) *request_idle = requests_->count() == 0 ? DAT_TRUE : DAT_FALSE;
 }
 
-void Ep::Deliver() {
+void Ep::Deliver(std::uint8_t kinds) {
+  // Said before the turn is asked for: a pass running now goes round again (DeliveryTurn) and
+  // its next exchange sees these kinds.
+  deliver_kinds_.fetch_or(kinds, std::memory_order_acq_rel);
   if (!turn_.Request()) return;
   do {
-    DeliverReady();
+    DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
   } while (!turn_.Done());
 }
 
@@ -318,11 +321,15 @@ void Ep::PostDto(Evd* evd, DAT_EVENT& event, bool signalled) {
   evd->Post(event, signalled ? evd::EventQueue::Notify::kSignal : evd::EventQueue::Notify::kQuiet);
 }
 
-void Ep::DeliverReady() {
-  DeliverEstablished();  // before any completion of the connection, in case the EVDs are the same
-  DeliverReceives();
-  DeliverRequests();
-  DeliverEnd();  // after every completion the end flushed
+void Ep::DeliverReady(std::uint8_t kinds) {
+  // A pass that may report the connection's end looks at both queues first, as it always did:
+  // what the end flushed is reported before it.
+  if (kinds & kDeliverControl) kinds = kDeliverAll;
+  // before any completion of the connection, in case the EVDs are the same
+  if (kinds & kDeliverControl) DeliverEstablished();
+  if (kinds & kDeliverReceives) DeliverReceives();
+  if (kinds & kDeliverRequests) DeliverRequests();
+  if (kinds & kDeliverControl) DeliverEnd();  // after every completion the end flushed
 }
 
 void Ep::DeliverEstablished() {

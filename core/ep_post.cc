@@ -235,12 +235,14 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
     case srq::ReceiveSource::TakeResult::kNotReady: return transport::RecvAcquire::kNotReady;
     case srq::ReceiveSource::TakeResult::kRefused: return transport::RecvAcquire::kRefused;
   }
-  bool connected;
-  {
-    std::lock_guard lock(mutex_);
-    connected = ConnectedForWatermarks();
+  if (receive_->watermarks_armed()) {
+    bool connected;
+    {
+      std::lock_guard lock(mutex_);
+      connected = ConnectedForWatermarks();
+    }
+    ActOnWatermarks(receive_->CheckHighWatermarks(connected));
   }
-  ActOnWatermarks(receive_->CheckHighWatermarks(connected));
   target = TargetOf(buffer);
   return transport::RecvAcquire::kTaken;
 }
@@ -265,7 +267,7 @@ void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const trans
                 static_cast<void*>(this), msn, CodeName(placed.code()));
     return;
   }
-  Deliver();
+  Deliver(kDeliverReceives);
 }
 
 void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info) {
@@ -298,7 +300,7 @@ void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_
                 static_cast<void*>(this), static_cast<unsigned long long>(id));
     return;
   }
-  Deliver();
+  Deliver(kDeliverRequests);
 }
 
 transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
