@@ -2,7 +2,9 @@
 // watermark raises one event per setting, the hard one breaks a live connection once.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <utility>
 
 #include "srq/srq_account.h"
 #include "srq/test_util.h"
@@ -72,6 +74,86 @@ TEST_F(HighWatermarkTest, InfiniteDisarms) {
   const ReceiveSource::Crossing now = account_->CheckHighWatermarks(true);
   EXPECT_FALSE(now.soft);
   EXPECT_FALSE(now.hard);
+}
+
+// Taking a buffer looks at the watermarks without a lock unless one is armed: armed while a soft
+// watermark has not fired or a finite hard one has not tripped on this connection.
+TEST_F(HighWatermarkTest, ArmedOnlyWhileAWatermarkCanStillBeCrossed) {
+  EXPECT_FALSE(account_->watermarks_armed()) << "none set";
+  ReceiveSource::Crossing crossed;
+  ASSERT_TRUE(account_->SetHighWatermarks(1, DAT_WATERMARK_INFINITE, true, crossed).ok());
+  EXPECT_TRUE(account_->watermarks_armed());
+  TakeOne();
+  TakeOne();
+  EXPECT_TRUE(account_->CheckHighWatermarks(true).soft);
+  EXPECT_FALSE(account_->watermarks_armed()) << "the soft one fired";
+  ASSERT_TRUE(account_->SetHighWatermarks(DAT_WATERMARK_INFINITE, 5, true, crossed).ok());
+  EXPECT_TRUE(account_->watermarks_armed());
+  for (int i = 0; i < 4; ++i) TakeOne();
+  EXPECT_TRUE(account_->CheckHighWatermarks(true).hard);
+  EXPECT_FALSE(account_->watermarks_armed()) << "the hard one tripped for this connection";
+  ASSERT_TRUE(account_->SetHighWatermarks(2, 5, true, crossed).ok());
+  EXPECT_TRUE(crossed.soft) << "6 held";
+  EXPECT_FALSE(account_->watermarks_armed()) << "fired at once, and the hard one stays tripped";
+  ASSERT_TRUE(account_->SetHighWatermarks(DAT_WATERMARK_INFINITE, DAT_WATERMARK_INFINITE, true, crossed).ok());
+  EXPECT_FALSE(account_->watermarks_armed());
+}
+
+// A receive source whose count can be changed "by another thread" at the worst moment: right
+// after dat_ep_set_watermark's look at the count, as if a buffer were taken just then.
+class CountOnlySource : public ReceiveSource {
+ public:
+  Status Post(DAT_DTO_COOKIE, std::span<const RecvSegment>, DAT_COMPLETION_FLAGS, Posted&) override {
+    return Status::Ok();
+  }
+  void Withdraw() override {}
+  Status BeginConnection() override { return Status::Ok(); }
+  void Close() override {}
+  TakeResult TakeForMessage(std::uint32_t, RecvBuffer&) override { return TakeResult::kRefused; }
+  TakeResult TakeDeviceChosen(std::uint64_t, std::uint32_t&, RecvBuffer&) override { return TakeResult::kRefused; }
+  Status Place(std::uint32_t, std::uint64_t, DAT_DTO_COMPLETION_STATUS, const RecvNotes&) override {
+    return Status::Ok();
+  }
+  bool PopCompletion(RecvCompletion&) override { return false; }
+  std::uint32_t held() const override {
+    const std::uint32_t seen = held_;
+    if (take_after_next_look_) std::exchange(take_after_next_look_, nullptr)();
+    return seen;
+  }
+  void RecvQuery(DAT_COUNT*, DAT_COUNT*) const override {}
+  bool announces_flush() const override { return false; }
+  void StopWaking() override {}
+
+  mutable std::uint32_t held_ = 0;
+  mutable std::function<void()> take_after_next_look_;
+};
+
+// A soft watermark set while a buffer is taken fires exactly once, even when the buffer is taken
+// right after the setter counted: the taker, which looks without a lock, must then see the
+// watermark armed (it is armed before the count is read).
+TEST(HighWatermarkRace, ABufferTakenRightAfterTheSetterCountedStillFiresOnce) {
+  CountOnlySource source;
+  ReceiveSource::Crossing taker_saw;
+  source.take_after_next_look_ = [&] {
+    ++source.held_;  // the taker's take, then its look
+    taker_saw = source.CheckHighWatermarks(true);
+  };
+  ReceiveSource::Crossing setter_saw;
+  ASSERT_TRUE(source.SetHighWatermarks(0, DAT_WATERMARK_INFINITE, true, setter_saw).ok());
+  EXPECT_TRUE(taker_saw.soft) << "the setter counted 0; the taker must find the watermark armed";
+  EXPECT_FALSE(setter_saw.soft);
+  EXPECT_FALSE(source.watermarks_armed());
+  EXPECT_FALSE(source.CheckHighWatermarks(true).soft) << "once per setting";
+}
+
+// The same with the take done before the setter counts: the setter reports it.
+TEST(HighWatermarkRace, ABufferTakenBeforeTheSetterCountsIsReportedByTheSetter) {
+  CountOnlySource source;
+  source.held_ = 1;
+  ReceiveSource::Crossing crossed;
+  ASSERT_TRUE(source.SetHighWatermarks(0, DAT_WATERMARK_INFINITE, true, crossed).ok());
+  EXPECT_TRUE(crossed.soft);
+  EXPECT_FALSE(source.CheckHighWatermarks(true).soft);
 }
 
 }  // namespace

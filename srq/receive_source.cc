@@ -14,19 +14,31 @@ Status ReceiveSource::SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool con
   if (soft != DAT_WATERMARK_INFINITE || hard != DAT_WATERMARK_INFINITE) {
     if (Status supported = HighWatermarksSupported(); !supported.ok()) return supported;
   }
+  {
+    std::lock_guard lock(watermark_mutex_);
+    soft_high_watermark_ = soft;
+    hard_high_watermark_ = hard;
+    soft_armed_ = soft != DAT_WATERMARK_INFINITE;
+    UpdateArmedLocked();
+  }
+  // The count is read after armed_ is set: a buffer taken concurrently is seen either here or by
+  // its taker's CheckHighWatermarks, which then finds armed_ set (held() takes the lock the taker
+  // counts under). A crossing one of them reports is disarmed for the other.
   const std::uint32_t now = held();
   std::lock_guard lock(watermark_mutex_);
-  soft_high_watermark_ = soft;
-  hard_high_watermark_ = hard;
-  soft_armed_ = soft != DAT_WATERMARK_INFINITE;
   crossed = CrossingLocked(now, connected);
   return Status::Ok();
 }
 
 ReceiveSource::Crossing ReceiveSource::CheckHighWatermarks(bool connected) {
+  if (!watermarks_armed()) return Crossing{};  // the usual case: no lock, no count
   const std::uint32_t now = held();
   std::lock_guard lock(watermark_mutex_);
   return CrossingLocked(now, connected);
+}
+
+void ReceiveSource::UpdateArmedLocked() {
+  armed_.store(soft_armed_ || (hard_high_watermark_ != DAT_WATERMARK_INFINITE && !hard_tripped_));
 }
 
 ReceiveSource::Crossing ReceiveSource::CrossingLocked(std::uint32_t held, bool connected) {
@@ -41,12 +53,14 @@ ReceiveSource::Crossing ReceiveSource::CrossingLocked(std::uint32_t held, bool c
     hard_tripped_ = true;  // one break per connection
     crossed.hard = true;
   }
+  if (crossed.soft || crossed.hard) UpdateArmedLocked();
   return crossed;
 }
 
 void ReceiveSource::RearmHardWatermark() {
   std::lock_guard lock(watermark_mutex_);
   hard_tripped_ = false;
+  UpdateArmedLocked();
 }
 
 Status CreateReceiveSource(const ReceiveSourceConfig& config, std::unique_ptr<ReceiveSource>& out) {
