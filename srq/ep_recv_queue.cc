@@ -156,6 +156,7 @@ bool EpRecvQueue::PopCompletion(RecvCompletion& out) {
   head_ = (head_ + 1) & (ring_size_ - 1);
   --count_;
   ++next_msn_;
+  out.more = count_ != 0 && (closed_ || At(0).state == State::kPlaced);
   return true;
 }
 

@@ -35,6 +35,29 @@ std::vector<std::pair<std::uint64_t, DAT_DTO_COMPLETION_STATUS>> PopAll(EpRecvQu
   return out;
 }
 
+// A completion says whether another is ready behind it, so the deliverer stops without a second
+// look in the usual one-at-a-time case, and never stops while one is.
+TEST(EpRecvQueue, ACompletionSaysWhetherAnotherIsReadyBehindIt) {
+  auto queue = MakeQueue(8);
+  for (std::uint64_t tag = 1; tag <= 4; ++tag) ASSERT_TRUE(PostTagged(*queue, tag).ok());
+  RecvBuffer buffer{};
+  for (std::uint32_t msn = 1; msn <= 3; ++msn) ASSERT_EQ(queue->TakeForMessage(msn, buffer), TakeResult::kTaken);
+  ASSERT_TRUE(queue->Place(1, 1, DAT_DTO_SUCCESS, {}).ok());
+  ASSERT_TRUE(queue->Place(2, 2, DAT_DTO_SUCCESS, {}).ok());
+  RecvCompletion completion{};
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_TRUE(completion.more) << "MSN 2 is placed";
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_FALSE(completion.more) << "MSN 3 is taken, not placed; the buffer after it is not taken";
+  queue->Close();
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_EQ(completion.status, DAT_DTO_ERR_FLUSHED);
+  EXPECT_TRUE(completion.more) << "closed: the last buffer is flushed too";
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_FALSE(completion.more) << "nothing left";
+  EXPECT_FALSE(queue->PopCompletion(completion));
+}
+
 TEST(EpRecvQueue, CreateRefusesOutOfRangeSizes) {
   std::unique_ptr<EpRecvQueue> queue;
   EXPECT_EQ(EpRecvQueue::Create(0, 1, queue), Status(Code::kInvalidParameter, Detail::kParamAttributes));

@@ -24,6 +24,10 @@ struct RecvCompletion {
   RecvNotes notes{};
   DAT_COMPLETION_FLAGS post_flags = DAT_COMPLETION_DEFAULT_FLAG;  // what the post asked for
   bool from_srq = false;  // the buffer stays outstanding on its SRQ until reaped
+  // Whether another completion may be ready behind this one. False only when none was as this one
+  // was taken: its caller need not ask again (a completion readied later comes with its own
+  // delivery request).
+  bool more = true;
 };
 
 }  // namespace softdat::srq
