@@ -167,11 +167,10 @@ void Connection::SetCrc(bool crc) {
 }
 
 // A small Send is framed whole here, into the inline ring: header, payload copied, pad, and the
-// CRC over them while they are in cache. Framing it later read the
-// copy again, cold by then: with 1,000 connections coalescing, a drain frames thousands of Sends
-// posted milliseconds before (the SRQ fan-in client: 10.7% of its samples in the CRC of 4 KiB
-// payloads, besides the copy). Everything in the FPDU is known now: Sends are framed in post
-// order, so the MSN is the post's.
+// CRC over them while they are in cache. Framing it later read the copy again, cold by then:
+// with 1,000 connections coalescing, a drain frames thousands of Sends posted milliseconds before
+// (the SRQ fan-in client: 10.7% of its samples in the CRC of 4 KiB payloads, besides the copy).
+// Everything in the FPDU is known now: Sends are framed in post order, so the MSN is the post's.
 void Connection::FrameAtPost(PostedWork& slot, bool crc) {
   const Work& work = slot.work;
   if (work.length == 0 || work.length > InlineRing::kMaxInline) return;  // framed later
