@@ -14,7 +14,8 @@ std::uint8_t* InlineRing::Allocate(std::size_t length, std::uint32_t& charged) {
   if (used_ + skip + length > capacity) return nullptr;
   if (skip != 0) head_ = 0;
   std::uint8_t* at = bytes_ + head_;
-  head_ = (head_ + length) % capacity;
+  head_ += length;  // at most capacity: the tail was skipped when too short
+  if (head_ == capacity) head_ = 0;
   charged = static_cast<std::uint32_t>(skip + length);
   used_ += charged;
   return at;
