@@ -75,6 +75,7 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
     in_overflow_episode_ = false;  // there was room again: a later drop is a new episode
     ring_[(head_ + count_) & (capacity_ - 1)] = event;
     ++count_;
+    queued_.store(count_, std::memory_order_release);
     if (notify == Notify::kQuiet) {
       // Queued only: no wakeup, no CNO trigger.
     } else if (waiting_) {
@@ -101,10 +102,14 @@ void EventQueue::PopLocked(DAT_EVENT* event) {
   *event = ring_[head_];
   head_ = (head_ + 1) & (capacity_ - 1);
   --count_;
+  queued_.store(count_, std::memory_order_relaxed);
 }
 
 Status EventQueue::Dequeue(DAT_EVENT* event) {
   if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
+  // Empty: no lock. An event posted meanwhile is found by the next dequeue, as if it had come
+  // just after this one.
+  if (queued_.load(std::memory_order_acquire) == 0) return Status(Code::kQueueEmpty);
   std::lock_guard lock(mutex_);
   if (count_ == 0) return Status(Code::kQueueEmpty);
   PopLocked(event);

@@ -13,6 +13,7 @@
 
 #include <dat2/udat.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -154,6 +155,9 @@ class EventQueue {
   std::size_t capacity_;  // a power of two
   std::size_t head_ = 0;  // index of the oldest event
   std::size_t count_ = 0;
+  // count_, readable without the lock (written under it): a dequeue that finds the ring empty,
+  // every turn of a consumer's spin, returns without taking the lock.
+  std::atomic<std::size_t> queued_{0};
 
   bool enabled_ = true;
   bool waitable_ = true;

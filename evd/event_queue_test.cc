@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "evd/test_support.h"
 
@@ -49,6 +51,38 @@ TEST(EventQueue, DequeueEmptyIsQueueEmpty) {
   EXPECT_EQ(SeqOf(event), 1u);
   EXPECT_EQ(queue->Dequeue(&event), Status(Code::kQueueEmpty));
   EXPECT_EQ(queue->Dequeue(nullptr), Status(Code::kInvalidParameter, Detail::kParamEvent));
+}
+
+// A dequeue that finds the ring empty returns without the lock; events posted by another thread
+// meanwhile are all found by later dequeues, in order, none twice, and the count ends at zero.
+TEST(EventQueue, ASpinningDequeueFindsEveryEventAnotherThreadPosts) {
+  constexpr std::uint64_t kEvents = 20000;
+  auto queue = NewQueue(64);
+  ASSERT_NE(queue, nullptr);
+  std::thread producer([&] {
+    for (std::uint64_t i = 0; i < kEvents;) {
+      if (queue->Post(MakeEvent(1, i)) == Status::Ok()) {
+        ++i;
+      } else {
+        std::this_thread::yield();  // full: the consumer is behind
+      }
+    }
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::uint64_t next = 0;
+  while (next < kEvents && std::chrono::steady_clock::now() < give_up) {
+    DAT_EVENT event{};
+    const Status status = queue->Dequeue(&event);
+    if (status.code() == Code::kQueueEmpty) continue;
+    ASSERT_EQ(status, Status::Ok());
+    ASSERT_EQ(SeqOf(event), next) << "out of order or repeated";
+    ++next;
+  }
+  producer.join();
+  EXPECT_EQ(next, kEvents);
+  EXPECT_EQ(queue->Count(), 0u);
+  DAT_EVENT none{};
+  EXPECT_EQ(queue->Dequeue(&none).code(), Code::kQueueEmpty);
 }
 
 TEST(EventQueue, PostWhenFullOverflowsOnceAndKeepsOldEvents) {
