@@ -59,10 +59,11 @@ Status Connection::Post(const Work& work) {
   if (ended_.load(std::memory_order_acquire)) return Status(Code::kInvalidState, Detail::kEpDisconnected);
   {
     std::lock_guard lock(post_mutex_);
-    if (posted_count_ == posted_.size()) return Status(Code::kInsufficientResources, Detail::kTep);
+    const std::uint32_t count = posted_count_.load(std::memory_order_relaxed);
+    if (count == posted_.size()) return Status(Code::kInsufficientResources, Detail::kTep);
     // Ring positions wrap by comparison: a division by the ring's size (a runtime value) costs
     // tens of cycles, three of them on every small Send's way to its send().
-    std::size_t at = std::size_t{posted_head_} + posted_count_;
+    std::size_t at = std::size_t{posted_head_} + count;
     if (at >= posted_.size()) at -= posted_.size();
     PostedWork& slot = posted_[at];
     slot.work = work;
@@ -75,7 +76,7 @@ Status Connection::Post(const Work& work) {
     } else if (work.kind != WorkKind::kRdmaRead) {
       CopyInline(slot);
     }
-    ++posted_count_;
+    posted_count_.store(count + 1, std::memory_order_release);
   }
   // The latency path: when nobody else is at this connection, write the Work from this thread now
   // (one sendmsg, non-blocking). Its completion, and anything else, waits for the next poll.
@@ -118,13 +119,13 @@ bool Connection::WriteFramedAtPost() {
   {
     std::lock_guard lock(post_mutex_);
     const PostedWork& slot = posted_[posted_head_];
-    if (posted_count_ != 1 || !slot.framed) return false;
+    if (posted_count_.load(std::memory_order_relaxed) != 1 || !slot.framed) return false;
     frame = slot.inline_segment;
     written_ids_[0] = slot.work.id;
     written_lengths_[0] = static_cast<std::uint32_t>(slot.work.length);
     written_inline_[0] = slot.inline_charged;
     if (++posted_head_ == posted_.size()) posted_head_ = 0;
-    --posted_count_;
+    posted_count_.store(0, std::memory_order_relaxed);
   }
   written_count_ = 1;
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(frame.address);
@@ -238,8 +239,8 @@ bool Connection::TxIdle() {
   if (phase_ != Phase::kEstablished || tx_.held() || written_count_ != 0 || tx_message_.kind != TxKind::kNone ||
       rtr_pending_ || responses_count_ != 0 || tx_failed_ || write_waiting_ || awaiting_first_fpdu_)
     return false;
-  std::lock_guard lock(post_mutex_);
-  return posted_count_ == 0;
+  // Without post_mutex_: a Work posted meanwhile is seen by the Kick its Post makes.
+  return posted_count_.load(std::memory_order_acquire) == 0;
 }
 
 void Connection::FailTx(int error) {
@@ -372,7 +373,8 @@ bool Connection::NextTxMessage() {
     return true;
   }
   std::lock_guard lock(post_mutex_);
-  if (posted_count_ == 0) return false;
+  const std::uint32_t count = posted_count_.load(std::memory_order_relaxed);
+  if (count == 0) return false;
   const PostedWork& slot = posted_[posted_head_];
   const Work& work = slot.work;
   if (work.fence && reads_count_ > 0) return false;
@@ -387,7 +389,7 @@ bool Connection::NextTxMessage() {
     m.work.local = std::span<const Segment>(&m.inline_segment, 1);
   }
   if (++posted_head_ == posted_.size()) posted_head_ = 0;
-  --posted_count_;
+  posted_count_.store(count - 1, std::memory_order_relaxed);
   switch (work.kind) {
     case WorkKind::kSend:
       m.kind = TxKind::kSend;

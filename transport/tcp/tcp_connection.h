@@ -268,7 +268,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<PostedWork> posted_;  // a ring of max_send_work slots
   InlineRing inline_;
   std::uint32_t posted_head_ = 0;
-  std::uint32_t posted_count_ = 0;
+  // Written under post_mutex_; TxIdle reads it without (a Work it misses comes with a Kick).
+  std::atomic<std::uint32_t> posted_count_{0};
   std::uint32_t send_msn_ = 1;  // the next Send's MSN
   // How Post may frame a small Send itself, published by SetCrc once the MPA exchange decided.
   enum class PostFraming : std::uint8_t { kNotYet, kWithCrc, kWithoutCrc };
