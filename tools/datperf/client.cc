@@ -115,6 +115,7 @@ bool Client::Setup(std::string& error) {
   info_.provider = env_.provider_attr().provider_name;
   info_.reap = ReapName(o_.reap);
   info_.srq = o_.srq;
+  info_.one_buffer = o_.one_buffer;
   const DAT_COUNT qlen = static_cast<DAT_COUNT>(std::min<std::uint64_t>(1u << 20, 4ull * o_.clients * 64 + 1024));
   if (!env_.MakeEvd(DAT_EVD_DTO_FLAG, qlen, recv_evd_, error) || !env_.MakeEvd(DAT_EVD_DTO_FLAG, qlen, request_evd_, error) ||
       !env_.MakeEvd(DAT_EVD_CONNECTION_FLAG, static_cast<DAT_COUNT>(2 * o_.clients + 64), connect_evd_, error))
@@ -165,6 +166,7 @@ bool Client::Connect(std::uint64_t size, std::uint64_t iters, std::uint32_t wind
     request.reap = static_cast<std::uint8_t>(o_.reap);
     request.srq = o_.srq ? 1 : 0;
     request.verify = o_.verify ? 1 : 0;
+    request.one_buffer = o_.one_buffer ? 1 : 0;
     request.last = last ? 1 : 0;
     request.session = session_;
     request.clients = o_.clients;
@@ -313,7 +315,7 @@ bool Client::PostData(Conn& c, std::uint32_t index, std::uint64_t size, std::uin
   const auto slot = static_cast<std::uint32_t>(c.posted % window);
   DAT_RETURN status;
   if (o_.test == Test::kBw || o_.test == Test::kRate) {
-    const DAT_LMR_TRIPLET iov = send_.Local(slot * size, size);
+    const DAT_LMR_TRIPLET iov = send_.Local(o_.one_buffer ? 0 : slot * size, size);
     status = dat_ep_post_send(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(index, slot), DAT_COMPLETION_DEFAULT_FLAG);
   } else {
     DAT_RMR_TRIPLET remote{};
@@ -431,8 +433,10 @@ bool Client::RunSize(std::uint64_t size, bool last, Row& row, std::string& error
   row.clients = o_.clients;
   row.window = window;
   if (send_.lmr != DAT_HANDLE_NULL) env_.Release(send_);
-  if (!env_.Register(std::max<std::uint64_t>(size, 1) * window, send_, error)) return false;
-  for (std::uint32_t s = 0; s < window; ++s) FillPattern(send_.data + s * size, size, s);
+  // --one-buffer: one slot, pattern 0, sent by every message (the server checks for pattern 0).
+  const std::uint32_t send_slots = o_.one_buffer ? 1 : window;
+  if (!env_.Register(std::max<std::uint64_t>(size, 1) * send_slots, send_, error)) return false;
+  for (std::uint32_t s = 0; s < send_slots; ++s) FillPattern(send_.data + s * size, size, s);
   const std::uint64_t bad_before = bad_bytes_;
   bool ok = Connect(size, iters, window, last, error) &&
             (o_.test == Test::kLat ? RunLatency(size, window, row, error) : RunStream(size, window, row, error));

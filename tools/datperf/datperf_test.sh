@@ -77,6 +77,23 @@ grep -q '<svg' "$TEST_TMPDIR/plot.svg" || fail "no SVG written"
 grep -qE '^lat +8 B' "$TEST_TMPDIR/out" || fail "no table row: $(cat "$TEST_TMPDIR/out")"
 echo "ok: --srq --clients 4, CSV, table, plot"
 
+# --one-buffer (the peers' way of streaming): every message through one buffer per side, every
+# byte still checked, and said in the JSON; only for Send streams.
+for ia in softdat-tcp softdat-poll; do
+  for test in bw rate; do
+    run "$ia" -t "$test" -s 8,65536 -n 200 --one-buffer --verify --json
+    python3 - "$TEST_TMPDIR/out" <<'PY' || fail "$ia $test --one-buffer: $(cat "$TEST_TMPDIR/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["one_buffer"] is True, doc
+assert [(r["size"], r["iters"], r["bad_bytes"]) for r in doc["rows"]] == [(8, 200, 0), (65536, 200, 0)], doc
+PY
+  done
+done
+status=0; "$datperf" -P softdat-tcp -t lat --one-buffer 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 2 ]] && grep -q 'one-buffer' "$TEST_TMPDIR/err" || fail "--one-buffer with lat: exit $status, $(cat "$TEST_TMPDIR/err")"
+echo "ok: --one-buffer streams in both modes, verified"
+
 # The command line: --help 0, a usage error 2, an IA that does not open 1 with one line saying why.
 "$datperf" --help | grep -q '^usage: datperf' || fail "--help"
 "$datperf" -V | grep -qE '^datperf \(softdat\) [0-9]+\.[0-9]+$' || fail "-V: $("$datperf" -V)"

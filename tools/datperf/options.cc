@@ -33,6 +33,9 @@ constexpr const char kUsage[] =
     "      --reap wait|dequeue  reap completions with dat_evd_wait (default), or by spinning on\n"
     "                       dat_evd_dequeue as MPI-style consumers do; the server does the same\n"
     "      --verify         check every byte received (default: a sample of each message)\n"
+    "      --one-buffer     bw, rate: every Send from one buffer and into one receive buffer, as\n"
+    "                       ucx_perftest and perftest do (default: a buffer per message in flight,\n"
+    "                       each with its own pattern)\n"
     "      --json           print one JSON document (rows: test, size, lat_us_p50, lat_us_p99,\n"
     "                       bw_MBps, msg_rate_Mps, iters, ...) instead of the table\n"
     "      --csv            print CSV instead of the table\n"
@@ -77,7 +80,7 @@ bool ParseSizes(const char* text, std::vector<std::uint64_t>& out) {
   return !out.empty();
 }
 
-enum LongOnly : int { kDuration = 1000, kSrq, kSrqBuffers, kClients, kReap, kVerify, kJson, kCsv, kPlot, kOnce, kHelp };
+enum LongOnly : int { kDuration = 1000, kSrq, kSrqBuffers, kClients, kReap, kVerify, kOneBuffer, kJson, kCsv, kPlot, kOnce, kHelp };
 
 }  // namespace
 
@@ -118,6 +121,7 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
       {"srq", no_argument, nullptr, kSrq},          {"srq-buffers", required_argument, nullptr, kSrqBuffers},
       {"clients", required_argument, nullptr, kClients}, {"reap", required_argument, nullptr, kReap},
       {"verify", no_argument, nullptr, kVerify},    {"json", no_argument, nullptr, kJson},
+      {"one-buffer", no_argument, nullptr, kOneBuffer},
       {"csv", no_argument, nullptr, kCsv},          {"plot", required_argument, nullptr, kPlot},
       {"once", no_argument, nullptr, kOnce},        {"help", no_argument, nullptr, kHelp},
       {"version", no_argument, nullptr, 'V'},       {nullptr, 0, nullptr, 0}};
@@ -182,6 +186,7 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
         break;
       }
       case kVerify: out.verify = true; break;
+      case kOneBuffer: out.one_buffer = true; break;
       case kJson: out.json = true; break;
       case kCsv: out.csv = true; break;
       case kPlot: out.plot = optarg; break;
@@ -195,6 +200,8 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
   if (optind < argc) return error = std::string("unexpected argument '") + argv[optind] + "'", 2;
   if (out.ia_name.empty()) return error = "an IA is required (-P NAME)", 2;
   if (out.json && out.csv) return error = "--json and --csv exclude each other", 2;
+  if (out.one_buffer && (out.srq || (out.test != Test::kBw && out.test != Test::kRate)))
+    return error = "--one-buffer is for -t bw or rate without --srq", 2;
   out.server = out.host.empty();
   return 0;
 }

@@ -42,8 +42,8 @@ std::string SizeText(std::uint64_t size) {
 }
 
 void PrintTable(const RunInfo& info, const std::vector<Row>& rows) {
-  std::printf("datperf over %s (%s), reap %s%s\n", info.ia_name.c_str(), info.provider.c_str(), info.reap.c_str(),
-              info.srq ? ", server SRQ" : "");
+  std::printf("datperf over %s (%s), reap %s%s%s\n", info.ia_name.c_str(), info.provider.c_str(), info.reap.c_str(),
+              info.srq ? ", server SRQ" : "", info.one_buffer ? ", one buffer" : "");
   std::printf("%-6s %9s %8s %7s %7s %11s %11s %11s %10s\n", "test", "size", "clients", "window", "iters",
               "lat p50 us", "lat p99 us", "bw MB/s", "Mmsg/s");
   for (const Row& r : rows) {
@@ -58,7 +58,8 @@ void PrintTable(const RunInfo& info, const std::vector<Row>& rows) {
 void PrintJson(const RunInfo& info, const std::vector<Row>& rows) {
   std::ostringstream out;
   out << "{\"ia\": " << JsonString(info.ia_name) << ", \"provider\": " << JsonString(info.provider)
-      << ", \"reap\": " << JsonString(info.reap) << ", \"srq\": " << (info.srq ? "true" : "false") << ", \"rows\": [";
+      << ", \"reap\": " << JsonString(info.reap) << ", \"srq\": " << (info.srq ? "true" : "false")
+      << ", \"one_buffer\": " << (info.one_buffer ? "true" : "false") << ", \"rows\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     out << (i == 0 ? "\n  " : ",\n  ") << "{\"test\": " << JsonString(r.test) << ", \"size\": " << r.size

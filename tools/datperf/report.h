@@ -30,6 +30,7 @@ struct RunInfo {
   std::string provider;
   std::string reap;
   bool srq = false;
+  bool one_buffer = false;
 };
 
 void PrintTable(const RunInfo& info, const std::vector<Row>& rows);

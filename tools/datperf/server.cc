@@ -43,6 +43,14 @@ struct Connection {
   std::uint64_t bad = 0;
 };
 
+// Where receive slot `slot` lies in the connection's own buffer: its own place, or, for a bw or
+// rate client that asked for one buffer, the one place every receive shares.
+bool OneBuffer(const Request& request) {
+  const auto test = static_cast<Test>(request.test);
+  return request.one_buffer != 0 && (test == Test::kBw || test == Test::kRate);
+}
+std::uint64_t RecvOffset(const Connection& c, std::uint32_t slot) { return OneBuffer(c.request) ? 0 : slot * c.slot_size; }
+
 class Server {
  public:
   explicit Server(const Options& options) : options_(options) {}
@@ -134,7 +142,7 @@ bool Server::PrepareSession(const Request& request, Session*& out, std::string& 
 }
 
 bool Server::PostOwn(Connection& c, std::uint32_t slot, std::string& error) {
-  const DAT_LMR_TRIPLET iov = c.recv.Local(slot * c.slot_size, c.slot_size);
+  const DAT_LMR_TRIPLET iov = c.recv.Local(RecvOffset(c, slot), c.slot_size);
   const DAT_RETURN status = dat_ep_post_recv(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(slot),
                                              DAT_COMPLETION_DEFAULT_FLAG);
   if (status != DAT_SUCCESS) return error = DatError("dat_ep_post_recv", status), false;
@@ -179,7 +187,7 @@ bool Server::Admit(DAT_CR_HANDLE cr, const Request& request, Connection& c, Repl
   if (status != DAT_SUCCESS) return error = DatError("dat_ep_create", status), false;
   if (!env_.Register(sizeof(Ack), c.ack, error)) return false;
   if (c.session->srq == DAT_HANDLE_NULL) {
-    if (!env_.Register(c.slot_size * c.recv_count, c.recv, error)) return false;
+    if (!env_.Register(c.slot_size * (OneBuffer(request) ? 1 : c.recv_count), c.recv, error)) return false;
     for (std::uint32_t i = 0; i < c.recv_count; ++i)
       if (!PostOwn(c, i, error)) return false;
   }
@@ -294,7 +302,7 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
   if (dto.status != DAT_DTO_SUCCESS) return true;  // flushed as the connection ends
   const auto slot = static_cast<std::uint32_t>(dto.user_cookie.as_64);
   const bool shared = c.session->srq != DAT_HANDLE_NULL;
-  std::uint8_t* data = shared ? c.session->buffers.data + slot * c.session->size : c.recv.data + slot * c.slot_size;
+  std::uint8_t* data = shared ? c.session->buffers.data + slot * c.session->size : c.recv.data + RecvOffset(c, slot);
   const std::uint32_t window = std::max<std::uint32_t>(1, c.request.window);
   const auto test = static_cast<Test>(c.request.test);
   if (dto.transfered_length == 0 && test != Test::kLat) {
@@ -305,7 +313,10 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
     if (!Repost(c, slot, error)) return false;
     return SendAck(c, error);
   }
-  c.bad += CountBad(data, dto.transfered_length, c.received % window, c.request.verify != 0);
+  // With one buffer every message carries pattern 0, so a message placed over the one being
+  // checked leaves the same bytes.
+  c.bad += CountBad(data, dto.transfered_length, OneBuffer(c.request) ? 0 : c.received % window,
+                    c.request.verify != 0);
   ++c.received;
   if (test != Test::kLat) return Repost(c, slot, error);
   // Echo from the buffer itself; it is reposted when the echo's send completes.
