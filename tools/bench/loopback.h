@@ -7,9 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace softdat::bench {
 
@@ -38,6 +40,17 @@ inline int ListenOnLoopback(int port, int backlog, const char* tool) {
     return -1;
   }
   return listener;
+}
+
+// Listens on 127.0.0.1:port, accepts one connection and stops listening: its socket, or -1 (said on
+// stderr, prefixed with `tool`).
+inline int AcceptOneOnLoopback(int port, const char* tool) {
+  const int listener = ListenOnLoopback(port, 1, tool);
+  if (listener < 0) return -1;
+  const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  close(listener);
+  if (fd < 0) std::fprintf(stderr, "%s: accept on 127.0.0.1:%d: %s\n", tool, port, std::strerror(errno));
+  return fd;
 }
 
 }  // namespace softdat::bench

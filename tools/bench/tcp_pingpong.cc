@@ -177,14 +177,8 @@ class MpaPeer {
 };
 
 int Serve(int port, Spin spin, std::size_t size, bool mpa) {
-  const int listener = softdat::bench::ListenOnLoopback(port, 1, "tcp_pingpong");
-  if (listener < 0) return 1;
-  const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  close(listener);
-  if (fd < 0) {
-    std::perror("tcp_pingpong: accept");
-    return 1;
-  }
+  const int fd = softdat::bench::AcceptOneOnLoopback(port, "tcp_pingpong");
+  if (fd < 0) return 1;
   Peer peer(fd, spin);
   std::vector<char> buffer(size);
   if (mpa) {

@@ -9,14 +9,21 @@
 // application with a window of messages in flight does (datperf's stream: 16 send buffers, 32
 // receive buffers); with 1 the bytes stay in cache, as ucx_perftest's one buffer per side does.
 //
-//   tcp_stream -s PORT SIZE [BUFFERS]             receive one stream, then exit
-//   tcp_stream -c PORT SIZE SECONDS [BUFFERS]     send for SECONDS; prints the receiver's MB/s
+// With `crc` last, each side also computes MPA's CRC32c over every byte it moves, with softdat's own
+// CRC code (ISA-L), as an iWARP endpoint must: the sender over each message, FPDU payload by FPDU
+// payload, right before it writes it; the receiver over each piece right after it reads it. Run
+// back to back with and without `crc`, its cost is the least any one-thread sender pays for MPA's
+// CRC on this machine, with no framing and no library around it.
+//
+//   tcp_stream -s PORT SIZE [BUFFERS] [crc]           receive one stream, then exit
+//   tcp_stream -c PORT SIZE SECONDS [BUFFERS] [crc]   send for SECONDS; prints the receiver's MB/s
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -25,11 +32,28 @@
 #include <vector>
 
 #include "tools/bench/loopback.h"
+#include "transport/tcp/crc32c.h"
+#include "transport/tcp/wire.h"
 
 namespace {
 
 using softdat::bench::Loopback;
 using softdat::bench::NowSeconds;
+using softdat::transport::tcp::Crc32cUpdate;
+using softdat::transport::tcp::kCrc32cInit;
+
+// What the CRC of the bytes moved came to, so that the compiler cannot drop the computation.
+volatile std::uint32_t crc_sink;
+
+// The sender's CRC over one message: one CRC per FPDU payload, as softdat frames a Send.
+void CrcMessage(const char* data, std::size_t size) {
+  std::uint32_t sink = 0;
+  for (std::size_t at = 0; at < size; at += softdat::transport::tcp::wire::kMaxFpduPayload) {
+    const std::size_t n = std::min<std::size_t>(size - at, softdat::transport::tcp::wire::kMaxFpduPayload);
+    sink ^= Crc32cUpdate(kCrc32cInit, data + at, n);
+  }
+  crc_sink = sink;
+}
 
 constexpr double kIdleBoundS = 10;  // a side that can move nothing this long gives up
 constexpr std::size_t kMaxSize = 64u << 20;
@@ -41,15 +65,9 @@ struct Report {
   double seconds;
 };
 
-int Serve(int port, std::size_t size, std::size_t buffers) {
-  const int listener = softdat::bench::ListenOnLoopback(port, 1, "tcp_stream");
-  if (listener < 0) return 1;
-  const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  close(listener);
-  if (fd < 0) {
-    std::perror("tcp_stream: accept");
-    return 1;
-  }
+int Serve(int port, std::size_t size, std::size_t buffers, bool crc) {
+  const int fd = softdat::bench::AcceptOneOnLoopback(port, "tcp_stream");
+  if (fd < 0) return 1;
   std::vector<char> buffer(size * buffers);
   Report report{0, 0};
   double first = 0, last = NowSeconds();
@@ -57,6 +75,7 @@ int Serve(int port, std::size_t size, std::size_t buffers) {
   for (unsigned long turn = 0;; ++turn) {
     const ssize_t n = recv(fd, buffer.data() + slot * size + offset, size - offset, MSG_DONTWAIT);
     if (n > 0) {
+      if (crc) crc_sink = Crc32cUpdate(kCrc32cInit, buffer.data() + slot * size + offset, static_cast<std::size_t>(n));
       if (report.bytes == 0) first = NowSeconds();
       report.bytes += static_cast<std::uint64_t>(n);
       offset += static_cast<std::size_t>(n);
@@ -81,7 +100,7 @@ int Serve(int port, std::size_t size, std::size_t buffers) {
   return sent ? 0 : 1;
 }
 
-int Client(int port, std::size_t size, double seconds, std::size_t buffers) {
+int Client(int port, std::size_t size, double seconds, std::size_t buffers, bool crc) {
   const sockaddr_in address = Loopback(port);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
@@ -93,6 +112,7 @@ int Client(int port, std::size_t size, double seconds, std::size_t buffers) {
   double moved = start;
   std::size_t slot = 0, offset = 0;  // the message being written, and how far
   for (unsigned long turn = 0;; ++turn) {
+    if (crc && offset == 0) CrcMessage(buffer.data() + slot * size, size);
     iovec iov{buffer.data() + slot * size + offset, size - offset};
     msghdr message{};
     message.msg_iov = &iov;
@@ -129,6 +149,8 @@ int Client(int port, std::size_t size, double seconds, std::size_t buffers) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool crc = argc >= 5 && std::strcmp(argv[argc - 1], "crc") == 0;
+  if (crc) --argc;
   if (argc >= 4) {
     const std::size_t size = std::strtoul(argv[3], nullptr, 10);
     if (size == 0 || size > kMaxSize) {
@@ -142,16 +164,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "tcp_stream: BUFFERS must be 1..%zu\n", kMaxBuffers);
       return 2;
     }
-    if (server) return Serve(std::atoi(argv[2]), size, buffers);
+    if (server) return Serve(std::atoi(argv[2]), size, buffers, crc);
     if (argc >= 5 && std::strcmp(argv[1], "-c") == 0) {
       const double seconds = std::atof(argv[4]);
       if (seconds <= 0 || seconds > 60) {
         std::fprintf(stderr, "tcp_stream: SECONDS must be above 0 and at most 60\n");
         return 2;
       }
-      return Client(std::atoi(argv[2]), size, seconds, buffers);
+      return Client(std::atoi(argv[2]), size, seconds, buffers, crc);
     }
   }
-  std::fprintf(stderr, "usage: tcp_stream -s PORT SIZE [BUFFERS] | tcp_stream -c PORT SIZE SECONDS [BUFFERS]\n");
+  std::fprintf(stderr, "usage: tcp_stream -s PORT SIZE [BUFFERS] [crc] | tcp_stream -c PORT SIZE SECONDS [BUFFERS] [crc]\n");
   return 2;
 }
