@@ -11,9 +11,10 @@
 //
 // With `crc` last, each side also computes MPA's CRC32c over every byte it moves, with softdat's own
 // CRC code (ISA-L), as an iWARP endpoint must: the sender over each message, FPDU payload by FPDU
-// payload, right before it writes it; the receiver over each piece right after it reads it. Run
-// back to back with and without `crc`, its cost is the least any one-thread sender pays for MPA's
-// CRC on this machine, with no framing and no library around it.
+// payload, right before it writes it; the receiver over each piece right after it reads it. That
+// is the floor under any iWARP stream over one connection with MPA's CRC on: no framing, no
+// library. (Against the same stream without `crc`, it gives the CRC's own cost, but on this VM a
+// 2 s stream moves 20% between runs, more than that cost: it takes many rounds.)
 //
 //   tcp_stream -s PORT SIZE [BUFFERS] [crc]           receive one stream, then exit
 //   tcp_stream -c PORT SIZE SECONDS [BUFFERS] [crc]   send for SECONDS; prints the receiver's MB/s
