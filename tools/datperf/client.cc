@@ -313,21 +313,22 @@ bool Client::RunLatency(std::uint64_t size, std::uint32_t window, Row& row, std:
 
 bool Client::PostData(Conn& c, std::uint32_t index, std::uint64_t size, std::uint32_t window, std::string& error) {
   const auto slot = static_cast<std::uint32_t>(c.posted % window);
+  const std::uint64_t at = o_.one_buffer ? 0 : slot * size;  // in every buffer, local and remote
   DAT_RETURN status;
   if (o_.test == Test::kBw || o_.test == Test::kRate) {
-    const DAT_LMR_TRIPLET iov = send_.Local(o_.one_buffer ? 0 : slot * size, size);
+    const DAT_LMR_TRIPLET iov = send_.Local(at, size);
     status = dat_ep_post_send(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(index, slot), DAT_COMPLETION_DEFAULT_FLAG);
   } else {
     DAT_RMR_TRIPLET remote{};
     remote.rmr_context = c.reply.rmr_context;
-    remote.virtual_address = c.reply.address + slot * size;
+    remote.virtual_address = c.reply.address + at;
     remote.segment_length = static_cast<DAT_SEG_LENGTH>(size);
     if (o_.test == Test::kWrite) {
-      const DAT_LMR_TRIPLET iov = send_.Local(slot * size, size);
+      const DAT_LMR_TRIPLET iov = send_.Local(at, size);
       status = dat_ep_post_rdma_write(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(index, slot), &remote,
                                       DAT_COMPLETION_DEFAULT_FLAG);
     } else {
-      const DAT_LMR_TRIPLET iov = c.local.Local(slot * size, size);
+      const DAT_LMR_TRIPLET iov = c.local.Local(at, size);
       status = dat_ep_post_rdma_read(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(index, slot), &remote,
                                      DAT_COMPLETION_DEFAULT_FLAG);
     }
@@ -392,7 +393,11 @@ bool Client::RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::
     }
     ++c.completed;
     ++done;
-    if (o_.test == Test::kRead) bad_bytes_ += CountBad(c.local.data + slot * size, size, slot, o_.verify);
+    if (o_.test == Test::kRead) {
+      // With one buffer every Read fetches the server's slot 0 (pattern 0) into the local slot 0.
+      const std::uint32_t pattern = o_.one_buffer ? 0 : slot;
+      bad_bytes_ += CountBad(c.local.data + std::uint64_t{pattern} * size, size, pattern, o_.verify);
+    }
     if (!stopping && OverTime(start)) {
       stopping = true;
       for (Conn& k : conns_) k.to_post = k.posted;
@@ -433,7 +438,8 @@ bool Client::RunSize(std::uint64_t size, bool last, Row& row, std::string& error
   row.clients = o_.clients;
   row.window = window;
   if (send_.lmr != DAT_HANDLE_NULL) env_.Release(send_);
-  // --one-buffer: one slot, pattern 0, sent by every message (the server checks for pattern 0).
+  // --one-buffer: one slot, pattern 0, sent or written by every message (the server checks for
+  // pattern 0).
   const std::uint32_t send_slots = o_.one_buffer ? 1 : window;
   if (!env_.Register(std::max<std::uint64_t>(size, 1) * send_slots, send_, error)) return false;
   for (std::uint32_t s = 0; s < send_slots; ++s) FillPattern(send_.data + s * size, size, s);

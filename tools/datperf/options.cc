@@ -33,9 +33,9 @@ constexpr const char kUsage[] =
     "      --reap wait|dequeue  reap completions with dat_evd_wait (default), or by spinning on\n"
     "                       dat_evd_dequeue as MPI-style consumers do; the server does the same\n"
     "      --verify         check every byte received (default: a sample of each message)\n"
-    "      --one-buffer     bw, rate: every Send from one buffer and into one receive buffer, as\n"
-    "                       ucx_perftest and perftest do (default: a buffer per message in flight,\n"
-    "                       each with its own pattern)\n"
+    "      --one-buffer     bw, rate, write, read: every message from one buffer and into one\n"
+    "                       buffer on each side, as ucx_perftest and perftest do (default: a buffer\n"
+    "                       per message in flight, each with its own pattern)\n"
     "      --json           print one JSON document (rows: test, size, lat_us_p50, lat_us_p99,\n"
     "                       bw_MBps, msg_rate_Mps, iters, ...) instead of the table\n"
     "      --csv            print CSV instead of the table\n"
@@ -200,8 +200,8 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
   if (optind < argc) return error = std::string("unexpected argument '") + argv[optind] + "'", 2;
   if (out.ia_name.empty()) return error = "an IA is required (-P NAME)", 2;
   if (out.json && out.csv) return error = "--json and --csv exclude each other", 2;
-  if (out.one_buffer && (out.srq || (out.test != Test::kBw && out.test != Test::kRate)))
-    return error = "--one-buffer is for -t bw or rate without --srq", 2;
+  if (out.one_buffer && (out.srq || out.test == Test::kLat))
+    return error = "--one-buffer is for -t bw, rate, write or read without --srq", 2;
   out.server = out.host.empty();
   return 0;
 }

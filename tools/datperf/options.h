@@ -28,7 +28,7 @@ struct Options {
   bool csv = false;                // --csv
   std::string plot;                // --plot FILE.svg
   bool verify = false;             // --verify: every byte, not a sample
-  bool one_buffer = false;         // --one-buffer: bw/rate send from and receive into one buffer
+  bool one_buffer = false;         // --one-buffer: every message from and into one buffer per side
   bool once = false;               // server: exit after one client session
   bool quiet = false;              // -q: no progress line
 };

@@ -20,7 +20,7 @@ struct Request {
   std::uint8_t srq = 0;      // the server's EPs of this session share one SRQ
   std::uint8_t verify = 0;   // check every byte
   std::uint8_t last = 0;     // the client's last run: a --once server exits after it
-  std::uint8_t one_buffer = 0;  // bw/rate: every message in one buffer on each side
+  std::uint8_t one_buffer = 0;  // every message in one buffer on each side (not lat, not SRQ)
   std::uint32_t session = 0;  // the client's session number: its connections share an SRQ
   std::uint32_t clients = 0;  // connections in the session
   std::uint32_t window = 0;
