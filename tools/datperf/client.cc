@@ -393,11 +393,9 @@ bool Client::RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::
     }
     ++c.completed;
     ++done;
-    if (o_.test == Test::kRead) {
-      // With one buffer every Read fetches the server's slot 0 (pattern 0) into the local slot 0.
-      const std::uint32_t pattern = o_.one_buffer ? 0 : slot;
-      bad_bytes_ += CountBad(c.local.data + std::uint64_t{pattern} * size, size, pattern, o_.verify);
-    }
+    // With one buffer the other Reads in flight land where this one did: the buffer is checked
+    // once the connection's last Read is done (below).
+    if (o_.test == Test::kRead && !o_.one_buffer) bad_bytes_ += CountBad(c.local.data + slot * size, size, slot, o_.verify);
     if (!stopping && OverTime(start)) {
       stopping = true;
       for (Conn& k : conns_) k.to_post = k.posted;
@@ -405,6 +403,8 @@ bool Client::RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::
     if (c.posted < c.to_post) {
       if (!PostData(c, index, size, window, error)) return false;
     } else if (c.completed == c.posted && !c.end_sent) {
+      // Every Read fetched the server's slot 0 (pattern 0) into the local slot 0.
+      if (o_.test == Test::kRead && o_.one_buffer) bad_bytes_ += CountBad(c.local.data, size, 0, o_.verify);
       if (!PostEnd(c, index, error)) return false;
     }
     if ((done & 1023) == 0) Progress(TestName(o_.test), size, done, total, start);
