@@ -43,11 +43,11 @@ struct Connection {
   std::uint64_t bad = 0;
 };
 
-// Where receive slot `slot` lies in the connection's own buffer: its own place, or, for a bw or
-// rate client that asked for one buffer, the one place every receive shares.
+// Where receive slot `slot` lies in the connection's own buffer: its own place, or, for a stream
+// client that asked for one buffer, the one place every receive shares (a Write or Read stream
+// receives only its end marker there).
 bool OneBuffer(const Request& request) {
-  const auto test = static_cast<Test>(request.test);
-  return request.one_buffer != 0 && (test == Test::kBw || test == Test::kRate);
+  return request.one_buffer != 0 && static_cast<Test>(request.test) != Test::kLat;
 }
 std::uint64_t RecvOffset(const Connection& c, std::uint32_t slot) { return OneBuffer(c.request) ? 0 : slot * c.slot_size; }
 
@@ -309,7 +309,7 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
     // The end marker: for write, check the region (slot s holds message pattern s; with one
     // buffer, every Write landed in slot 0 with pattern 0 and the other slots are untouched).
     if (test == Test::kWrite)
-      for (std::uint32_t s = 0; s < (c.request.one_buffer != 0 ? 1 : window); ++s)
+      for (std::uint32_t s = 0; s < (OneBuffer(c.request) ? 1 : window); ++s)
         c.bad += CountBad(c.target.data + s * c.request.size, c.request.size, s, c.request.verify != 0);
     // With one buffer, the last message's bytes (pattern 0): no message lands there any more.
     if (OneBuffer(c.request) && c.received > 0) c.bad += CountBad(c.recv.data, c.request.size, 0, c.request.verify != 0);
