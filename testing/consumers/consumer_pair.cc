@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "testing/consumers/handoff_relay.h"
 #include "testing/dat_conf.h"
 #include "testing/private_network.h"
 
@@ -144,6 +145,7 @@ std::string ConsumerPairResult::Describe() const {
   if (!port_was_free) text += "port " + std::to_string(spec.ready_port) + " stayed taken; nothing ran\n";
   if (port_was_free && !server_listened)
     text += "the server never listened on port " + std::to_string(spec.ready_port) + "; no client ran\n";
+  if (!handoff_error.empty()) text += "the server's hand-off was not relayed (" + handoff_error + "); no client ran\n";
   if (port_was_free) {
     text += "--- server " + Command(spec.server) + " " + Ending(server) + "\n" + server.output;
   }
@@ -171,7 +173,10 @@ ConsumerPairResult RunConsumerPair(const ConsumerPairSpec& spec, const Environme
        !Listening(spec.ready_port) && !server_ended && std::chrono::steady_clock::now() < deadline;)
     std::this_thread::sleep_for(kPoll);
   result.server_listened = Listening(spec.ready_port);
-  if (result.server_listened) {
+  HandoffRelay relay;
+  if (result.server_listened && spec.handoff_bytes != 0)
+    (void)relay.Start(spec.ready_port, spec.handoff_bytes, spec.handoff_then_port, kListenBound, result.handoff_error);
+  if (result.server_listened && result.handoff_error.empty()) {
     for (const std::vector<std::string>& client : spec.clients)
       result.clients.push_back(RunSubprocess(client, environment, spec.client_bound));
   }

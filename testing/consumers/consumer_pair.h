@@ -49,12 +49,19 @@ struct ConsumerPairSpec {
   std::vector<std::vector<std::string>> clients;
   std::chrono::seconds server_bound{60};
   std::chrono::seconds client_bound{30};
+  // dtest's hand-off: its server writes handoff_bytes to the first connection on ready_port and
+  // only then listens on handoff_then_port (its PSP). When set, the harness takes the hand-off
+  // and gives it to the client once handoff_then_port listens (HandoffRelay), so the client never
+  // connects before the server is ready.
+  std::size_t handoff_bytes = 0;
+  std::uint16_t handoff_then_port = 0;
 };
 
 struct ConsumerPairResult {
   ConsumerPairSpec spec;
   bool port_was_free = false;   // nobody listened on ready_port before the server started
   bool server_listened = false;  // ready_port listened within the bound
+  std::string handoff_error;     // why the hand-off could not be relayed (no client ran then)
   SubprocessResult server;
   std::vector<SubprocessResult> clients;  // one per client that ran
 

@@ -11,9 +11,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// dtest's server first listens on this plain TCP port to hand its address to the client, and
-// only then creates its PSP (45248): the client may start once this one listens.
+// dtest's server first listens on this plain TCP port and writes its address (128 bytes) to the
+// first connection, and only then creates its PSP: a client that read the address could connect
+// before the PSP listens. The harness relays the hand-off once the PSP listens.
 constexpr std::uint16_t kDtestParamsPort = 15828;
+constexpr std::size_t kDtestHandoffBytes = 128;
+constexpr std::uint16_t kDtestPsp = 45248;
 constexpr char kPassed[] = "DAPL Test Complete. PASSED";
 
 class StockDtest : public ::testing::Test {
@@ -30,12 +33,15 @@ class StockDtest : public ::testing::Test {
     client.insert(client.end(), flags.begin(), flags.end());
     spec.clients = {client};
     spec.ready_port = kDtestParamsPort;
+    spec.handoff_bytes = kDtestHandoffBytes;
+    spec.handoff_then_port = kDtestPsp;
     spec.server_bound = 90s;
     spec.client_bound = 80s;
     ConsumerPairResult run = RunConsumerPair(spec, SoftdatTcpEnvironment());
     SCOPED_TRACE(run.Describe());
     EXPECT_TRUE(run.port_was_free);
     EXPECT_TRUE(run.server_listened);
+    EXPECT_EQ(run.handoff_error, "");
     EXPECT_TRUE(ExitedCleanly(run.server));
     EXPECT_NE(run.server.output.find(kPassed), std::string::npos);
     EXPECT_EQ(run.server.output.find("softdat: error"), std::string::npos);

@@ -1,0 +1,40 @@
+// Takes a server's one-shot hand-off in the client's place and serves it again once the server is
+// really ready. Stock dtest's server writes its DAT address to the first connection on a plain
+// TCP port and only then creates its PSP: a client that reads the address fast enough connects
+// before the PSP listens and gets DAT_CONNECTION_EVENT_UNREACHABLE (seen on a loaded 2-core run).
+// With the relay in between, the client reads the address only after the PSP listens.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+namespace softdat::testing {
+
+// 127.0.0.1:`port`, where the relay takes and serves the hand-off.
+sockaddr_in LoopbackAddress(std::uint16_t port);
+
+class HandoffRelay {
+ public:
+  HandoffRelay() = default;
+  HandoffRelay(const HandoffRelay&) = delete;
+  HandoffRelay& operator=(const HandoffRelay&) = delete;
+  // Waits for the serving thread (bounded by Start's `bound`).
+  ~HandoffRelay();
+
+  // Connects to 127.0.0.1:`port`, reads exactly `bytes` from the server, waits until `then_port`
+  // listens, then listens on `port` itself and hands the same bytes to the first connection, in a
+  // thread. Every wait is bounded by `bound`. False, with `error` saying why, if any step failed;
+  // nothing then listens on `port`.
+  bool Start(std::uint16_t port, std::size_t bytes, std::uint16_t then_port, std::chrono::seconds bound,
+             std::string& error);
+
+ private:
+  std::thread serving_;
+};
+
+}  // namespace softdat::testing

@@ -1,0 +1,120 @@
+// HandoffRelay against a fake dtest server: the client gets the server's bytes only once the
+// server's next port listens, and a server that never gets ready makes Start fail in its bound.
+#include "testing/consumers/handoff_relay.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <string>
+
+#include "testing/consumers/consumer_pair.h"
+
+namespace softdat::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A socket listening on a free loopback port; its port in `port`.
+int ListenOnFreePort(std::uint16_t& port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address = LoopbackAddress(0);
+  socklen_t length = sizeof address;
+  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 || listen(fd, 4) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+    return -1;
+  port = ntohs(address.sin_port);
+  return fd;
+}
+
+// dtest's server in miniature: accepts one connection on its hand-off listener, closes the
+// listener, writes `handoff`, and listens on its second port only when `ready` is set.
+class FakeServer {
+ public:
+  explicit FakeServer(std::string handoff) : handoff_(std::move(handoff)) {
+    handoff_listener_ = ListenOnFreePort(handoff_port_);
+    second_listener_ = ListenOnFreePort(second_port_);  // reserved, listening only once ready
+    close(second_listener_);
+    thread_ = std::thread([this] {
+      const int fd = accept4(handoff_listener_, nullptr, nullptr, SOCK_CLOEXEC);
+      close(handoff_listener_);
+      if (fd >= 0) {
+        (void)send(fd, handoff_.data(), handoff_.size(), MSG_NOSIGNAL);
+        handed_off_ = true;
+      }
+      while (!ready_ && !stop_) std::this_thread::sleep_for(1ms);
+      if (ready_) {
+        second_listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const int one = 1;
+        setsockopt(second_listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        const sockaddr_in address = LoopbackAddress(second_port_);
+        if (bind(second_listener_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0)
+          (void)listen(second_listener_, 4);
+      }
+      if (fd >= 0) close(fd);
+    });
+  }
+  ~FakeServer() {
+    stop_ = true;
+    thread_.join();
+    if (ready_) close(second_listener_);
+  }
+  std::uint16_t handoff_port() const { return handoff_port_; }
+  std::uint16_t second_port() const { return second_port_; }
+  bool handed_off() const { return handed_off_; }
+  void SetReady() { ready_ = true; }
+
+ private:
+  std::string handoff_;
+  std::uint16_t handoff_port_ = 0, second_port_ = 0;
+  int handoff_listener_ = -1, second_listener_ = -1;
+  std::atomic<bool> ready_{false}, stop_{false}, handed_off_{false};
+  std::thread thread_;
+};
+
+// What a client reading `bytes` from the hand-off port gets.
+std::string ReadHandoff(std::uint16_t port, std::size_t bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const sockaddr_in address = LoopbackAddress(port);
+  std::string got(bytes, '\0');
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      recv(fd, got.data(), bytes, MSG_WAITALL) != static_cast<ssize_t>(bytes))
+    got.clear();
+  close(fd);
+  return got;
+}
+
+TEST(HandoffRelay, TheClientGetsTheServersBytesOnlyOnceItsNextPortListens) {
+  const std::string handoff(128, 'a');
+  FakeServer server(handoff);
+  HandoffRelay relay;
+  std::string error;
+  auto started = std::async(std::launch::async, [&] {
+    return relay.Start(server.handoff_port(), handoff.size(), server.second_port(), 10s, error);
+  });
+  // The relay took the hand-off, but waits for the server's second port: it serves nothing yet.
+  while (!server.handed_off()) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(started.wait_for(100ms), std::future_status::timeout);
+  EXPECT_FALSE(Listening(server.handoff_port()));
+  server.SetReady();
+  ASSERT_TRUE(started.get()) << error;
+  EXPECT_TRUE(Listening(server.second_port()));
+  EXPECT_EQ(ReadHandoff(server.handoff_port(), handoff.size()), handoff);
+}
+
+TEST(HandoffRelay, AServerThatNeverGetsReadyFailsWithinTheBound) {
+  const std::string handoff(128, 'b');
+  FakeServer server(handoff);
+  HandoffRelay relay;
+  std::string error;
+  EXPECT_FALSE(relay.Start(server.handoff_port(), handoff.size(), server.second_port(), 1s, error));
+  EXPECT_NE(error.find(std::to_string(server.second_port())), std::string::npos) << error;
+  EXPECT_FALSE(Listening(server.handoff_port()));
+}
+
+}  // namespace
+}  // namespace softdat::testing
