@@ -17,13 +17,15 @@ std::string Env(const char* name) {
 
 }  // namespace
 
-std::string ProviderLibraryPath() {
-  const std::string relative = Env("TEST_SRCDIR") + "/softdat/dat/libsoftdat.so.2";
+std::string RunfilePath(const std::string& workspace_relative) {
+  const std::string relative = Env("TEST_SRCDIR") + "/softdat/" + workspace_relative;
   char resolved[PATH_MAX];
   if (realpath(relative.c_str(), resolved) == nullptr)
-    throw std::runtime_error("provider library not in runfiles: " + relative);
+    throw std::runtime_error("not in this test's runfiles: " + relative);
   return resolved;
 }
+
+std::string ProviderLibraryPath() { return RunfilePath("dat/libsoftdat.so.2"); }
 
 std::string DatConfText(const DatConfLine& line, const std::string& library_path) {
   return line.ia_name + " u2.0 nonthreadsafe default " + library_path + " softdat.2.0 \"" +

@@ -13,6 +13,10 @@ struct DatConfLine {
   std::string ia_params;  // e.g. "tcp 127.0.0.1"
 };
 
+// Absolute path of a file of this workspace in this test's runfiles (a `data` dependency), e.g.
+// "testing/consumers/handoff_relay"; throws when it is not there.
+std::string RunfilePath(const std::string& workspace_relative);
+
 // Absolute path of //dat:libsoftdat.so.2 in this test's runfiles.
 std::string ProviderLibraryPath();
 

@@ -73,12 +73,16 @@ bool HandoffRelay::Start(std::uint16_t port, std::size_t bytes, std::uint16_t th
   while (!Listening(then_port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
   if (!Listening(then_port)) return error = "the server never listened on port " + std::to_string(then_port), false;
 
-  // Serve the same bytes on the server's hand-off port (the server closed its listener before it wrote).
+  // Serve the same bytes on the server's hand-off port (the server closed its listener before it
+  // wrote), on every address as dtest's server listens: a client in another network namespace
+  // reaches it at the server's own address.
   const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const int one = 1;
   if (listener < 0) return error = Why("socket"), false;
   setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 || listen(listener, 1) != 0) {
+  sockaddr_in every = address;
+  every.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(listener, reinterpret_cast<const sockaddr*>(&every), sizeof every) != 0 || listen(listener, 1) != 0) {
     error = Why("listening on the hand-off port");
     close(listener);
     return false;

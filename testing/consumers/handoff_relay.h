@@ -15,7 +15,7 @@
 
 namespace softdat::testing {
 
-// 127.0.0.1:`port`, where the relay takes and serves the hand-off.
+// 127.0.0.1:`port`, where the relay takes the hand-off.
 sockaddr_in LoopbackAddress(std::uint16_t port);
 
 class HandoffRelay {
@@ -27,8 +27,8 @@ class HandoffRelay {
   ~HandoffRelay();
 
   // Connects to 127.0.0.1:`port`, reads exactly `bytes` from the server, waits until `then_port`
-  // listens, then listens on `port` itself and hands the same bytes to the first connection, in a
-  // thread. Every wait is bounded by `bound`. False, with `error` saying why, if any step failed;
+  // listens (in this thread's network namespace), then listens on `port` itself, on every address
+  // as dtest's server does, and hands the same bytes to the first connection, in a thread. Every wait is bounded by `bound`. False, with `error` saying why, if any step failed;
   // nothing then listens on `port`.
   bool Start(std::uint16_t port, std::size_t bytes, std::uint16_t then_port, std::chrono::seconds bound,
              std::string& error);

@@ -1,5 +1,6 @@
 // HandoffRelay against a fake dtest server: the client gets the server's bytes only once the
 // server's next port listens, and a server that never gets ready makes Start fail in its bound.
+// The same for the handoff_relay command, which says it is ready with a file.
 #include "testing/consumers/handoff_relay.h"
 
 #include <arpa/inet.h>
@@ -9,10 +10,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <string>
 
 #include "testing/consumers/consumer_pair.h"
+#include "testing/dat_conf.h"
+#include "testing/subprocess.h"
 
 namespace softdat::testing {
 namespace {
@@ -114,6 +119,64 @@ TEST(HandoffRelay, AServerThatNeverGetsReadyFailsWithinTheBound) {
   EXPECT_FALSE(relay.Start(server.handoff_port(), handoff.size(), server.second_port(), 1s, error));
   EXPECT_NE(error.find(std::to_string(server.second_port())), std::string::npos) << error;
   EXPECT_FALSE(Listening(server.handoff_port()));
+}
+
+// The handoff_relay command in this test's runfiles.
+std::string RelayCommand() { return RunfilePath("testing/consumers/handoff_relay"); }
+
+// A ready file's path in this test's own temporary directory.
+std::string ReadyFile(const char* name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  std::filesystem::remove(path);
+  return path;
+}
+
+TEST(HandoffRelayCommand, SaysReadyAndServesTheBytesOnlyOnceTheServersNextPortListens) {
+  const std::string handoff(128, 'c');
+  FakeServer server(handoff);
+  const std::string ready = ReadyFile("relay-ready");
+  auto relay = std::async(std::launch::async, [&] {
+    return RunSubprocess({RelayCommand(), std::to_string(server.handoff_port()), "128",
+                          std::to_string(server.second_port()), "10", ready},
+                         {}, 15s);
+  });
+  while (!server.handed_off()) std::this_thread::sleep_for(1ms);
+  // The server's next port does not listen: no ready file, and nothing on the hand-off port.
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(std::filesystem::exists(ready));
+  EXPECT_FALSE(Listening(server.handoff_port()));
+  server.SetReady();
+  for (int i = 0; i < 1000 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(std::filesystem::exists(ready));
+  EXPECT_TRUE(Listening(server.second_port()));
+  EXPECT_EQ(ReadHandoff(server.handoff_port(), handoff.size()), handoff);
+  const SubprocessResult result = relay.get();
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+TEST(HandoffRelayCommand, FailsWithTheReasonWhenTheServerNeverGetsReady) {
+  const std::string handoff(128, 'd');
+  FakeServer server(handoff);
+  const std::string ready = ReadyFile("relay-never-ready");
+  const SubprocessResult result = RunSubprocess(
+      {RelayCommand(), std::to_string(server.handoff_port()), "128", std::to_string(server.second_port()), "1", ready},
+      {}, 15s);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find(std::to_string(server.second_port())), std::string::npos) << result.output;
+  EXPECT_FALSE(std::filesystem::exists(ready));
+}
+
+TEST(HandoffRelayCommand, RefusesBadArguments) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, {"15828", "128", "45248", "10"}, {"0", "128", "45248", "10", "f"},
+        {"15828", "x", "45248", "10", "f"}, {"70000", "128", "45248", "10", "f"}}) {
+    std::vector<std::string> argv{RelayCommand()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const SubprocessResult result = RunSubprocess(argv, {}, 5s);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("usage:"), std::string::npos) << result.output;
+  }
 }
 
 }  // namespace
