@@ -8,6 +8,14 @@
 #   listening PORT           whether a TCP socket listens on PORT in this namespace, read from
 #                            /proc/net/tcp{,6} (state 0A); it never connects.
 #   wait_listening PORT PID  waits up to 15 s for PORT to listen while PID lives.
+#   relay_dtest_handoff RELAY PID DIR
+#                            stock dtest's server writes its DAT address to the first connection
+#                            on 15828 and only then creates its PSP (45248): a fast client
+#                            connects before the PSP listens. Run after wait_listening 15828 and
+#                            before the client: RELAY (//testing/consumers:handoff_relay) takes
+#                            the address and serves it again once the PSP listens. Waits up to
+#                            60 s while the server PID lives; the relay's files go in DIR; on
+#                            failure prints its reason.
 #   sanitizer_env LIB        under --config=asan/ubsan/tsan the provider LIB is sanitized but a
 #                            stock consumer (or a plain cc build) is not: sets the array
 #                            SANITIZER_ENV to LD_PRELOAD of the runtime LIB needs and options that
@@ -41,6 +49,21 @@ wait_listening() {
     sleep 0.05
   done
   listening "$1"
+}
+
+relay_dtest_handoff() {
+  local relay=$1 server=$2 ready=$3/relay.ready _
+  rm -f "$ready"
+  "$relay" 15828 128 45248 60 "$ready" >"$3/relay.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1200); do
+    [[ -e $ready ]] && return 0
+    kill -0 "$pid" 2>/dev/null && kill -0 "$server" 2>/dev/null || break
+    sleep 0.05
+  done
+  [[ -e $ready ]] && return 0
+  echo "the hand-off was not relayed: $(cat "$3/relay.log")"
+  return 1
 }
 
 sanitizer_env() {

@@ -9,7 +9,7 @@
 #     over softdat-tcp through the stock registry with no DAT_OVERRIDE (the test's private mount
 #     namespace shows the temporary dat.conf as /etc/dat.conf), using only what was installed;
 #   - uninstall leaves the dat.conf byte for byte as it was and the prefix gone.
-#   install_test.sh INSTALL_SH LIB DATINFO DATPERF MAN_PAGE...
+#   install_test.sh HANDOFF_RELAY INSTALL_SH LIB DATINFO DATPERF MAN_PAGE...
 set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -23,8 +23,8 @@ ip addr add 10.77.0.1/24 dev vsoft0
 ip link set vsoft0 up
 ip link set vsoft1 up
 
-installer=$(realpath "$1") lib=$(realpath "$2") datinfo=$(realpath "$3") datperf=$(realpath "$4")
-shift 4
+relay=$(realpath "$1") installer=$(realpath "$2") lib=$(realpath "$3") datinfo=$(realpath "$4") datperf=$(realpath "$5")
+shift 5
 mans=()
 for page in "$@"; do mans+=(--man "$(realpath "$page")"); done
 work=$TEST_TMPDIR
@@ -94,6 +94,7 @@ dtest_flags=()
 timeout 120 env "${SANITIZER_ENV[@]}" dtest -s -P softdat-tcp "${dtest_flags[@]}" >"$work/server.log" 2>&1 &
 server=$!
 wait_listening 15828 "$server" || fail "dtest's server never listened: $(cat "$work/server.log")"
+relay_dtest_handoff "$relay" "$server" "$work" || fail "dtest's server: $(cat "$work/server.log")"
 status=0
 timeout 100 env "${SANITIZER_ENV[@]}" dtest -P softdat-tcp -h 127.0.0.1 "${dtest_flags[@]}" >"$work/client.log" 2>&1 || status=$?
 server_status=0

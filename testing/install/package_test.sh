@@ -9,15 +9,16 @@
 #     every other line kept, a backup made; installing again changes nothing;
 #   - the packaged datinfo opens the packaged softdat-tcp, and the stock dtest passes over it;
 #   - dpkg -r removes every file and leaves etc/dat.conf byte for byte as it was.
-#   package_test.sh PACKAGE_SH LIB DATINFO DATPERF SRQ_ECHO_C MAN_PAGE...
+#   package_test.sh HANDOFF_RELAY PACKAGE_SH LIB DATINFO DATPERF SRQ_ECHO_C MAN_PAGE...
 set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
 # shellcheck source=testing/shell_helpers.sh
 . testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
 enter_private_net "$@"  # the stock dtest's fixed ports
 
-packager=$(realpath "$1") lib=$(realpath "$2") datinfo=$(realpath "$3") datperf=$(realpath "$4") example=$(realpath "$5")
-shift 5
+relay=$(realpath "$1") packager=$(realpath "$2") lib=$(realpath "$3") datinfo=$(realpath "$4") datperf=$(realpath "$5")
+example=$(realpath "$6")
+shift 6
 mans=()
 for page in "$@"; do mans+=(--man "$(realpath "$page")"); done
 work=$TEST_TMPDIR
@@ -85,6 +86,7 @@ sanitizer_env "$lib"
 timeout 60 env "${SANITIZER_ENV[@]}" dtest -s -P softdat-tcp -B 64 -b 4096 >"$work/server.log" 2>&1 &
 server=$!
 wait_listening 15828 "$server" || fail "dtest's server never listened: $(cat "$work/server.log")"
+relay_dtest_handoff "$relay" "$server" "$work" || fail "dtest's server: $(cat "$work/server.log")"
 status=0 server_status=0
 timeout 60 env "${SANITIZER_ENV[@]}" dtest -P softdat-tcp -h 127.0.0.1 -B 64 -b 4096 >"$work/client.log" 2>&1 || status=$?
 wait "$server" || server_status=$?

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -60,26 +61,48 @@ TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
     for (long process; in >> process;) kill(static_cast<pid_t>(process), SIGKILL);
   };
   // dtest's client does not retry: start it once the server listens. A dtest server first
-  // listens on a plain socket (port 15828) that hands its DAT address to the client, then on its
-  // PSP (45248); either one means it is up. ss looks without connecting.
+  // listens on a plain socket (port 15828), writes its DAT address to the first connection, and
+  // only then creates its PSP (45248): a client that reads the address fast connects before the
+  // PSP listens. So a relay in the server's namespace takes the address and serves it again once
+  // the PSP listens (testing/consumers/handoff_relay_main.cc); the client starts after that.
+  // ss looks without connecting.
   bool listening = false;
   for (int i = 0; i < 200 && !listening; ++i) {
     const SubprocessResult ss = RunSubprocess({ip, "netns", "exec", ns_a, "ss", "-Hltn"}, {}, 5s);
-    listening = ss.exit_code == 0 && (ss.output.find(":15828 ") != std::string::npos ||
-                                      ss.output.find(":45248 ") != std::string::npos);
+    listening = ss.exit_code == 0 && ss.output.find(":15828 ") != std::string::npos;
     if (!listening) std::this_thread::sleep_for(50ms);
   }
-  SubprocessResult client;
+  const std::string ready = std::string(std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp") +
+                            "/relay-" + ns_a + ".ready";
+  std::filesystem::remove(ready);
+  SubprocessResult relay;
+  std::thread relay_thread;
   if (listening)
+    relay_thread = std::thread([&] {
+      relay = RunSubprocess({ip, "netns", "exec", ns_a, RunfilePath("testing/consumers/handoff_relay"), "15828",
+                             "128", "45248", "60", ready},
+                            {}, 70s);
+    });
+  bool relayed = false;
+  for (int i = 0; listening && i < 1200 && !relayed && !server_done; ++i) {
+    relayed = std::filesystem::exists(ready);
+    if (!relayed) std::this_thread::sleep_for(50ms);
+  }
+  relayed = relayed || std::filesystem::exists(ready);
+  SubprocessResult client;
+  if (relayed)
     client = RunSubprocess({ip, "netns", "exec", ns_b, "dtest", "-P", "softdat-ns", "-B", kBurst, "-h", address_a},
                            {{"DAT_OVERRIDE", conf_b}}, 60s);
   for (int i = 0; i < 300 && !server_done; ++i) std::this_thread::sleep_for(50ms);
   if (!server_done) end_server();
   server_thread.join();
+  if (relay_thread.joinable()) relay_thread.join();
 
+  SCOPED_TRACE("relay: " + relay.output);
   SCOPED_TRACE("server (" + ns_a + ", " + address_a + "):\n" + server.output);
   SCOPED_TRACE("client (" + ns_b + ", " + address_b + "):\n" + client.output);
-  ASSERT_TRUE(listening) << "the dtest server never listened on " << address_a << ":45248";
+  ASSERT_TRUE(listening) << "the dtest server never listened on " << address_a << ":15828";
+  ASSERT_TRUE(relayed) << "the server's hand-off was not relayed; no client ran";
   EXPECT_NE(client.exit_code, 127) << "dtest not found: install dapl2-utils (tools/dev does)";
   EXPECT_FALSE(server.timed_out);
   EXPECT_FALSE(client.timed_out);
