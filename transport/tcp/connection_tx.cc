@@ -23,11 +23,18 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// Batches one handler may write before it lets other connections run.
+// What one handler may write before it lets other connections run: this many batches, and about
+// this many payload bytes.
 constexpr int kBatchesPerTurn = 8;
-// Payload bytes per batch: enough to keep the socket busy, few enough that completions of small
-// messages behind a large one are not held back long.
-constexpr std::size_t kBatchBytes = 256 * 1024;
+constexpr std::size_t kTurnBytes = 2 * 1024 * 1024;
+// Payload bytes per batch. Medium messages (up to kLargeBatchBytes) go out up to 1 MiB per
+// sendmsg: on loopback a stream of 64 KiB Sends moved 20-35% more that way than in 256 KiB
+// batches (8 messages per sendmsg instead of 3.2; the sender's system time per byte fell by a
+// third). A larger message goes out 256 KiB per batch: its CRC pass then reads bytes the kernel
+// copies right after, and 1 MiB batches of 1 MiB Sends moved less in the default mode. Few enough
+// bytes either way that completions of small messages behind a large one are not held back long.
+constexpr std::size_t kBatchBytes = 1024 * 1024;
+constexpr std::size_t kLargeBatchBytes = 256 * 1024;
 // Below this much room left in a batch a new FPDU of a longer message waits for the next batch,
 // so large messages go out in large FPDUs.
 constexpr std::size_t kMinChunk = 4096;
@@ -263,7 +270,8 @@ void Connection::PumpBatches() {
     return;
   }
   if (!tx_.Hold()) return FailTx(ENOMEM);
-  for (int batch = 0; batch < kBatchesPerTurn; ++batch) {
+  std::size_t turn_bytes = 0;
+  for (int batch = 0; batch < kBatchesPerTurn && turn_bytes < kTurnBytes; ++batch) {
     if (!FlushTx()) return;
     tx_.Reset();
     if (!in_post_) CompleteWritten();
@@ -285,6 +293,7 @@ void Connection::PumpBatches() {
       MaybeFinishClose();
       return;
     }
+    turn_bytes += tx_.bytes();
   }
   // Still more to send: come back after the other connections had a turn.
   Kick();
@@ -421,11 +430,13 @@ bool Connection::NextTxMessage() {
 }
 
 // How many payload bytes the next FPDU of `m` carries: what is left, at most one FPDU and what the
-// batch may still take, and as much as the snapshot room or the free gather pieces allow.
+// batch may still take (less for a large message, see kLargeBatchBytes), and as much as the
+// snapshot room or the free gather pieces allow.
 // Returns false when it is better to send what is batched first (a tiny chunk, or no room).
 bool Connection::ChunkFor(const TxMessage& m, std::uint32_t& chunk) const {
   const std::uint64_t remaining = m.length - m.offset;
-  const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
+  const std::size_t cap = m.length > kLargeBatchBytes ? kLargeBatchBytes : kBatchBytes;
+  const std::size_t budget = cap > tx_.bytes() ? cap - tx_.bytes() : 0;
   chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
   if (NeedsSnapshot(m)) {
     chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, tx_.staging_room()));

@@ -651,6 +651,39 @@ TEST_F(TcpTransportPollTest, ABurstOfSendsPostedBetweenPollsGoesOutInOneWrite) {
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
+// Medium Sends go out up to 1 MiB per batch, a turn writes about 2 MiB before it lets other
+// connections run, and a large Send is still cut into 256 KiB batches (connection_tx.cc,
+// kBatchBytes). A burst of 40 Sends of 64 KiB (2.5 MiB: batches of 16 messages, two FPDUs each,
+// and a turn's end) behind a 1 MiB Send and before another, posted without a poll between them,
+// must each arrive whole, with its own bytes, in order, and complete once.
+TEST_F(TcpTransportPollTest, MediumSendsBatchedByTheMegabyteArriveWholeAndInOrder) {
+  ConnectToRemote();
+  constexpr int kMedium = 40;
+  std::vector<std::vector<std::uint8_t>> payloads, sinks;
+  payloads.push_back(Bytes(1 << 20, 200));
+  for (int i = 0; i < kMedium; ++i) payloads.push_back(Bytes(64 * 1024, static_cast<std::uint8_t>(i)));
+  payloads.push_back(Bytes(1 << 20, 201));
+  std::vector<std::vector<Segment>> gathers, scatters;
+  for (auto& payload : payloads) {
+    sinks.emplace_back(payload.size());
+    gathers.push_back({SegmentOf(payload)});
+  }
+  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
+  for (auto& scatter : scatters) remote_events_.AddBuffer(scatter);
+  for (std::size_t i = 0; i < gathers.size(); ++i) ASSERT_TRUE(PostSend(gathers[i], i).ok());
+  ASSERT_TRUE(PollBothUntil([&] {
+    return client_events_.work_done.size() == payloads.size() && remote_events_.recvs.size() == payloads.size();
+  }));
+  for (std::size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_EQ(client_events_.work_done[i].id, i);
+    EXPECT_EQ(client_events_.work_done[i].status, WorkStatus::kSuccess);
+    EXPECT_EQ(client_events_.work_done[i].length, payloads[i].size());
+    EXPECT_EQ(remote_events_.recvs[i].status, WorkStatus::kSuccess);
+    EXPECT_EQ(remote_events_.recvs[i].info.length, payloads[i].size()) << "message " << i;
+    EXPECT_TRUE(sinks[i] == payloads[i]) << "message " << i << " arrived with other bytes";
+  }
+}
+
 // Every connection is a descriptor: opening an IA raises the soft descriptor limit (1024 on many
 // systems) to the hard one, and max_eps says what that allows (the 10,000-connection scale test
 // needs it without the consumer doing anything).
