@@ -121,8 +121,8 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
       head_ = (head_ + 1) % ring_.size();
       --count_;
     }
-    any = true;
     const bool ran = run_ ? run_(*connection, consumer, ia_last_write_ns) : connection->OnKick(consumer, ia_last_write_ns);
+    any |= ran;
     if (!ran) {
       Requeue(std::move(connection));
       ++requeued;

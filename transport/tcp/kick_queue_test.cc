@@ -51,5 +51,32 @@ TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
   queue.Stop();
 }
 
+// Regression: a drain whose every connection deferred its writes (a consumer's poll inside a
+// send-only stream's coalescing window) said it had run one, so a dat_evd_wait that spins while
+// the transport moves (EventQueue::Wait) would take the deferral for progress. It moved nothing.
+TEST(KickQueue, ADrainWhoseConnectionsAllDeferMovedNothing) {
+  boost::asio::io_context io;
+  ConnectionOptions options;
+  options.buffers = std::make_shared<ConnectionBuffers>();
+  auto connection = std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr);
+  bool defer = true;
+  int runs = 0;
+  KickQueue queue(
+      io, 4, [] { return false; },
+      [&](Connection&, bool, std::uint64_t) {
+        ++runs;
+        return !defer;
+      });
+  queue.Push(connection);
+  EXPECT_FALSE(queue.Drain(true, 0));
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(queue.queued()) << "a deferring connection stays queued";
+  defer = false;
+  EXPECT_TRUE(queue.Drain(true, 0));
+  EXPECT_EQ(runs, 2);
+  EXPECT_FALSE(queue.queued());
+  EXPECT_FALSE(queue.Drain(true, 0)) << "an empty queue moved nothing";
+}
+
 }  // namespace
 }  // namespace softdat::transport::tcp
