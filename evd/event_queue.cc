@@ -131,10 +131,12 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   waiter_threshold_ = threshold;
   ProgressHook* const hook = hook_;
   // With a hook the waiter spins on the transport's progress: until its timeout (busy-poll), or
-  // for spin_us before it hands over and sleeps (the default mode: a blocking wake-up costs more
-  // than a short spin).
+  // until the transport has moved nothing for spin_us, then hands over and sleeps (the default
+  // mode: a blocking wake-up costs more than a short spin). Time its own progress calls spend
+  // moving the transport (writing a large Send batch by batch) does not count: a waiter that
+  // handed over then would pay a wake-up for the completion it was itself producing.
   const std::uint32_t spin_us = hook != nullptr ? hook->spin_us() : 0;
-  const Deadline spin_until(spin_us);
+  Deadline spin_until(spin_us);
   bool spinning = hook != nullptr;
   bool polled = false;  // a waiter with a hook polls at least once, even for a zero timeout
   Status status;
@@ -168,9 +170,10 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       if (spin_us == 0 || !polled || !spin_until.ExpiredAt(now)) {
         // Unlocked: the hook Posts into this queue. No yield: the spin is what is asked for.
         lock.unlock();
-        (void)hook->Progress();
+        const bool moved = hook->Progress();
         lock.lock();
         polled = true;
+        if (moved && spin_us != 0) spin_until = Deadline(spin_us);
         continue;
       }
       // The spin is over: hand the transport to whoever else drives it, then look once more

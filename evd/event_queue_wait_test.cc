@@ -246,6 +246,10 @@ class ScriptedHook final : public ProgressHook {
 
   bool Progress() noexcept override {
     ++calls;
+    if (calls <= moving_calls) {  // a transport busy with other work: each call moves, and takes a while
+      std::this_thread::sleep_for(call_takes);
+      return true;
+    }
     for (int call : post_on_calls_) {
       if (call == calls) {
         EXPECT_EQ(queue_->Post(MakeEvent(0, static_cast<std::uint64_t>(calls))), Status::Ok());
@@ -263,6 +267,8 @@ class ScriptedHook final : public ProgressHook {
   }
 
   int calls = 0;
+  int moving_calls = 0;  // the first calls move the transport without posting
+  std::chrono::microseconds call_takes{0};
   bool due = false;  // ProgressDue's answer
   int unwaitable_on_call = -1;
   std::uint32_t spin = 0;  // 0: busy-poll
@@ -352,6 +358,28 @@ TEST(EventQueue, SpinningWaiterThatFindsItsEventNeverHandsOver) {
   EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, nullptr), Status::Ok());
   EXPECT_EQ(hook.calls, 2);
   EXPECT_EQ(hook.pauses.load(), 0);
+}
+
+// Regression (the default mode's 1 MiB stream): the spin ran from the start of the wait, so a
+// waiter whose own progress calls were writing a large Send batch by batch ran out of spin while
+// the transport was busy, handed over and slept, and its completion cost a wake-up. The spin now
+// counts the time the transport sits idle: here each call moves it and takes 1 ms, for three
+// times the spin, and the event comes after; the waiter must not hand over meanwhile.
+TEST(EventQueue, SpinningWaiterKeepsDrivingATransportThatMoves) {
+  auto queue = NewQueue(8);
+  ASSERT_NE(queue, nullptr);
+  ScriptedHook hook(queue.get(), {61});
+  hook.spin = 20'000;
+  hook.moving_calls = 60;
+  hook.call_takes = std::chrono::milliseconds(1);
+  // Were it to hand over, the event would come from elsewhere, and the test says so.
+  hook.on_pause = [&] { EXPECT_EQ(queue->Post(MakeEvent(0, 99)), Status::Ok()); };
+  queue->SetProgressHook(&hook);
+  DAT_EVENT event{};
+  EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, nullptr), Status::Ok());
+  EXPECT_EQ(hook.pauses.load(), 0) << "it handed over while its transport was moving";
+  EXPECT_EQ(SeqOf(event), 61u);
+  EXPECT_EQ(hook.calls, 61);
 }
 
 TEST(EventQueue, BusyPollTimesOutAndIsInterruptible) {

@@ -18,8 +18,8 @@ class ProgressHook {
   // not empty (the transport says holding back more would cost it). Must be cheap.
   virtual bool ProgressDue() const noexcept = 0;
 
-  // How long a waiter spins on Progress before it sleeps, in microseconds; 0 spins until its
-  // timeout (busy-poll: nothing else drives the transport).
+  // How long a waiter spins on Progress calls that move nothing before it sleeps, in
+  // microseconds; 0 spins until its timeout (busy-poll: nothing else drives the transport).
   virtual std::uint32_t spin_us() const noexcept = 0;
 
   // The waiter stops spinning and will sleep: whoever else drives progress takes over.

@@ -13,8 +13,9 @@
 //                          probes so that an idle connection notices a dead peer too); 0
 //                          (default): the kernel's own limits (about 15 minutes of
 //                          retransmissions; an idle connection is never probed)
-//   spin_us=N              with a progress thread: how long a dat_evd_wait spins on the
-//                          transport before it sleeps (default 200; 0 sleeps at once)
+//   spin_us=N              with a progress thread: how long a dat_evd_wait spins on a
+//                          transport that moves nothing before it sleeps (default 200; 0
+//                          sleeps at once)
 //   coalesce_us=N          tcp: how long the small Sends of a send-only stream may wait to go
 //                          out together in one write (default 16; 0 writes every Work at once)
 //
