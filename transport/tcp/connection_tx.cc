@@ -27,14 +27,12 @@ namespace {
 // this many payload bytes.
 constexpr int kBatchesPerTurn = 8;
 constexpr std::size_t kTurnBytes = 2 * 1024 * 1024;
-// Payload bytes per batch. Medium messages (up to kLargeBatchBytes) go out up to 1 MiB per
-// sendmsg: on loopback a stream of 64 KiB Sends moved 20-35% more that way than in 256 KiB
-// batches (8 messages per sendmsg instead of 3.2; the sender's system time per byte fell by a
-// third). A larger message goes out 256 KiB per batch: its CRC pass then reads bytes the kernel
-// copies right after, and 1 MiB batches of 1 MiB Sends moved less in the default mode. Few enough
-// bytes either way that completions of small messages behind a large one are not held back long.
+// Payload bytes per batch (one sendmsg). On loopback a stream of 64 KiB Sends moved 20-35% more
+// in 1 MiB batches than in 256 KiB ones (8 messages per sendmsg instead of 3.2; the sender's
+// system time per byte fell by a third), and a stream of 1 MiB Sends 2-19% more (8 of 9 rounds,
+// in both modes once a waiter's spin stopped counting the time its own writes take). Few enough
+// bytes that completions of small messages behind a large one are not held back long.
 constexpr std::size_t kBatchBytes = 1024 * 1024;
-constexpr std::size_t kLargeBatchBytes = 256 * 1024;
 // Below this much room left in a batch a new FPDU of a longer message waits for the next batch,
 // so large messages go out in large FPDUs.
 constexpr std::size_t kMinChunk = 4096;
@@ -430,13 +428,11 @@ bool Connection::NextTxMessage() {
 }
 
 // How many payload bytes the next FPDU of `m` carries: what is left, at most one FPDU and what the
-// batch may still take (less for a large message, see kLargeBatchBytes), and as much as the
-// snapshot room or the free gather pieces allow.
+// batch may still take, and as much as the snapshot room or the free gather pieces allow.
 // Returns false when it is better to send what is batched first (a tiny chunk, or no room).
 bool Connection::ChunkFor(const TxMessage& m, std::uint32_t& chunk) const {
   const std::uint64_t remaining = m.length - m.offset;
-  const std::size_t cap = m.length > kLargeBatchBytes ? kLargeBatchBytes : kBatchBytes;
-  const std::size_t budget = cap > tx_.bytes() ? cap - tx_.bytes() : 0;
+  const std::size_t budget = kBatchBytes > tx_.bytes() ? kBatchBytes - tx_.bytes() : 0;
   chunk = static_cast<std::uint32_t>(std::min<std::uint64_t>({remaining, wire::kMaxFpduPayload, budget}));
   if (NeedsSnapshot(m)) {
     chunk = static_cast<std::uint32_t>(std::min<std::size_t>(chunk, tx_.staging_room()));

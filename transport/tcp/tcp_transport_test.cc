@@ -651,11 +651,11 @@ TEST_F(TcpTransportPollTest, ABurstOfSendsPostedBetweenPollsGoesOutInOneWrite) {
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
 }
 
-// Medium Sends go out up to 1 MiB per batch, a turn writes about 2 MiB before it lets other
-// connections run, and a large Send is still cut into 256 KiB batches (connection_tx.cc,
-// kBatchBytes). A burst of 40 Sends of 64 KiB (2.5 MiB: batches of 16 messages, two FPDUs each,
-// and a turn's end) behind a 1 MiB Send and before another, posted without a poll between them,
-// must each arrive whole, with its own bytes, in order, and complete once.
+// Sends go out up to 1 MiB per batch, and a turn writes about 2 MiB before it lets other
+// connections run (connection_tx.cc, kBatchBytes). A burst of 40 Sends of 64 KiB (2.5 MiB:
+// batches of 16 messages, two FPDUs each, and a turn's end) between two Sends of 1 MiB, posted
+// without a poll between them, must each arrive whole, with its own bytes, in order, and
+// complete once.
 TEST_F(TcpTransportPollTest, MediumSendsBatchedByTheMegabyteArriveWholeAndInOrder) {
   ConnectToRemote();
   constexpr int kMedium = 40;
