@@ -25,6 +25,8 @@ std::string RunfilePath(const std::string& workspace_relative) {
   return resolved;
 }
 
+std::string TestTmpPath(const std::string& file_name) { return Env("TEST_TMPDIR") + "/" + file_name; }
+
 std::string ProviderLibraryPath() { return RunfilePath("dat/libsoftdat.so.2"); }
 
 std::string DatConfText(const DatConfLine& line, const std::string& library_path) {
@@ -33,7 +35,7 @@ std::string DatConfText(const DatConfLine& line, const std::string& library_path
 }
 
 std::string InstallDatConf(const std::vector<DatConfLine>& lines, const std::string& file_name) {
-  const std::string path = Env("TEST_TMPDIR") + "/" + file_name;
+  const std::string path = TestTmpPath(file_name);
   const std::string library = ProviderLibraryPath();
   std::ofstream out(path, std::ios::trunc);
   for (const DatConfLine& line : lines) out << DatConfText(line, library);

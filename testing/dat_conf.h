@@ -17,6 +17,9 @@ struct DatConfLine {
 // "testing/consumers/handoff_relay"; throws when it is not there.
 std::string RunfilePath(const std::string& workspace_relative);
 
+// $TEST_TMPDIR/<file_name>: a file of this test's own temporary directory; throws outside bazel test.
+std::string TestTmpPath(const std::string& file_name);
+
 // Absolute path of //dat:libsoftdat.so.2 in this test's runfiles.
 std::string ProviderLibraryPath();
 

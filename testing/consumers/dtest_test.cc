@@ -5,18 +5,16 @@
 #include <gtest/gtest.h>
 
 #include "testing/consumers/consumer_pair.h"
+#include "testing/consumers/handoff_relay.h"
 
 namespace softdat::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-// dtest's server first listens on this plain TCP port and writes its address (128 bytes) to the
-// first connection, and only then creates its PSP: a client that read the address could connect
-// before the PSP listens. The harness relays the hand-off once the PSP listens.
-constexpr std::uint16_t kDtestParamsPort = 15828;
-constexpr std::size_t kDtestHandoffBytes = 128;
-constexpr std::uint16_t kDtestPsp = 45248;
+// dtest's server first listens on a plain TCP port and writes its address to the first
+// connection, and only then creates its PSP: a client that read the address could connect before
+// the PSP listens. The harness relays the hand-off once the PSP listens (handoff_relay.h).
 constexpr char kPassed[] = "DAPL Test Complete. PASSED";
 
 class StockDtest : public ::testing::Test {
@@ -32,7 +30,7 @@ class StockDtest : public ::testing::Test {
     std::vector<std::string> client = {"dtest", "-P", "softdat-tcp", "-h", "127.0.0.1"};
     client.insert(client.end(), flags.begin(), flags.end());
     spec.clients = {client};
-    spec.ready_port = kDtestParamsPort;
+    spec.ready_port = kDtestHandoffPort;
     spec.handoff_bytes = kDtestHandoffBytes;
     spec.handoff_then_port = kDtestPsp;
     spec.server_bound = 90s;

@@ -15,6 +15,12 @@
 
 namespace softdat::testing {
 
+// Stock dtest's hand-off: its server listens on this plain TCP port, writes its DAT address
+// (this many bytes) to the first connection, and only then creates its PSP.
+inline constexpr std::uint16_t kDtestHandoffPort = 15828;
+inline constexpr std::size_t kDtestHandoffBytes = 128;
+inline constexpr std::uint16_t kDtestPsp = 45248;
+
 // 127.0.0.1:`port`, where the relay takes the hand-off.
 sockaddr_in LoopbackAddress(std::uint16_t port);
 
@@ -27,9 +33,10 @@ class HandoffRelay {
   ~HandoffRelay();
 
   // Connects to 127.0.0.1:`port`, reads exactly `bytes` from the server, waits until `then_port`
-  // listens (in this thread's network namespace), then listens on `port` itself, on every address
-  // as dtest's server does, and hands the same bytes to the first connection, in a thread. Every wait is bounded by `bound`. False, with `error` saying why, if any step failed;
-  // nothing then listens on `port`.
+  // listens (in this thread's network namespace), then listens on `port` itself, on every
+  // address as dtest's server does, and hands the same bytes to the first connection, in a
+  // thread. Every wait is bounded by `bound`. False, with `error` saying why, if any step
+  // failed; nothing then listens on `port`.
   bool Start(std::uint16_t port, std::size_t bytes, std::uint16_t then_port, std::chrono::seconds bound,
              std::string& error);
 

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <string>
@@ -126,8 +125,7 @@ std::string RelayCommand() { return RunfilePath("testing/consumers/handoff_relay
 
 // A ready file's path in this test's own temporary directory.
 std::string ReadyFile(const char* name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/" + name;
+  const std::string path = TestTmpPath(name);
   std::filesystem::remove(path);
   return path;
 }

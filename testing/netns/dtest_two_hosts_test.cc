@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "testing/consumers/handoff_relay.h"
 #include "testing/dat_conf.h"
 #include "testing/netns/veth_pair.h"
 #include "testing/subprocess.h"
@@ -69,18 +70,18 @@ TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   bool listening = false;
   for (int i = 0; i < 200 && !listening; ++i) {
     const SubprocessResult ss = RunSubprocess({ip, "netns", "exec", ns_a, "ss", "-Hltn"}, {}, 5s);
-    listening = ss.exit_code == 0 && ss.output.find(":15828 ") != std::string::npos;
+    listening = ss.exit_code == 0 && ss.output.find(":" + std::to_string(kDtestHandoffPort) + " ") != std::string::npos;
     if (!listening) std::this_thread::sleep_for(50ms);
   }
-  const std::string ready = std::string(std::getenv("TEST_TMPDIR") != nullptr ? std::getenv("TEST_TMPDIR") : "/tmp") +
-                            "/relay-" + ns_a + ".ready";
+  const std::string ready = TestTmpPath("relay-" + ns_a + ".ready");
   std::filesystem::remove(ready);
   SubprocessResult relay;
   std::thread relay_thread;
   if (listening)
     relay_thread = std::thread([&] {
-      relay = RunSubprocess({ip, "netns", "exec", ns_a, RunfilePath("testing/consumers/handoff_relay"), "15828",
-                             "128", "45248", "60", ready},
+      relay = RunSubprocess({ip, "netns", "exec", ns_a, RunfilePath("testing/consumers/handoff_relay"),
+                             std::to_string(kDtestHandoffPort), std::to_string(kDtestHandoffBytes),
+                             std::to_string(kDtestPsp), "60", ready},
                             {}, 70s);
     });
   bool relayed = false;
@@ -101,7 +102,7 @@ TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   SCOPED_TRACE("relay: " + relay.output);
   SCOPED_TRACE("server (" + ns_a + ", " + address_a + "):\n" + server.output);
   SCOPED_TRACE("client (" + ns_b + ", " + address_b + "):\n" + client.output);
-  ASSERT_TRUE(listening) << "the dtest server never listened on " << address_a << ":15828";
+  ASSERT_TRUE(listening) << "the dtest server never listened on " << address_a << ":" << kDtestHandoffPort;
   ASSERT_TRUE(relayed) << "the server's hand-off was not relayed; no client ran";
   EXPECT_NE(client.exit_code, 127) << "dtest not found: install dapl2-utils (tools/dev does)";
   EXPECT_FALSE(server.timed_out);
