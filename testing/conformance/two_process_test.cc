@@ -4,11 +4,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <cstdlib>
 #include <string>
 #include <thread>
 
 #include "testing/conformance/fixture.h"
+#include "testing/dat_conf.h"
 #include "testing/subprocess.h"
 
 namespace softdat::conformance {
@@ -41,7 +41,7 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
   DAT_PSP_HANDLE psp;
   ASSERT_EQ(dat_psp_create_any(ia_, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
 
-  const std::string peer = std::string(std::getenv("TEST_SRCDIR")) + "/softdat/testing/conformance/send_peer";
+  const std::string peer = testing::RunfilePath("testing/conformance/send_peer");
   // The IA's own address: 127.0.0.1 for softdat-tcp, the device's for a verbs IA.
   char address[INET_ADDRSTRLEN] = {};
   ASSERT_NE(inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(ia_attr_.ia_address_ptr)->sin_addr, address,
