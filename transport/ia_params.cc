@@ -76,6 +76,17 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
             std::string(value) + "\"";
       return false;
     }
+  } else if (key == "congestion") {
+    // A name the kernel may know (TCP_CA_NAME_MAX is 16 with its NUL); whether it does, and lets
+    // this user have it, shows when a connection asks (a warning, and the system's stays).
+    bool ok = !value.empty() && value.size() < 16;
+    for (char c : value) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+    if (!ok) {
+      why = source + ": congestion must be auto, system or a congestion control's name (up to 15 of a-z, 0-9, _ and -), got \"" +
+            std::string(value) + "\"";
+      return false;
+    }
+    options.congestion = std::string(value);
   } else if (key == "crc") {
     if (value == "on") {
       options.mpa_crc = true;
@@ -87,7 +98,8 @@ bool ApplyOption(std::string_view key, std::string_view value, IaOptions& option
     }
   } else {
     why = source + ": unknown option \"" + std::string(key) +
-          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N, timeout_ms=N, coalesce_us=N";
+          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N, timeout_ms=N, coalesce_us=N, "
+          "congestion=auto|system|NAME";
     return false;
   }
   return true;
@@ -102,7 +114,8 @@ bool ApplyEnvironment(IaOptions& options, std::string& why) {
                     {"SOFTDAT_MPA_CRC", "crc"},
                     {"SOFTDAT_SPIN_US", "spin_us"},
                     {"SOFTDAT_TIMEOUT_MS", "timeout_ms"},
-                    {"SOFTDAT_COALESCE_US", "coalesce_us"}};
+                    {"SOFTDAT_COALESCE_US", "coalesce_us"},
+                    {"SOFTDAT_TCP_CONGESTION", "congestion"}};
   for (const auto& entry : kVariables) {
     const char* value = std::getenv(entry.variable);
     if (value == nullptr) continue;

@@ -18,10 +18,17 @@
 //                          sleeps at once)
 //   coalesce_us=N          tcp: how long the small Sends of a send-only stream may wait to go
 //                          out together in one write (default 16; 0 writes every Work at once)
+//   congestion=auto|system|NAME
+//                          tcp: the TCP congestion control of each connection. auto (default):
+//                          Reno between two addresses of this host (loopback, where a
+//                          model-based one such as BBR only holds a stream back), the system's
+//                          (net.ipv4.tcp_congestion_control) for the others; system: the
+//                          system's always; NAME (reno, cubic, bbr, ...): that one on every
+//                          connection, or the system's where the kernel refuses it (a warning)
 //
 // The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC,
-// SOFTDAT_SPIN_US, SOFTDAT_TIMEOUT_MS and SOFTDAT_COALESCE_US set the defaults; a key=value word in dat.conf wins
-// over them.
+// SOFTDAT_SPIN_US, SOFTDAT_TIMEOUT_MS, SOFTDAT_COALESCE_US and SOFTDAT_TCP_CONGESTION set the
+// defaults; a key=value word in dat.conf wins over them.
 #pragma once
 
 #include <netinet/in.h>
@@ -45,6 +52,7 @@ struct IaOptions {
   std::uint32_t spin_us = 200;  // progress=thread: a waiter's spin before it sleeps
   std::uint32_t timeout_ms = 0;  // tcp: TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   std::uint32_t coalesce_us = 16;  // tcp: a send-only stream's coalescing window; 0: none
+  std::string congestion = "auto";  // tcp: auto, system, or an algorithm's name (see above)
 };
 
 struct IaParams {

@@ -31,7 +31,8 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
                            "tcp lo rnr_timeout_ms=-1", "tcp lo crc=maybe", "tcp lo color=red",
                            "tcp lo timeout_ms=soon", "tcp lo timeout_ms=86400001",
                            "tcp lo coalesce_us=1000001", "tcp lo coalesce_us=x",
-                           "tcp lo =x"}) {
+                           "tcp lo congestion=", "tcp lo congestion=BBR", "tcp lo congestion=a/b",
+                           "tcp lo congestion=sixteen_letters_", "tcp lo =x"}) {
     IaParams params;
     params.address = "untouched";
     std::string why;
@@ -65,6 +66,27 @@ TEST(IaParams, DefaultsAreThreadInfiniteRnrAndCrc) {
   EXPECT_EQ(params.options.rnr_timeout_ms, 0u);
   EXPECT_TRUE(params.options.mpa_crc);
   EXPECT_EQ(params.options.coalesce_us, 16u);
+  EXPECT_EQ(params.options.congestion, "auto");
+}
+
+TEST(IaParams, CongestionTakesAutoSystemOrAnAlgorithmsName) {
+  for (const char* value : {"auto", "system", "reno", "cubic", "bbr", "dctcp", "fifteen_letters"}) {
+    IaParams params;
+    std::string why;
+    ASSERT_TRUE(ParseIaParams(std::string("tcp lo congestion=") + value, params, why).ok()) << value << ": " << why;
+    EXPECT_EQ(params.options.congestion, value);
+  }
+  setenv("SOFTDAT_TCP_CONGESTION", "system", 1);
+  IaParams params;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("tcp lo", params, why).ok()) << why;
+  EXPECT_EQ(params.options.congestion, "system");
+  ASSERT_TRUE(ParseIaParams("tcp lo congestion=cubic", params, why).ok()) << why;
+  EXPECT_EQ(params.options.congestion, "cubic") << "dat.conf wins over the environment";
+  setenv("SOFTDAT_TCP_CONGESTION", "Reno!", 1);
+  EXPECT_EQ(ParseIaParams("tcp lo", params, why).code(), Code::kInvalidParameter);
+  EXPECT_NE(why.find("SOFTDAT_TCP_CONGESTION"), std::string::npos) << why;
+  unsetenv("SOFTDAT_TCP_CONGESTION");
 }
 
 TEST(IaParams, EnvironmentSetsDefaultsAndDatConfWins) {

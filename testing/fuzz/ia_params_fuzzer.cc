@@ -44,13 +44,15 @@ std::string Text(const IaParams& params) {
   text += " rnr_timeout_ms=" + std::to_string(params.options.rnr_timeout_ms);
   text += params.options.mpa_crc ? " crc=on" : " crc=off";
   text += " spin_us=" + std::to_string(params.options.spin_us);
+  text += " congestion=" + params.options.congestion;
   return text;
 }
 
 bool Same(const IaParams& a, const IaParams& b) {
   return a.kind == b.kind && a.address == b.address && a.device == b.device && a.port == b.port &&
          a.options.progress == b.options.progress && a.options.rnr_timeout_ms == b.options.rnr_timeout_ms &&
-         a.options.mpa_crc == b.options.mpa_crc && a.options.spin_us == b.options.spin_us;
+         a.options.mpa_crc == b.options.mpa_crc && a.options.spin_us == b.options.spin_us &&
+         a.options.congestion == b.options.congestion;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "transport/tcp/congestion.h"
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/poll_set.h"
@@ -221,6 +222,7 @@ void Connection::ApplySocketOptions() {
   boost::system::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.non_blocking(true, ignored);
+  ApplyCongestion();
   if (options_.timeout_ms == 0) return;
   // An RNIC breaks a connection whose peer stops answering after its retry timeout; the kernel
   // does the same for us: unacknowledged data (or a shut receive window) for timeout_ms ends the
@@ -238,6 +240,28 @@ void Connection::ApplySocketOptions() {
       ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval) != 0 ||
       ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) != 0)
     SOFTDAT_LOG(kWarn, "tcp: cannot set the %u ms timeout on a connection: %s", timeout, std::strerror(errno));
+}
+
+// The IA's congestion= (congestion.h). A refusal leaves the system's choice and the connection
+// works on: said at the default level when the IA named the algorithm, quietly for auto's Reno.
+void Connection::ApplyCongestion() {
+  const int fd = socket_.native_handle();
+  sockaddr_in local{}, remote{};
+  socklen_t local_size = sizeof local, remote_size = sizeof remote;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+      ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_size) != 0 || local.sin_family != AF_INET)
+    return;
+  const char* algorithm = CongestionFor(options_.congestion, local, remote);
+  if (algorithm == nullptr || SetCongestion(fd, algorithm)) return;
+  const int error = errno;
+  constexpr const char* kRefused =
+      "tcp: the kernel refuses congestion control %s on a connection (%s); it keeps the system's "
+      "(net.ipv4.tcp_allowed_congestion_control lists what this user may choose)";
+  if (options_.congestion == "auto") {
+    SOFTDAT_LOG(kInfo, kRefused, algorithm, std::strerror(error));
+  } else {
+    SOFTDAT_LOG(kWarn, kRefused, algorithm, std::strerror(error));
+  }
 }
 
 void Connection::OnConnected(const boost::system::error_code& error) {

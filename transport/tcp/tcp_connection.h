@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -55,6 +56,7 @@ struct ConnectionOptions {
   std::uint64_t coalesce_ns = 16'000;  // a send-only stream's coalescing window (see Post); 0: none
   bool mpa_crc = true;
   std::uint32_t max_private_data = 0;
+  std::string congestion = "auto";  // the IA's congestion= (congestion.h)
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -208,6 +210,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseSocket();
   void RecordAddresses();
   void ApplySocketOptions();  // the socket is connected: no delay, non-blocking, the IA's timeout
+  void ApplyCongestion();     // the IA's congestion= on the connected socket
   void StartPolling();   // the socket is connected: into the transport's PollSet
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
 

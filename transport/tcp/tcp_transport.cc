@@ -154,6 +154,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
   connection_options_.mpa_crc = options.mpa_crc;
   connection_options_.timeout_ms = options.timeout_ms;
   connection_options_.coalesce_ns = std::uint64_t{options.coalesce_us} * 1000;
+  connection_options_.congestion = options.congestion;
   connection_options_.max_private_data = kMaxPrivateData;
   if (!busy_poll_) {
     // Signals stay with the consumer's threads.

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -22,6 +23,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -277,6 +279,77 @@ TEST_F(TcpTransportTest, ZeroLengthSendTakesABufferAndCompletes) {
   ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1; }));
   EXPECT_EQ(server_events_.recvs[0].info.length, 0u);
   EXPECT_EQ(server_events_.recvs[0].status, WorkStatus::kSuccess);
+}
+
+// The congestion control of this process's socket from `local` to `remote`, or "" if none.
+std::string CongestionOfSocket(const sockaddr_in& local, const sockaddr_in& remote) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = -1;
+    try {
+      fd = std::stoi(entry.path().filename().string());
+    } catch (const std::exception&) {
+      continue;
+    }
+    sockaddr_in mine{}, peer{};
+    socklen_t mine_size = sizeof mine, peer_size = sizeof peer;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &mine_size) != 0 ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0 || mine.sin_family != AF_INET ||
+        mine.sin_port != local.sin_port || peer.sin_port != remote.sin_port)
+      continue;
+    char name[16] = {};
+    socklen_t size = sizeof name;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &size) != 0) return "?";
+    return std::string(name, strnlen(name, sizeof name));
+  }
+  return "";
+}
+
+std::string SystemCongestion() {
+  std::ifstream file("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  file >> name;
+  return name;
+}
+
+class TcpCongestionTest : public TcpTransportTest {
+ protected:
+  // Reopens the IA with congestion=`mode` and connects both endpoints.
+  void ConnectWith(const char* mode) {
+    TearDown();
+    IaOptions options;
+    options.congestion = mode;
+    Open(options);
+    ConnectBoth();
+  }
+  void ExpectBothEndsRun(const std::string& algorithm) {
+    ASSERT_FALSE(algorithm.empty());
+    EXPECT_EQ(CongestionOfSocket(client_->local_address(), client_->remote_address()), algorithm) << "client";
+    EXPECT_EQ(CongestionOfSocket(server_->local_address(), server_->remote_address()), algorithm) << "server";
+  }
+};
+
+TEST_F(TcpCongestionTest, LoopbackConnectionsRunRenoOnBothEndsByDefault) {
+  ConnectBoth();
+  ExpectBothEndsRun("reno");
+}
+
+TEST_F(TcpCongestionTest, SystemLeavesTheSystemsChoice) {
+  ConnectWith("system");
+  ExpectBothEndsRun(SystemCongestion());
+}
+
+TEST_F(TcpCongestionTest, AnAlgorithmTheKernelRefusesLeavesTheSystemsAndTheConnectionWorks) {
+  ConnectWith("no_such_cc");
+  ExpectBothEndsRun(SystemCongestion());
+  std::vector<std::uint8_t> payload(100, 0x5a), landing(100, 0);
+  std::vector<Segment> segments = {SegmentOf(payload)};
+  const std::vector<Segment> target = {SegmentOf(landing)};
+  server_events_.AddBuffer(target);
+  ASSERT_TRUE(PostSend(segments, 6).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1; }));
+  EXPECT_EQ(server_events_.recvs[0].status, WorkStatus::kSuccess);
+  EXPECT_EQ(server_events_.recvs[0].info.length, 100u);
+  EXPECT_EQ(landing, payload);
 }
 
 TEST_F(TcpTransportTest, RdmaWriteAndReadReachTheExposedRegion) {
