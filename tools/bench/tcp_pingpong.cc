@@ -14,6 +14,9 @@
 // queue and MSN, copy the payload out), with no DAT layer, no queue and no completion. Its half
 // round trip is the floor under any iWARP provider's latency, MPA CRC on.
 //
+// Both ends run the congestion control softdat's congestion=auto gives a loopback connection
+// (Reno), as softdat's own connections do.
+//
 //   tcp_pingpong -s PORT MODE SIZE [mpa]                    serve one client, then exit
 //   tcp_pingpong -c PORT MODE SIZE ITERS SECONDS [mpa]      prints p50 and p99 of half a round trip (µs)
 #include <arpa/inet.h>
@@ -199,6 +202,7 @@ int Client(int port, Spin spin, std::size_t size, long iters, double seconds, bo
     std::perror("tcp_pingpong: connect");
     return 1;
   }
+  softdat::bench::LikeSoftdat(fd, "tcp_pingpong");
   Peer peer(fd, spin);
   MpaPeer sends(peer, size);
   std::vector<char> buffer(size, 7);

@@ -16,6 +16,9 @@
 // library. (Against the same stream without `crc`, it gives the CRC's own cost, but on this VM a
 // 2 s stream moves 20% between runs, more than that cost: it takes many rounds.)
 //
+// Both ends run the congestion control softdat's congestion=auto gives a loopback connection
+// (Reno), as softdat's stream does; UCX and iperf3 run the system's.
+//
 //   tcp_stream -s PORT SIZE [BUFFERS] [crc]           receive one stream, then exit
 //   tcp_stream -c PORT SIZE SECONDS [BUFFERS] [crc]   send for SECONDS; prints the receiver's MB/s
 #include <netinet/in.h>
@@ -108,6 +111,7 @@ int Client(int port, std::size_t size, double seconds, std::size_t buffers, bool
     std::perror("tcp_stream: connect");
     return 1;
   }
+  softdat::bench::LikeSoftdat(fd, "tcp_stream");
   std::vector<char> buffer(size * buffers, 7);
   const double start = NowSeconds();
   double moved = start;
