@@ -25,4 +25,11 @@ bool SetCongestion(int fd, const char* algorithm) {
   return ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, algorithm, static_cast<socklen_t>(std::strlen(algorithm))) == 0;
 }
 
+std::string CongestionOf(int fd) {
+  char name[16] = {};  // TCP_CA_NAME_MAX
+  socklen_t size = sizeof name;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &size) != 0) return "?";
+  return std::string(name, strnlen(name, sizeof name));
+}
+
 }  // namespace softdat::transport::tcp

@@ -5,7 +5,7 @@
 // congestion control to protect, and a model-based one only holds the stream back: with BBR, the
 // default of some hosts, a busy 1 MiB Send stream over loopback ran 20-27% slower than with Reno on
 // the project's VM (its window of about two bandwidth-delay products, 20 segments at a 25 us round
-// trip, and its pacing leave both ends waiting; docs/PERFORMANCE.md, twelfth round). So "auto"
+// trip, and its pacing leave both ends waiting; docs/PERFORMANCE.md, thirteenth round). So "auto"
 // gives such connections Reno, which every Linux allows unprivileged, and leaves the others to the
 // administrator's choice (net.ipv4.tcp_congestion_control).
 #pragma once
@@ -31,5 +31,8 @@ const char* CongestionFor(const std::string& mode, const sockaddr_in& local, con
 // Sets `algorithm` on connected socket `fd`; false (errno set) when the kernel refuses it, when the
 // algorithm is unknown or not allowed to this user (net.ipv4.tcp_allowed_congestion_control).
 bool SetCongestion(int fd, const char* algorithm);
+
+// The algorithm socket `fd` runs ("?" when the kernel will not say).
+std::string CongestionOf(int fd);
 
 }  // namespace softdat::transport::tcp

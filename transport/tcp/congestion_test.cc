@@ -4,7 +4,6 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -61,23 +60,16 @@ struct Pair {
   }
 };
 
-std::string Running(int fd) {
-  char name[16] = {};
-  socklen_t size = sizeof name;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &size) != 0) return "?";
-  return std::string(name, strnlen(name, sizeof name));
-}
-
 TEST(Congestion, TheKernelTakesRenoAndRefusesAnUnknownName) {
   Pair pair;
   ASSERT_GE(pair.server, 0) << std::strerror(errno);
   ASSERT_TRUE(SetCongestion(pair.client, kLoopbackCongestion)) << std::strerror(errno);
-  EXPECT_EQ(Running(pair.client), "reno");
-  const std::string before = Running(pair.server);
+  EXPECT_EQ(CongestionOf(pair.client), "reno");
+  const std::string before = CongestionOf(pair.server);
   errno = 0;
   EXPECT_FALSE(SetCongestion(pair.server, "no_such_cc"));
   EXPECT_NE(errno, 0);
-  EXPECT_EQ(Running(pair.server), before) << "a refusal leaves what ran";
+  EXPECT_EQ(CongestionOf(pair.server), before) << "a refusal leaves what ran";
 }
 
 }  // namespace

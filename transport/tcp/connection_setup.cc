@@ -222,7 +222,6 @@ void Connection::ApplySocketOptions() {
   boost::system::error_code ignored;
   socket_.set_option(asio::ip::tcp::no_delay(true), ignored);
   socket_.non_blocking(true, ignored);
-  ApplyCongestion();
   if (options_.timeout_ms == 0) return;
   // An RNIC breaks a connection whose peer stops answering after its retry timeout; the kernel
   // does the same for us: unacknowledged data (or a shut receive window) for timeout_ms ends the
@@ -242,15 +241,17 @@ void Connection::ApplySocketOptions() {
     SOFTDAT_LOG(kWarn, "tcp: cannot set the %u ms timeout on a connection: %s", timeout, std::strerror(errno));
 }
 
-// The IA's congestion= (congestion.h). A refusal leaves the system's choice and the connection
+// The IA's congestion= (congestion.h), on the addresses RecordAddresses took. A refusal leaves the system's choice and the connection
 // works on: said at the default level when the IA named the algorithm, quietly for auto's Reno.
 void Connection::ApplyCongestion() {
   const int fd = socket_.native_handle();
   sockaddr_in local{}, remote{};
-  socklen_t local_size = sizeof local, remote_size = sizeof remote;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
-      ::getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_size) != 0 || local.sin_family != AF_INET)
-    return;
+  {
+    std::lock_guard lock(address_mutex_);  // as RecordAddresses found them
+    local = local_;
+    remote = remote_;
+  }
+  if (local.sin_family != AF_INET) return;
   const char* algorithm = CongestionFor(options_.congestion, local, remote);
   if (algorithm == nullptr || SetCongestion(fd, algorithm)) return;
   const int error = errno;
@@ -279,6 +280,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
   }
   ApplySocketOptions();
   RecordAddresses();
+  ApplyCongestion();
   StartPolling();
 
   wire::MpaFrame request;
@@ -347,6 +349,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
   }
   ApplySocketOptions();
   RecordAddresses();
+  ApplyCongestion();
   StartPolling();
 
   wire::MpaFrame reply;

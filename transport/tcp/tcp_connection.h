@@ -210,7 +210,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void CloseSocket();
   void RecordAddresses();
   void ApplySocketOptions();  // the socket is connected: no delay, non-blocking, the IA's timeout
-  void ApplyCongestion();     // the IA's congestion= on the connected socket
+  void ApplyCongestion();     // the IA's congestion= on the connected socket (after RecordAddresses)
   void StartPolling();   // the socket is connected: into the transport's PollSet
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
 

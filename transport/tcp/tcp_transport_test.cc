@@ -2,6 +2,7 @@
 // its failures, Sends into buffers handed out on arrival, RDMA Write and Read with key checks,
 // receiver-not-ready back-pressure and its timeout, and teardown. Every wait is bounded.
 #include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/congestion.h"
 #include "transport/tcp/deliberate_race.h"
 #include "transport/tcp/tcp_listener.h"
 #include "transport/test_recorder.h"
@@ -296,10 +297,7 @@ std::string CongestionOfSocket(const sockaddr_in& local, const sockaddr_in& remo
         getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0 || mine.sin_family != AF_INET ||
         mine.sin_port != local.sin_port || peer.sin_port != remote.sin_port)
       continue;
-    char name[16] = {};
-    socklen_t size = sizeof name;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &size) != 0) return "?";
-    return std::string(name, strnlen(name, sizeof name));
+    return CongestionOf(fd);
   }
   return "";
 }
