@@ -241,8 +241,9 @@ void Connection::ApplySocketOptions() {
     SOFTDAT_LOG(kWarn, "tcp: cannot set the %u ms timeout on a connection: %s", timeout, std::strerror(errno));
 }
 
-// The IA's congestion= (congestion.h), on the addresses RecordAddresses took. A refusal leaves the system's choice and the connection
-// works on: said at the default level when the IA named the algorithm, quietly for auto's Reno.
+// The IA's congestion= (congestion.h), on the addresses RecordAddresses took. A refusal leaves the
+// system's choice and the connection works on: said at the default level when the IA named the
+// algorithm, quietly for auto's Reno.
 void Connection::ApplyCongestion() {
   const int fd = socket_.native_handle();
   sockaddr_in local{}, remote{};
