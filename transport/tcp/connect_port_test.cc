@@ -5,11 +5,21 @@
 // Regression: bind() to port 0 before connect() made a burst of 1,000 connects take 5 s on a host
 // whose range was half full of TIME_WAIT sockets, and the server closed the connections whose
 // MPA Request had not gone out in that time.
+// And an active connection's port, open or in TIME_WAIT, can be bound by a socket that asks for
+// SO_REUSEADDR, as Linux siw's kernel sockets do on ports rdma_cm picks without asking TCP.
+// Regression: softdat's connections did not allow it, and an OFED DAPL client on siw0 in the
+// interop guest failed to connect ("rdma_connect ERR -1 Address already in use") when rdma_cm
+// happened to pick the port of a softdat-tcp connection of the last minute.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -41,16 +51,23 @@ std::string EnterCrowdedNamespace() {
   return {};
 }
 
-TEST(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeersAndNoMore) {
-  const std::string why_not = EnterCrowdedNamespace();
-  ASSERT_TRUE(why_not.empty()) << "this test needs a private network namespace (root, or user namespaces): " << why_not;
+// Each test in that namespace, with a softdat-tcp transport on 127.0.0.1.
+class TcpConnectPortTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string why_not = EnterCrowdedNamespace();
+    ASSERT_TRUE(why_not.empty()) << "this test needs a private network namespace (root, or user namespaces): " << why_not;
+    IaParams params;
+    params.kind = TransportKind::kTcp;
+    params.address = "127.0.0.1";
+    std::string why;
+    ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+  }
 
-  IaParams params;
-  params.kind = TransportKind::kTcp;
-  params.address = "127.0.0.1";
   std::unique_ptr<Transport> transport;
-  std::string why;
-  ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+};
+
+TEST_F(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeersAndNoMore) {
   // Listening ports outside the two-port range, so that the clients have both.
   constexpr std::uint16_t kPorts[2] = {41000, 41001};
   RecordingRequests requests[2];
@@ -89,6 +106,72 @@ TEST(TcpConnectPortTest, TwoEphemeralPortsCarryTwoConnectionsToEachOfTwoPeersAnd
     clients[i].reset();
     servers[i].reset();
   }
+}
+
+// 0 if a socket with SO_REUSEADDR can bind 127.0.0.1:port, else errno.
+int BindWithReuseAddress(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  const int on = 1;
+  int error = 0;
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0) error = errno;
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  at.sin_port = htons(port);
+  if (error == 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) error = errno;
+  ::close(fd);
+  return error;
+}
+
+// Whether /proc/net/tcp lists a socket of local port `port` in TIME_WAIT (state 06).
+bool InTimeWait(std::uint16_t port) {
+  std::ifstream table("/proc/net/tcp");
+  std::string line;
+  char wanted[16];
+  std::snprintf(wanted, sizeof wanted, ":%04X ", port);
+  while (std::getline(table, line)) {
+    // "  sl  local_address rem_address   st ...": the local address is the second field.
+    const std::size_t local = line.find(':');
+    if (local == std::string::npos) continue;
+    const std::size_t local_port = line.find(':', local + 1);
+    if (local_port == std::string::npos || line.compare(local_port, 6, wanted) != 0) continue;
+    const std::size_t state = line.find(' ', line.find(' ', local_port) + 1);
+    if (state != std::string::npos && line.compare(state + 1, 2, "06") == 0) return true;
+  }
+  return false;
+}
+
+TEST_F(TcpConnectPortTest, AnActiveConnectionsPortCanBeBoundWithReuseAddressOpenAndInTimeWait) {
+  constexpr std::uint16_t kPort = 41000;
+  RecordingRequests requests;
+  std::unique_ptr<Listener> listener;
+  ASSERT_TRUE(transport->Listen(kPort, &requests, listener).ok());
+  RecordingEvents client_events, server_events;
+  std::unique_ptr<Endpoint> client, server;
+  ASSERT_TRUE(transport->CreateEndpoint(testing::SmallEndpointConfig(), &client_events, client).ok());
+  ASSERT_TRUE(transport->CreateEndpoint(testing::SmallEndpointConfig(), &server_events, server).ok());
+  ASSERT_TRUE(client->Connect(transport->address(), kPort, {}, UINT64_MAX).ok());
+  std::unique_ptr<PendingConnection> pending = requests.Next();
+  ASSERT_NE(pending, nullptr);
+  ASSERT_TRUE(pending->Accept(*server, {}).ok());
+  ASSERT_TRUE(client_events.WaitFor([&] { return client_events.established > 0; }));
+  ASSERT_TRUE(server_events.WaitFor([&] { return server_events.established > 0; }));
+
+  const std::uint16_t port = ntohs(client->local_address().sin_port);
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(BindWithReuseAddress(port), 0) << "port " << port << " of an open connection: " << std::strerror(BindWithReuseAddress(port));
+
+  // The client closes first, so its end waits in TIME_WAIT once the server has closed too.
+  client->Disconnect(true);
+  ASSERT_TRUE(client_events.WaitFor([&] { return client_events.ended_count > 0; }));
+  ASSERT_TRUE(server_events.WaitFor([&] { return server_events.ended_count > 0; }));
+  client.reset();
+  server.reset();
+  bool waiting = false;
+  for (int i = 0; i < 500 && !(waiting = InTimeWait(port)); ++i) ::usleep(10'000);
+  ASSERT_TRUE(waiting) << "port " << port << " never reached TIME_WAIT";
+  EXPECT_EQ(BindWithReuseAddress(port), 0) << "port " << port << " in TIME_WAIT: " << std::strerror(BindWithReuseAddress(port));
 }
 
 }  // namespace

@@ -190,6 +190,12 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
     // (A kernel older than 4.2 refuses the option: bind() then picks the port as before.)
     const int on = 1;
     (void)::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+    // Shareable, as a kernel iWARP stack's own sockets are: rdma_cm picks a port for siw's
+    // connections from the ephemeral range without asking TCP, and siw's bind() with
+    // SO_REUSEADDR to a port this connection holds (or its TIME_WAIT does) failed unless this
+    // socket allowed it too; the iWARP peer's connect then failed with "Address already in use".
+    // connect() still refuses a four-tuple in use, so nothing else changes.
+    (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     asio::ip::tcp::endpoint local(asio::ip::address_v4(ntohl(options_.local.sin_addr.s_addr)), 0);
     socket_.bind(local, error);
   }
