@@ -48,7 +48,15 @@ record() {  # record NAME RC LOG SECONDS
   [ "$2" = 0 ] || { verdict=FAIL; failed=$((failed + 1)); }
   results+=("$(printf '%-4s %4ss %s' "$verdict" "$4" "$1")")
   echo "== $verdict $1 ($4 s, log: $3)"
-  if [ "$verdict" = FAIL ]; then tail -n 60 "$3" | sed 's/^/   | /'; fi
+  if [ "$verdict" = FAIL ]; then
+    tail -n 60 "$3" | sed 's/^/   | /'
+    # The summary carries the lines that say why, too: a CI report may show only the part of the
+    # output around the summary, and the log stays in the guest.
+    local line
+    while IFS= read -r line; do results+=("       | ${line:0:160}"); done < <(
+      grep -E 'rror|ERR|Fail|fail|FAIL|bad |annot|ismatch|softdat: (warn|error)|never|exit [1-9]' "$3" |
+        grep -Ev '^( |connection [0-9]+ |iwarp-dump: )' | head -n 12)
+  fi
 }
 
 note() {  # note TEXT: a deliberate exclusion, with its reason, in the summary
