@@ -9,7 +9,8 @@
 #   B. softdat-verbs <-> OFED DAPL on rxe0 (RoCE) and on siw0 (iWARP); both directions.
 #   C. the siw zero-copy CRC race, provoked: softdat-tcp (CRC on) must refuse the bad FPDU.
 # Every softdat-tcp pair is captured with tcpdump; a failing pair's capture goes through
-# iwarp-dump into its log. Prints one line per case and a summary; exits non-zero if any failed.
+# iwarp-dump into its log. Prints one line per case and a summary (under a failed pair, the lines of
+# its log that say why); exits non-zero if any failed.
 # Usage (inside the VM only): guest_interop.sh <dir with libsoftdat.so.2, interop_peer, iwarp-dump>
 #   INTEROP_ONLY=regex  run only the pairs whose name matches (for debugging)
 set -uo pipefail

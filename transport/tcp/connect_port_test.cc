@@ -56,7 +56,8 @@ class TcpConnectPortTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string why_not = EnterCrowdedNamespace();
-    ASSERT_TRUE(why_not.empty()) << "this test needs a private network namespace (root, or user namespaces): " << why_not;
+    ASSERT_TRUE(why_not.empty()) << "this test needs a private network namespace (root, or user namespaces): "
+                                 << why_not;
     IaParams params;
     params.kind = TransportKind::kTcp;
     params.address = "127.0.0.1";
@@ -160,7 +161,8 @@ TEST_F(TcpConnectPortTest, AnActiveConnectionsPortCanBeBoundWithReuseAddressOpen
 
   const std::uint16_t port = ntohs(client->local_address().sin_port);
   ASSERT_NE(port, 0);
-  EXPECT_EQ(BindWithReuseAddress(port), 0) << "port " << port << " of an open connection: " << std::strerror(BindWithReuseAddress(port));
+  const int open_error = BindWithReuseAddress(port);
+  EXPECT_EQ(open_error, 0) << "port " << port << " of an open connection: " << std::strerror(open_error);
 
   // The client closes first, so its end waits in TIME_WAIT once the server has closed too.
   client->Disconnect(true);
@@ -171,7 +173,8 @@ TEST_F(TcpConnectPortTest, AnActiveConnectionsPortCanBeBoundWithReuseAddressOpen
   bool waiting = false;
   for (int i = 0; i < 500 && !(waiting = InTimeWait(port)); ++i) ::usleep(10'000);
   ASSERT_TRUE(waiting) << "port " << port << " never reached TIME_WAIT";
-  EXPECT_EQ(BindWithReuseAddress(port), 0) << "port " << port << " in TIME_WAIT: " << std::strerror(BindWithReuseAddress(port));
+  const int waiting_error = BindWithReuseAddress(port);
+  EXPECT_EQ(waiting_error, 0) << "port " << port << " in TIME_WAIT: " << std::strerror(waiting_error);
 }
 
 }  // namespace
