@@ -233,6 +233,7 @@ class Ep : public HandleHeader {
   std::atomic<DAT_EP_STATE> state_{DAT_EP_STATE_UNCONNECTED};
   bool connection_live_ = false;   // Connect/Accept called, OnEnded not yet
   bool local_disconnect_ = false;  // this side asked for the end (dat_ep_disconnect)
+  bool local_abrupt_ = false;      // ... and asked for it abruptly at least once
   Rsp* rsp_ = nullptr;             // the RSP this EP is reserved by
   sockaddr_in remote_address_{};
   DAT_CONN_QUAL remote_port_ = 0;

@@ -27,8 +27,12 @@ Detail StateDetail(DAT_EP_STATE state) {
 }
 
 // The connection event an ended connection reports, from the state it was in and why it ended.
+// After an abrupt dat_ep_disconnect the end is DISCONNECTED whatever the transport saw: a peer's
+// reset or Terminate that came in before the close took effect (both sides closing abruptly at
+// once, as dapltest's do) is a race the consumer cannot tell from its own close. A graceful one
+// that the peer breaks is still BROKEN: what was queued may not have arrived.
 DAT_EVENT_NUMBER EndEvent(DAT_EP_STATE state, transport::ConnectionEnd why, bool local_disconnect,
-                          bool hard_watermark) {
+                          bool local_abrupt, bool hard_watermark) {
   using transport::ConnectionEnd;
   if (hard_watermark) return DAT_CONNECTION_EVENT_BROKEN;
   switch (state) {
@@ -44,7 +48,7 @@ DAT_EVENT_NUMBER EndEvent(DAT_EP_STATE state, transport::ConnectionEnd why, bool
       return local_disconnect ? DAT_CONNECTION_EVENT_DISCONNECTED
                               : DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
     default:
-      return why == ConnectionEnd::kDisconnected || (local_disconnect && why != ConnectionEnd::kBroken)
+      return why == ConnectionEnd::kDisconnected || local_abrupt || (local_disconnect && why != ConnectionEnd::kBroken)
                  ? DAT_CONNECTION_EVENT_DISCONNECTED
                  : DAT_CONNECTION_EVENT_BROKEN;
   }
@@ -84,6 +88,7 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
     state_.store(DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, std::memory_order_release);
     connection_live_ = true;
     local_disconnect_ = false;
+    local_abrupt_ = false;
     broken_by_watermark_ = false;
     remote_address_ = address;
     remote_port_ = conn_qual;
@@ -132,6 +137,7 @@ Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT pri
     state_.store(DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, std::memory_order_release);
     connection_live_ = true;
     local_disconnect_ = false;
+    local_abrupt_ = false;
     broken_by_watermark_ = false;
     remote_address_ = pending.remote_address();
     remote_port_ = ntohs(remote_address_.sin_port);
@@ -205,6 +211,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
     }
     if (!connection_live_) return Status::Ok();
     local_disconnect_ = true;
+    local_abrupt_ = local_abrupt_ || !graceful;
   }
   endpoint_->Disconnect(graceful);
   return Status::Ok();
@@ -256,7 +263,7 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     std::lock_guard lock(mutex_);
     if (!connection_live_) return;
     connection_live_ = false;
-    event = EndEvent(state(), why, local_disconnect_, broken_by_watermark_);
+    event = EndEvent(state(), why, local_disconnect_, local_abrupt_, broken_by_watermark_);
     if (event == DAT_CONNECTION_EVENT_PEER_REJECTED) {
       private_data_size_ = std::min(private_data.size(), private_data_.size());
       std::copy_n(private_data.data(), private_data_size_, private_data_.data());

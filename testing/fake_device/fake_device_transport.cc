@@ -464,6 +464,12 @@ void FakeEndpoint::Disconnect(bool) {
   Fabric& fabric = GetFabric();
   std::lock_guard lock(fabric.mu);
   if (ended_ || !attempt_) return;
+  if (owner_->behaviour().peer_resets_at_disconnect && connected_) {
+    FakeEndpoint* other = FindLocked(peer_);
+    EndLocked(ConnectionEnd::kBroken);
+    if (other != nullptr) other->EndLocked(ConnectionEnd::kBroken);
+    return;
+  }
   // Behind the work already queued, as a NIC finishes what was posted before the disconnect.
   const std::uint64_t id = id_;
   fabric.work.push_back([id] {

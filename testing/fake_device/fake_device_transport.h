@@ -44,6 +44,10 @@ struct Behaviour {
   bool refuse_endpoints = false;
   // ProgressDue answers yes, as a transport holding back much posted Work does.
   bool progress_due = false;
+  // Disconnect finds the connection already reset by its peer: the endpoint ends kBroken at once,
+  // ahead of the work queued, as when the peer's reset or Terminate came in before the close took
+  // effect; the peer, which closed abruptly, ends kBroken too.
+  bool peer_resets_at_disconnect = false;
 };
 
 class FakeDeviceTransport : public transport::Transport {
