@@ -17,12 +17,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 
+#include "transport/tcp/proc_net_tcp.h"
 #include "transport/tcp/tcp_transport.h"
 #include "testing/private_network.h"
 #include "transport/test_recorder.h"
@@ -125,21 +124,10 @@ int BindWithReuseAddress(std::uint16_t port) {
   return error;
 }
 
-// Whether /proc/net/tcp lists a socket of local port `port` in TIME_WAIT (state 06).
+// Whether a socket of local port `port` waits in TIME_WAIT.
 bool InTimeWait(std::uint16_t port) {
-  std::ifstream table("/proc/net/tcp");
-  std::string line;
-  char wanted[16];
-  std::snprintf(wanted, sizeof wanted, ":%04X ", port);
-  while (std::getline(table, line)) {
-    // "  sl  local_address rem_address   st ...": the local address is the second field.
-    const std::size_t local = line.find(':');
-    if (local == std::string::npos) continue;
-    const std::size_t local_port = line.find(':', local + 1);
-    if (local_port == std::string::npos || line.compare(local_port, 6, wanted) != 0) continue;
-    const std::size_t state = line.find(' ', line.find(' ', local_port) + 1);
-    if (state != std::string::npos && line.compare(state + 1, 2, "06") == 0) return true;
-  }
+  for (const ProcNetTcpRow& row : ReadProcNetTcp())
+    if (row.state == 0x06 && row.local_port == port) return true;
   return false;
 }
 

@@ -13,14 +13,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/deliberate_race.h"
+#include "transport/tcp/proc_net_tcp.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/test_recorder.h"
 #include "transport/tcp/wire.h"
@@ -133,16 +132,8 @@ wire::FpduHeader SendHeader(std::uint32_t msn) {
 // How many connections wait in the accept queue of the IPv4 listener on `port` (the rx_queue
 // column /proc/net/tcp gives a listening socket), -1 if there is none.
 int AcceptQueueLength(std::uint16_t port) {
-  std::ifstream table("/proc/net/tcp");
-  std::string line;
-  std::getline(table, line);  // the header
-  while (std::getline(table, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state, queues;
-    fields >> slot >> local >> remote >> state >> queues;
-    if (state != "0A" || std::stoul(local.substr(local.find(':') + 1), nullptr, 16) != port) continue;
-    return static_cast<int>(std::stoul(queues.substr(queues.find(':') + 1), nullptr, 16));
-  }
+  for (const ProcNetTcpRow& row : ReadProcNetTcp())
+    if (row.state == 0x0A && row.local_port == port) return static_cast<int>(row.rx_queue);
   return -1;
 }
 
@@ -281,18 +272,8 @@ TEST_F(HostilePeerTest, LateRequestsBeyondTheSetupBoundWaitInsteadOfBeingRefused
 // How many bytes the kernel holds in the send queue of the connection between local port `local`
 // and remote port `remote` (the tx_queue column of /proc/net/tcp), -1 if none.
 long SendQueueBytes(std::uint16_t local, std::uint16_t remote) {
-  std::ifstream table("/proc/net/tcp");
-  std::string line;
-  std::getline(table, line);
-  while (std::getline(table, line)) {
-    std::istringstream fields(line);
-    std::string slot, local_address, remote_address, state, queues;
-    fields >> slot >> local_address >> remote_address >> state >> queues;
-    if (std::stoul(local_address.substr(local_address.find(':') + 1), nullptr, 16) != local ||
-        std::stoul(remote_address.substr(remote_address.find(':') + 1), nullptr, 16) != remote)
-      continue;
-    return static_cast<long>(std::stoul(queues.substr(0, queues.find(':')), nullptr, 16));
-  }
+  for (const ProcNetTcpRow& row : ReadProcNetTcp())
+    if (row.local_port == local && row.remote_port == remote) return static_cast<long>(row.tx_queue);
   return -1;
 }
 
