@@ -167,11 +167,12 @@ peer_pair() {  # peer_pair NAME SERVER_CONF CLIENT_CONF SERVER_IP SERVER_OPTIONS
   local cases=private-data,disconnect-graceful,read-large,write-large,srq-sends
   case $s in tcp-*|verbs-*) cases=$cases,low-watermark ;; esac
   cases=$cases,disconnect-abrupt
-  local list port
+  local list port suffix
   for list in "$cases" reject; do
-    port=$((next_port++))
+    port=$((next_port++)) suffix=cases
+    [ "$list" = reject ] && suffix=reject
     # shellcheck disable=SC2086  # option lists
-    pair "$name-$([ "$list" = reject ] && echo reject || echo cases)" "$s" "$c" peer 0 \
+    pair "$name-$suffix" "$s" "$c" peer 0 \
       "$peer" server --ia interop --port $port --cases "$list" $sopts -- \
       "$peer" client --ia interop --port $port --host "$ip" --cases "$list" $copts
   done
