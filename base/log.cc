@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Implementation of the stderr logger described in log.h.
 #include "base/log.h"
 

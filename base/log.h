@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Diagnostics: one line per event on stderr, prefixed "softdat:", filtered by the SOFTDAT_LOG
 // environment variable (error, warn, info, debug; default warn). Formatting happens only when the
 // level is enabled, so a disabled debug line on a hot path costs one load and one compare.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A piece of the consumer's registered memory as every layer below dat/ passes it around: the
 // fields of a DAT LMR triplet after core has checked them. srq/ stores posted receive buffers as
 // these and transports scatter into and gather from them, so neither converts the other's type.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Names of the internal status codes, for log lines and test messages.
 #include "base/status.h"
 

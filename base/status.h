@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // softdat's one internal status type. Every layer below dat/ returns Status; dat/status_map.cc is
 // the single place where it becomes a DAT_RETURN (major type plus subtype).
 #pragma once

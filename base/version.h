@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // softdat's version, in one place: the provider version an IA reports (provider_version_major and
 // _minor), what the tools print for -V, and the Debian package's version (tools/install/package.sh
 // reads kVersionMajor and kVersionMinor from this file).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The asynchronous events core raises on an IA's async EVD, built in one place.
 //
 // DAT defines reasons for SRQ- and EP-affiliated watermark notifications

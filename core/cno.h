@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The CNO handle object: binds an evd::Cno (notification semantics) to a DAT handle and its IA.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Connection requests: accept, reject, handoff, query.
 #include "core/cr.h"
 

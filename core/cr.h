@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The CR handle object: one pending connection request, from its arrival at a PSP or RSP until
 // the consumer accepts (onto an EP) or rejects it, each with private data. The private data and
 // addresses dat_cr_query reports stay valid until then.

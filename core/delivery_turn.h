@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Lets many threads ask for "deliver what is ready" while only one of them delivers at a time,
 // with no lock held while it hands events to EVDs (a CNO proxy agent, consumer code, runs inside
 // that hand-off and may call straight back into softdat).

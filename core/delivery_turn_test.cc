@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DeliveryTurn: one deliverer at a time, and no request is ever left without a pass after it.
 #include "core/delivery_turn.h"
 

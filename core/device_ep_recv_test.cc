@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Receives of an EP without SRQ on a device transport: posted down (also before the connection),
 // completed as exactly the buffer the device names, in posting order, with the software path's
 // events, and flushed exactly once when the connection ends.

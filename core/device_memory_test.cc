@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // LMRs and RMRs on a device transport: the device registers the memory and issues the keys, posts
 // hand the device its local key, and memory windows are not offered.
 #include <gtest/gtest.h>

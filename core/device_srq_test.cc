@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // SRQs on a device transport: buffers posted down to the device SRQ, completions that name the EP
 // whose connection consumed them, the device's limit event as the low watermark, resize through
 // the device, what dat_ep_recv_query and dat_srq_query can know, and the flush of an SRQ EP.

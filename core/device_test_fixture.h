@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A fixture for core's device receive model tests: one IA over the fake device transport
 // (testing/fake_device, "fake" IA params), a PZ, one registered buffer, EVDs, and helpers that
 // connect two EPs of the IA to each other and drive the fake device until it is idle. Everything

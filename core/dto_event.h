@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Building DAT DTO and connection events, and the one mapping from a transport's WorkStatus to a
 // DAT_DTO_COMPLETION_STATUS.
 #pragma once

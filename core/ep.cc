@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EP create, free, query, modify and status, and the delivery of its events to EVDs.
 #include "core/ep.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The EP handle object: one DAT endpoint, the transport endpoint under it, and the rules DAT puts
 // on the EP itself — states, posting checks, requests completed in posting order, completion
 // flags, connection events, flushes. Every receive rule (which buffer a message takes, MSN order,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EP connection management: connect, accept, reserve, disconnect, reset, and what the transport
 // reports about the connection (established, ended).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The connection event of an EP whose consumer's dat_ep_disconnect meets a reset (or Terminate)
 // from the peer that came in before the close took effect: DISCONNECTED after an abrupt
 // disconnect, since the consumer cannot tell that race from its own close (both sides of stock

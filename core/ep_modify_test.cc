@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_ep_modify and dat_ep_reset when the transport refuses the new endpoint: nothing changes and
 // the EP keeps a working transport endpoint (a refused modify once left it with none, and the
 // next connect dereferenced null).

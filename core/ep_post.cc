@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EP data path: posting receives and requests, what the transport reports about them (buffers
 // for arriving messages, placements, finished work, the target side of RDMA), receive accounting
 // queries and high watermarks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EVD create, free, query, CNO binding, software events and provider posts.
 #include "core/evd.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The EVD handle object: binds an evd::EventQueue (all event semantics) to a DAT handle, its IA,
 // its stream flags and its CNO, and counts the EPs and SRQs that feed it so dat_evd_free can
 // refuse while they exist. Post is what producers (transports, SRQ low watermark) call: it turns

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_evd_dequeue drives the transport's progress: when its queue is empty (a consumer spinning
 // on dequeue moves its own transport), and, though events are queued, when the transport says
 // Work it holds back is due (Transport::ProgressDue).

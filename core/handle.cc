@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Handle storage: per-size free lists under one mutex. Handles are created and freed on the
 // control path only (never per DTO), so one lock is simpler than per-class pools and fast enough.
 #include "core/handle.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The header every softdat DAT handle points at, and the arena the handle objects live in.
 //
 // libdat2 finds the provider of any handle by reading a DAT_PROVIDER* at its address

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Handle objects: the DAT_PROVIDER* is the first word, kinds are checked, freed handles read kFreed.
 #include "core/handle.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // IA open, close and query, and the order in which an abrupt close takes objects down.
 #include "core/ia.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The IA (interface adapter) handle object: one opened dat.conf entry, the transport its params
 // chose, its asynchronous EVD, the memory key table, the objects the consumer created on it, and
 // the attributes it reports through dat_ia_query.

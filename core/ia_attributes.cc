@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // IA and provider attribute values, from the IA's transport capabilities and softdat's own limits.
 #include "core/ia_attributes.h"
 

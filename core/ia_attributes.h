@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What an IA reports through dat_ia_query: IA and provider attributes. Every value is what this
 // build and the IA's transport really do, so a consumer that sizes itself from them never meets a
 // surprise.

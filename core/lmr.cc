@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // LMR create, free and query: registration of consumer virtual memory.
 #include "core/lmr.h"
 

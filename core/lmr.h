@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The LMR (local memory region) handle object: a registered range of the consumer's virtual
 // memory, its protection zone, privileges and the context (key) that names it in LMR triplets and,
 // as rmr_context, to the remote side. All fields are fixed at creation. On a device transport the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Local I/O vector checks against the IA's memory table.
 #include "core/local_iov.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The check every posting call (dat_srq_post_recv, dat_ep_post_recv, dat_ep_post_send,
 // dat_ep_post_rdma_read/write) makes of its local I/O vector, and the copy it produces for srq/
 // and the transports. Each segment must name a live LMR of the posting object's PZ, with the

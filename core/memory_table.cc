@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // MemoryTable: slot allocation on the control path, lock-free lookup on the data path.
 #include "core/memory_table.h"
 

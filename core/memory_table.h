@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // An IA's table of memory keys: maps an lmr_context / rmr_context (a 32-bit key, the STag of the
 // TCP transport) to what it grants, without a lock on lookup. A key is slot << 8 | generation, as
 // iWARP STags are index plus key, so a stale or guessed key of a reused slot does not match. LMRs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // MemoryTable: keys name what was published, stale and guessed keys name nothing, and lookups
 // racing a rebind always see one whole window.
 #include "core/memory_table.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The memory a key (lmr_context or rmr_context, the STag of the TCP transport) grants access to:
 // an address range, privileges, a protection zone and, for a window bound to an endpoint, that
 // endpoint. MemoryTable keeps one per key slot; an LMR's never changes while it lives, an RMR

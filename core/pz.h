@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The PZ (protection zone) handle object: the transport's protection domain (an ibv_pd for verbs,
 // a name for software transports) and a count of the objects that use it (LMRs, RMRs, EPs, SRQs)
 // so that dat_pz_free can refuse while any of them exists.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // RequestQueue: a ring indexed by request id, popped in id order.
 #include "core/request_queue.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // An endpoint's request queue: the Sends, RDMA Writes, RDMA Reads and RMR binds posted to it,
 // each with its cookie, completion flags and (preallocated) segment storage, completed to the
 // consumer in posting order whatever order the transport finishes them in (an RDMA Read ends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // RequestQueue: completions in posting order whatever the finishing order, the outstanding limit,
 // abandoned posts, flushes, and completions for unknown ids.
 #include "core/request_queue.h"

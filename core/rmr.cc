@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // RMR create, bind, query, free, and invalidation by a peer.
 #include "core/rmr.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The RMR handle object: a remote memory window over part of an LMR, bound to one endpoint (DAT
 // RMR scope EP). Each dat_rmr_bind takes a fresh key (rmr_context) from the IA's key table, so a
 // peer holding an old context is refused; a peer's Send with Invalidate revokes the current one.

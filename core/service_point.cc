@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // PSP and RSP: listening, connection request arrival, query and free.
 #include "core/service_point.h"
 

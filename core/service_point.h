@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The service points that receive connection requests: PSP (public, any number of requests, the
 // consumer picks an EP per request) and RSP (reserved for one EP, at most one request). Both
 // listen through the transport on the port their connection qualifier names (conn_qual is the

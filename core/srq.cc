@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // SRQ create, free, post, query, resize and low watermark: handle and memory checks here, every
 // SRQ rule in srq::SrqPool.
 #include "core/srq.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The SRQ handle object: a thin binding of an srq::SrqPool (every SRQ rule of the spec: buffers,
 // posting checks, low watermark, resize, waiting endpoints) to a DAT handle, its IA and PZ, the
 // memory checks of posted segments, and the IA's async EVD for the low-watermark event. Receive

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The SRQ mark on receive completion events and its release.
 #include "core/srq_buffer_release.h"
 

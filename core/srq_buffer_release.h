@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // SRQ buffers stay outstanding until the consumer reaps their completion (dat_srq_resize counts
 // "completions generated but not yet reaped"). A receive completion that holds an SRQ buffer is
 // marked with its SRQ and slot in provider-private words of the event, and every way an event

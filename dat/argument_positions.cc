@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT 2.0 signatures softdat implements, by parameter (udat.h / dat.h and the man pages).
 #include "dat/argument_positions.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The one place DAT argument positions are written down: each DAT call softdat implements, with
 // its parameters in order, named as the man pages name them (base/status.h's Detail::kParam*).
 // Code below dat/ says which parameter was wrong; ToDatReturn turns that into the position in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* See c_consumer_calls.h. */
 #include "dat/c_consumer_calls.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /* Calls into a DAT_PROVIDER table made from C, as a consumer makes them: enum-typed arguments
  * take whatever bits the caller has (C lets an enum hold any int; C++ does not, so the tests
  * that pass bits no DAT value has go through these). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Finds libdat2's wrapped handle for one of our IAs by asking libdat2 to unwrap candidate indices
 // (its wrapped handles are small integers), once per IA.
 #include "dat/consumer_ia_handle.h"

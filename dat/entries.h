@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Declarations of the built DAT entry points that provider_table.cc puts into the table. Each is a
 // thin noexcept wrapper: check handles, call one core method, map the status.
 #pragma once

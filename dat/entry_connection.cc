@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for connection management: active connect and disconnect, public and reserved
 // service points, connection requests.
 #include "core/cr.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points that post data transfer operations to an endpoint.
 #include "base/log.h"
 #include "core/ep.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for endpoints: create, query, modify, status, free, reset, receive query and
 // watermarks.
 #include "core/ep.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for event dispatchers and consumer notification objects.
 #include "core/cno.h"
 #include "core/evd.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points that apply to any handle: consumer context and handle type.
 #include "core/handle.h"
 #include "dat/entries.h"

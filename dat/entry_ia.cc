@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for the IA: dat_ia_open, dat_ia_close, dat_ia_query.
 #include "core/ia.h"
 #include "dat/entries.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for protection zones and local memory regions.
 #include "core/ia.h"
 #include "core/lmr.h"

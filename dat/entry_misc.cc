@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT 2.0 entry points that answer without touching a transport: high-availability relations.
 #include "core/ia.h"
 #include "dat/entries.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for remote memory regions (memory windows).
 #include "core/ep.h"
 #include "core/ia.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for shared receive queues.
 #include "core/ia.h"
 #include "core/pz.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Enum-typed arguments with bits no DAT value has, as a C consumer can pass them (through
 // c_consumer_calls.c): each entry point refuses them with DAT_INVALID_PARAMETER naming the
 // argument, and never reads them as the enum type first (C++ makes that undefined: under

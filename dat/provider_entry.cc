@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_provider_init / dat_provider_fini: the only two symbols the library exports (see
 // provider.lds). libdat2 calls init once per dat.conf line naming this library, when a consumer
 // first opens that IA name; the registry functions resolve to the consumer's libdat2.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The providers libdat2 registered with us: one per dat.conf line that names this library. Each
 // holds the DAT_PROVIDER table libdat2 dispatches through and the IA params of its line.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT_PROVIDER table: every one of its 79 slots, in the header's order, so a missing slot is
 // obvious. A slot is either an entry point (entries.h) or, for a feature softdat does not offer,
 // the DAT_MODEL_NOT_SUPPORTED answer (unsupported.h).

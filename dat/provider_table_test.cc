@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT_PROVIDER table: every slot filled, unsupported features answer DAT_MODEL_NOT_SUPPORTED,
 // bad handles are refused; and the status mapping keeps type and subtype.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The bits a consumer passed in an enum-typed DAT argument. Consumers may pass any bits (and tests
 // pass invalid ones on purpose); reading a value the enum type cannot hold as that type is
 // undefined behaviour in C++ (UBSan: "not a valid value for type"), so entry points take the bits

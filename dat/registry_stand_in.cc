@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // See registry_stand_in.h.
 #include "dat/registry_stand_in.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // For tests and fuzzers that call softdat's DAT_PROVIDER table without libdat2: this library
 // defines the registry calls dat_provider_init makes (libdat2 exports them), so linking it
 // replaces libdat2 — never link both.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Status -> DAT_RETURN: major type from the code, subtype from the detail.
 #include "dat/status_map.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The one place where softdat's internal Status becomes a DAT_RETURN, and the guard every entry
 // point runs its body under so that no C++ exception crosses the C ABI.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT_PROVIDER slots of features softdat does not offer, answered the way DAT says an
 // unsupported model is answered: DAT_MODEL_NOT_SUPPORTED, with one log line per slot naming the
 // feature. (Distinct from DAT_NOT_IMPLEMENTED, which would mean "not built yet".)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Cno: one pending trigger, its waiters and its proxy agent. See cno.h for the contract.
 #include "evd/cno.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A consumer notification object: dat_cno_wait, dat_cno_modify_agent, dat_cno_query and the
 // in-use rule of dat_cno_free. EventQueues attached to it (EventQueue::SetCno) trigger it when an
 // event arrives at an enabled EVD that has no waiter of its own; a thread in Wait learns which EVD

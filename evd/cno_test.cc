@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Cno: triggers from attached EVDs, the pending trigger, waits and timeouts, the one-shot proxy
 // agent, the in-use rule of dat_cno_free, and what does not trigger (disabled EVDs, EVDs with a
 // waiter of their own, quiet events).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // When a DAT wait gives up: turns a DAT_TIMEOUT (microseconds, DAT_TIMEOUT_INFINITE for never,
 // 0 for a poll) into a point on the steady clock, so waits are immune to wall-clock changes and
 // spurious wakeups do not restart the timeout.

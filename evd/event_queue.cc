@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EventQueue: the ring, the DAT wait rules and the hand-off to the CNO. See event_queue.h for
 // the contract and the lock order.
 #include "evd/event_queue.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The event ring behind one DAT EVD, with the transport-independent semantics of dat_evd_wait,
 // dat_evd_dequeue, dat_evd_post_se, dat_evd_enable/disable, dat_evd_set/clear_unwaitable,
 // dat_evd_resize, dat_evd_query, dat_evd_modify_cno and overflow. core/ binds it to a handle; the

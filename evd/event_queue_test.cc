@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EventQueue without waiting: FIFO delivery, empty and full rings, overflow reporting, software
 // events, queue lengths and resize.
 #include "evd/event_queue.h"

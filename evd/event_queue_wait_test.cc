@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EventQueue::Wait: thresholds, timeouts, the one-waiter rule, unwaitable and interruption,
 // and busy-poll mode through a ProgressHook.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What an EventQueue waiter (dat_evd_wait) and a dequeue drive instead of waiting for someone
 // else: the transport's progress on the calling thread (reading its sockets or polling its CQ).
 // The queue only calls it and never knows which transport is behind it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Helpers shared by the evd/ tests: numbered events, queue creation, a bounded spin for "another
 // thread has reached this state" (never a sleep), cleanup on early test exit, Status printing.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 /*
  * srq_echo: a DAT 2.0 consumer whose server endpoints share one Shared Receive Queue (SRQ).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # examples/srq_echo.c as a user meets it: built by Bazel and by the cc line of docs/EXAMPLE.md run
 # exactly as written, then a server of one build and a client of the other over softdat-tcp
 # through the stock registry, in a network namespace of the test's own (fixed port). The server

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // How an SRQ tells an endpoint that found no buffer for an arriving message that a buffer is
 // there for it now: core/'s EP implements it by letting its transport endpoint go on
 // (RecvBuffersAvailable). The SrqPool keeps the waiting endpoints in arrival order (srq_pool.h)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The pool under concurrent use (dat_srq_create: MT-Level Safe): posters, takers completing out
 // of order, a resizer and a watermark setter at once. No buffer may be lost or duplicated, and
 // the counts stay consistent. Meant for --config=tsan and --config=asan as well.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_create and dat_srq_post_recv rules on the pool, taking buffers, reaping, attaching.
 #include <gtest/gtest.h>
 

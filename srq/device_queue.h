@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A device's SRQ as the SrqPool sees it (device receive model): the pool keeps every SRQ rule and
 // the books, and asks the device to take a posted buffer, arm its limit event, or grow. core/
 // adapts transport::DeviceSrq to this, so srq/ depends on nothing but base/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The pool in the device receive model (SrqPool::AttachDevice): buffers go down to the device
 // under their slot, a refused one is withdrawn, the low watermark is the device's limit event
 // armed once per dat_srq_set_lw, and a resize past the device queue grows it first.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The pool steps of the device receive model: the device, not the pool, picks which posted buffer
 // a message takes, a buffer the device refused goes back to free, and a resize can be checked
 // before the device queue is grown.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EpRecvQueue: a ring of posted buffers whose position is their MSN.
 #include "srq/ep_recv_queue.h"
 

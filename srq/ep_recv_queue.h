@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The receive queue of an endpoint that does not use an SRQ: one ReceiveSource
 // (receive_source.h). Its buffers are consumed in posting order: the k-th buffer posted since the
 // connection began receives the k-th Send of the peer (MSN order), whatever order the messages'

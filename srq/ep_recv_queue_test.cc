@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The receive queue of an EP without SRQ: buffers consumed by MSN position, completions in MSN
 // order, flush on close, posting limits, and dat_ep_recv_query's counts.
 #include "srq/ep_recv_queue.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The EP high-watermark rule every receive source shares (dat_ep_set_watermark): the soft
 // watermark raises one event per setting, the hard one breaks a live connection once.
 #include <gtest/gtest.h>

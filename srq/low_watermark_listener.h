@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // How the SRQ pool reports its low-watermark event without knowing about EVDs: core/ implements
 // this to queue DAT_ASYNC_ERROR-style SRQ_LOW_WATERMARK events on the IA's async EVD.
 #pragma once

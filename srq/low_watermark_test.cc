@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_set_lw: a one-shot event the first time the SRQ holds fewer buffers than the watermark.
 #include <gtest/gtest.h>
 

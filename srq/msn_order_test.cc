@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Per-connection order: completions follow the MSN order whatever the placement order;
 // dat_ep_recv_query's count and span; flush on disconnect; MSN wraparound.
 #include <gtest/gtest.h>

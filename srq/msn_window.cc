@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // MSN bookkeeping of one endpoint on an SRQ: the window ring, in-order delivery and flush order.
 #include "srq/msn_window.h"
 

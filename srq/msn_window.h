@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One connection's window of MSNs on an SRQ: which buffers it took, under which MSN, and when
 // each one's completion may be generated. Completions of one connection must follow the remote
 // Send order (the MSN order) even when messages finish placement out of order, so the window is a

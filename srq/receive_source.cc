@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The high-watermark rule every receive source shares, and the choice of source for a new EP.
 #include "srq/receive_source.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Where an endpoint's receive buffers come from: the one interface core/'s EP uses for every
 // receive, whichever queue is behind it. Two implementations, chosen once when the EP is created
 // (CreateReceiveSource):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What srq/ knows of a receive buffer: the segments core/ has already validated (LMR, PZ and
 // local-write privilege are checked before a post reaches srq/) and the consumer's cookie. Plain
 // data with no ownership: the pool copies segments in on Post and hands views out on Take.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A Recv completion that srq/ says may now be generated: the buffer's cookie, how much was placed,
 // and the DTO status, for core/ to turn into a DAT_DTO_COMPLETION_EVENT on the EP's recv_evd.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_resize: never loses a buffer; refuses sizes below what is outstanding or the watermark.
 #include <gtest/gtest.h>
 

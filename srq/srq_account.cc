@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // SrqAccount: an EP's receive source on a shared SRQ.
 #include "srq/srq_account.h"
 

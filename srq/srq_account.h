@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // An endpoint's account on a shared SRQ: the ReceiveSource (receive_source.h) of an EP created
 // with dat_ep_create_with_srq. It holds one MsnWindow per connection (sized here from the SRQ:
 // the window bounds how far ahead of the oldest open message a connection may take buffers, and

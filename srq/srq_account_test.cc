@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // An EP's account on a shared SRQ (SrqAccount): window sizing per connection, the waiting of an
 // EP that found no buffer (one woken per buffer, in arrival order), device completions mapped to MSNs, what the account holds and returns
 // when it goes away.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The SRQ buffer store: slab of slots, posted FIFO ring, free stack, watermark, resize, and the
 // pool side of taking, completing, flushing and reaping buffers.
 #include "srq/srq_pool.h"

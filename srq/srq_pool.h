@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The SRQ's buffer store and every rule dat_srq_* puts on it: posting checks, the one-shot low
 // watermark, resize without losing a buffer, who holds which buffer under which MSN, completion
 // order per connection, flush on disconnect, dat_ep_recv_query's snapshot, and which endpoints

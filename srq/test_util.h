@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Helpers shared by the srq/ tests: cookies, segments, a pool and accounts in one line, and a
 // listener that counts low-watermark events.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat.conf generation for tests.
 #include "testing/dat_conf.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test helper: a dat.conf naming the softdat library built by this workspace, written into the
 // test's temporary directory, with DAT_OVERRIDE pointed at it, so that tests reach softdat through
 // the stock libdat2 registry exactly as any consumer does.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The provider library exports exactly dat_provider_init and dat_provider_fini.
 set -euo pipefail
 lib="$1"

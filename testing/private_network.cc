@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EnterPrivateNetwork: unshare(CLONE_NEWNET), then lo up through SIOCSIFFLAGS.
 #include "testing/private_network.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A test process's own network namespace with loopback up, so that its sockets and fixed ports
 // meet nobody else's. Making one needs root (or user namespaces); each caller decides what to do
 // without it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // EP queue depths through the stock registry: softdat-tcp sizes them by memory (an RNIC reports
 // what its queue memory holds; rxe about a million work requests per QP), an EP preallocates
 // what it asks for and not the maximum, and a depth beyond the limit is the consumer's error,

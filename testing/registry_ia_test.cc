@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Opens, queries and closes softdat IAs through the stock libdat2 registry (DAT_OVERRIDE), as an
 // unmodified DAT consumer would, including dat.conf lines with malformed IA params.
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // main() for tests that reach softdat through the stock libdat2 registry. libdat2 reads
 // DAT_OVERRIDE when it is loaded, before any test code runs, so this main writes the dat.conf,
 // points DAT_OVERRIDE at it and re-executes the test binary once; the second run finds the

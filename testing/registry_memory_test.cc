@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // PZ and LMR through the stock libdat2 registry: create, query, free, refusals, and handles that
 // are freed or of the wrong type.
 #include <dat2/udat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The async EVD that dat_ia_open creates keeps room for one DAT_ASYNC_ERROR_EP_BROKEN per EP
 // attached to an SRQ (each raises one when its connection ends), whatever length the consumer
 // asked for. Regression: stock dtestsrq opens with 8 entries and runs 100 SRQ connections; when

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Shell helpers for tests that run stock DAT consumers (dtest) and the examples over softdat:
 # sourced, never run.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fork/exec with a pipe and a deadline; the child gets its own process group so a timeout kills
 // everything it started. Nothing between fork and exec allocates or takes a lock.
 #include "testing/subprocess.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test helper: runs a program (a stock DAT consumer, say) with extra environment, collects its
 // merged stdout and stderr, and kills its whole process group when a time bound expires; or only
 // starts one (SpawnProcess) for a test that talks to it.

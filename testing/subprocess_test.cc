@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The child of SpawnProcess/RunSubprocess makes no allocation between fork and exec. Regression
 // test of TwoProcesses.SendFromAnotherProcessLandsInSrqBuffersInSendOrder failing under
 // --config=asan with "the peer process never connected": RunSubprocess called setenv (for the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """Checks that every C/C++ target which includes a system library's headers declares it.
 
 The system libraries come from /usr through new_local_repository (WORKSPACE), so the compiler

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Reading dat.conf for datinfo (see dat_conf_file.h).
 #include "tools/dat_conf_file.h"
 

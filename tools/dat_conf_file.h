@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The dat.conf a DAT consumer reads (DAT_OVERRIDE, else /etc/dat.conf), read the way libdat2 reads
 // it: one IA a line, eight whitespace-separated fields, a double-quoted field may hold spaces, '#'
 // starts a comment. For datinfo -l, which shows the library and params each IA name stands for.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // ConnectPair and its bounded, pumping waits.
 #include "tools/dat_connect.h"
 

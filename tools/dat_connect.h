@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Connecting two endpoints through the public DAT API, the way every softdat tool and the
 // conformance suite do it: a PSP on the server's IA (a free connection qualifier), dat_ep_connect,
 // the connection request accepted, and both ESTABLISHED events. Under progress=poll an IA moves

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datinfo: what the DAT registry offers and what each IA reports, as ibv_devinfo and fi_info do
 // for verbs devices and libfabric providers. It opens each IA through the stock libdat2 (any
 // provider, not only softdat) and prints its IA and provider attributes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datinfo's output: attribute structures turned into named fields, and the three ways of showing
 // them (see datinfo_report.h).
 #include "tools/datinfo_report.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What datinfo prints about one IA: every DAT_IA_ATTR and DAT_PROVIDER_ATTR field by its DAT name,
 // captured while the IA is open (the attributes point into the provider's memory), then shown as
 // a table row, as text (-v) or as JSON (--json) from the same fields.

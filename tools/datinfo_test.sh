@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # datinfo's command line as a user meets it: --help, -V, usage errors (exit 2, one line), -l, -v,
 # --json (valid JSON holding every field of DAT_IA_ATTR and DAT_PROVIDER_ATTR as <dat2/udat.h>
 # declares them), and an IA that cannot be opened (exit 1, one line saying which and why).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // softdat_demo: what `tools/dev demo` runs. A loopback transfer over softdat-tcp through the
 // stock DAT registry: a client EP connected to a server EP that receives from an SRQ; for a few
 // message sizes it streams Sends into the SRQ's buffers, RDMA Writes and RDMA Reads, checks every

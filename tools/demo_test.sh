@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # What `tools/dev demo` shows must stay true: the demo transfers over softdat-tcp through the stock
 # registry, checks every byte, prints its table and writes the CSV it names.
 set -euo pipefail

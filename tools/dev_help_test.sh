@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # `tools/dev help` prints the script's whole header: every command it accepts, and the note on
 # extra `bazel test` arguments (the last line once fell off a fixed line range).
 set -euo pipefail

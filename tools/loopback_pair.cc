@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // LoopbackPair: both ends of one softdat connection, built only from dat_* calls.
 #include "tools/loopback_pair.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The setup the demo uses: one IA opened through the stock libdat2 registry, a
 // server EP on an SRQ and a client EP with its own receive queue, connected to each other over a
 // PSP on the IA's own address. One IA on purpose: with progress=poll a single consumer thread

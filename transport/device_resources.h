@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Resources a device transport (verbs) keeps on its NIC: protection domains, registered memory
 // and shared receive queues. Software transports return trivial objects (a PD that is only a
 // name, no memory registration, no device SRQ): core/ keeps the keys and srq/ the buffers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One endpoint of a transport (an RC QP in verbs terms) and what it reports to the core/ EP that
 // owns it. core/ owns every DAT rule; an Endpoint only moves bytes, sets up and tears down.
 //

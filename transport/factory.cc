@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The switch from IA params to transport backend.
 #include "transport/factory.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The one place a transport backend is chosen: the IA params' first word ("tcp", "verbs") picks
 // the backend's factory. The provider library hands this to core (core::Ia::Open) and so links
 // every backend; core itself never names one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Parsing of dat.conf IA parameter strings and resolution of tcp IA addresses.
 #include "transport/ia_params.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The IA parameter string of a dat.conf line, parsed. It picks the transport and names its
 // device: "tcp <IPv4 address or interface name>" or "verbs <device> <port>", followed by
 // optional key=value words:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // IA params parsing: what dat.conf may say, and the clear refusal of everything else.
 #include "transport/ia_params.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The passive side of connection setup: a listener on a port (a PSP's or RSP's connection
 // qualifier) and the connection requests it receives, each waiting for the consumer's answer.
 // Threads as in endpoint.h: ListenEvents come from the progress context; destructors may run on

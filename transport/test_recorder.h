@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test doubles for the transport interface's callbacks, shared by every transport's tests:
 // RecordingEvents records everything an endpoint reports (and, in the software receive model,
 // hands out the receive buffers the test queues and resolves one exposed region), failing the

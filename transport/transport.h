@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The transport interface: one Transport per open IA, chosen by the dat.conf IA params. It
 // creates endpoints, listeners and device resources, and drives its own progress (a progress
 // thread, or Progress() from the consumer's thread in busy-poll mode). Mechanism only: every DAT

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What core/ hands a transport to move and what the transport reports back: segments of
 // registered memory, posted operations (Send, RDMA Write, RDMA Read) and how each one ended.
 // Plain data: the transport copies nothing it does not need and keeps no pointer past completion.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The man pages render with man(1) at 80 columns without a single groff warning, and each tool's
 # page documents every option its --help lists (so the two cannot drift apart).
 #   man_pages_test.sh DATINFO DATPERF PAGE...

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_ep_recv_query(3DAT): nbufs_allocated and bufs_alloc_span are one consistent snapshot, the
 // span is (latest allocated MSN - latest completed MSN), and n never exceeds the span; for an EP
 // with its own receive queue a buffer is allocated when posted, for an SRQ EP when it takes one.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_ep_set_watermark(3DAT) on an SRQ EP: the soft high watermark raises one async event
 // (DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT naming the EP) per setting when the EP holds more receive
 // buffers than it; the hard high watermark breaks the connection.

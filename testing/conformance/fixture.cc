@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The conformance fixture: IA, PZ, LMRs, EVDs, SRQs and connected endpoint pairs, all through the
 // public DAT API.
 #include "testing/conformance/fixture.h"

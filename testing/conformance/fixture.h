@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Shared fixture of the conformance suite: every test goes through the public DAT API (the stock
 // libdat2 registry loading softdat), over softdat-tcp on loopback. It opens an IA with an async
 // EVD, creates PZs, registers LMRs, creates EVDs and SRQs, and connects endpoint pairs whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Handles: every SRQ call (and the EP calls that take an SRQ or act on an SRQ EP) given a freed
 // handle or a handle of another type returns DAT_INVALID_HANDLE with the subtype of the argument,
 // and never crashes.

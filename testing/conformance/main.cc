@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // main() of the conformance tests: installs a dat.conf with softdat-tcp, a variant whose
 // connections break when a message waits too long for a receive buffer (rnr_timeout_ms), and the
 // VM's verbs devices (the suite runs over $SOFTDAT_CONFORMANCE_IA, default softdat-tcp), then

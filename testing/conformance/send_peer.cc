@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The peer of the two-process case (two_process_test.cc): a separate consumer process that
 // connects to the test's PSP through the stock registry, sends `count` 64-byte messages whose
 // first byte is their rank, waits for their completions and then for the test to disconnect.

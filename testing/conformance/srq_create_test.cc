@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_create(3DAT): sizes at least as requested and reported by query, the initial state,
 // the default low watermark, and the refusals.
 #include "testing/conformance/fixture.h"

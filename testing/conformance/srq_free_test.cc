@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_free(3DAT): refused with DAT_INVALID_STATE while an EP uses the SRQ (connected or not);
 // succeeds once its EPs are freed.
 #include "testing/conformance/fixture.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_post_recv(3DAT): the refusals (and that a refused post changes nothing), zero-size
 // receives, cookies, the scatter rule, and what the receive completion of an SRQ buffer says:
 // which EP took it, per-connection order, and the completion flags of the EP that took it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_resize(3DAT): no buffer is ever lost; shrinking below the outstanding buffers (on the
 // SRQ, held by EPs, or completed but not reaped) or below the low watermark is DAT_INVALID_STATE
 // and changes nothing; growing works.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What happens around an SRQ EP's buffers when the SRQ is empty (dat_srq_create: "the same as
 // when there are no buffers on the EP Recv Work Queue", i.e. receiver not ready) and when the EP
 // disconnects (dat_srq_post_recv USAGE: completed buffers reach the recv EVD, uncompleted ones are

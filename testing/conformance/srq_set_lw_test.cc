@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // dat_srq_set_lw(3DAT): the low-watermark event is one-shot per arming, fires the first time the
 // number of buffers on the SRQ is below the watermark (at once if it already is), names the SRQ
 // with reason DAT_SRQ_LOW_WATERMARK_EVENT, and a watermark above max_recv_dtos is refused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The Send -> SRQ receive scenario with the peer in another process (send_peer, started through
 // testing/subprocess.h and bounded in time): what a real consumer pair does, each process with its
 // own libdat2 and softdat instance.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Server and clients of a stock consumer as child processes: a private loopback when the kernel
 // lets us make one, readiness read from the socket table, every wait bounded.
 #include "testing/consumers/consumer_pair.h"

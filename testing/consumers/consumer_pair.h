@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test helper for running stock DAT consumers (dapl2-utils' dtest, dtestsrq, dapltest), unchanged,
 // against softdat-tcp: a server process, then its clients once the server listens, each bounded
 // in time, with both outputs kept for the assertions and for failure messages.

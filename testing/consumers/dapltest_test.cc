@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The stock `dapltest` from dapl2-utils, unchanged, over softdat-tcp: a server (-T S) per case,
 // one client run (transaction test -T T or performance test -T P), then a quit client (-T Q) that
 // stops the server. dapltest exits 0 whatever happens and prints its statistics even after a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The stock `dtest` from dapl2-utils, unchanged, as server and client over softdat-tcp: its
 // default run (connection, Sends, bidirectional RDMA Writes, and, because softdat reports
 // DAT_IB_RDMA_READ=TRUE, RDMA Reads and a Send ping-pong) and the variants. dtest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The stock `dtestsrq` from dapl2-utils, unchanged, over softdat-tcp: N connections whose server
 // EPs share one SRQ, bursts of Sends each way, every message checked for its EP and sequence
 // number. dtestsrq exits 0 whatever happens, so the verdict is its text: every EP connected,

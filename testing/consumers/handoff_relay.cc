@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The relay: one connection in, the same bytes out to one connection, each step bounded.
 #include "testing/consumers/handoff_relay.h"
 

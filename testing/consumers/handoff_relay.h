@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Takes a server's one-shot hand-off in the client's place and serves it again once the server is
 // really ready. Stock dtest's server writes its DAT address to the first connection on a plain
 // TCP port and only then creates its PSP: a client that reads the address fast enough connects

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // handoff_relay: HandoffRelay as a command, for the tests that run stock dtest from a shell or in
 // another network namespace (testing/install, testing/netns). It takes dtest's hand-off, and
 // once the server's PSP listens, serves it again and creates READY_FILE; the client started after

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // HandoffRelay against a fake dtest server: the client gets the server's bytes only once the
 // server's next port listens, and a server that never gets ready makes Start fail in its bound.
 // The same for the handoff_relay command, which says it is ready with a file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The fake device: one process-wide fabric (a lock, the pending device work, listeners by port,
 // live endpoints by id, registered regions) and the transport objects that front it. Device work
 // runs only in Progress(), with the fabric lock released whenever a core event is called.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // An in-process fake of a *device* transport (receive model kDevice, device memory keys), for
 // testing core/'s device path without hardware. It behaves like an RC NIC just enough for that:
 // memory registration gives distinct lkeys and rkeys, endpoints of any fake IA in the process

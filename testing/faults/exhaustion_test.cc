@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Resources running out, through the stock registry and the DAT API: each must be a clear
 // DAT_RETURN or DAT event and a log line at the default level, never a crash, a hang or a spin.
 //  - An EVD too small for the completions it gets: DAT_ASYNC_ERROR_EVD_OVERFLOW naming it, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The IAs the fault suites' peers open: faults_main.cc writes FaultIas() into the dat.conf every
 // peer inherits (DAT_OVERRIDE); a test whose peers need their own address (a network namespace)
 // writes a file of its own with SideDatConf and hands it to each peer.

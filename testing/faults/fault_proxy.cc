@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // FaultProxy: blocking sockets, one thread per direction, faults applied to each chunk before it
 // is forwarded.
 #include "testing/faults/fault_proxy.h"

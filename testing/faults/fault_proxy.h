@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A TCP relay of the project's own, put between two softdat-tcp peers (the active side connects
 // to the proxy, the proxy to the passive side), that misbehaves on a script per direction the way
 // a bad path or a broken middlebox would: delay every chunk, stall for seconds, cut one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // main() of the fault suites: writes the dat.conf the peer processes load (they inherit
 // DAT_OVERRIDE), then runs the tests. The test processes themselves never open an IA.
 #include <gtest/gtest.h>

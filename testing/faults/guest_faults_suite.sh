@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Guest side of testing/faults/vm_faults_suite.sh: runs guest_faults_test (netem profiles between
 # two namespaces, RLIMIT_MEMLOCK on siw0 and rxe0), bounded in time, and prints its figures.
 # Usage (inside the VM only): guest_faults_suite.sh <bazel-bin> [gtest arguments]

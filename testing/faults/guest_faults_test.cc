@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Faults that need a kernel the host does not have, run inside the qemu guest by
 // testing/faults/vm_faults_suite.sh (never by `bazel test`: the target is manual):
 //  - tc netem (sch_netem) on the veth path between two softdat-tcp peer processes in two network

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A peer process killed with SIGKILL in the middle of a transfer, on either side of the
 // connection, with RDMA Reads, Writes and Sends of the survivor outstanding at the kill: the
 // survivor sees the connection break, every DTO it posted completes or is flushed exactly once,

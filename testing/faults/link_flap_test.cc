@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A link going down and up under a live connection: two peer processes in two network namespaces
 // joined by a veth pair (testing/netns/veth_pair.h), the link taken down in the middle of a
 // transfer. softdat-tcp's IA option timeout_ms is its retry timeout (an RNIC's breaks a QP whose

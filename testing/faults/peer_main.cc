@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // fault_peer: one PeerNode (peer_node.h) driven by line commands on stdin, reporting on stdout,
 // so that a test can start two consumer processes, put faults between them (kill one, a proxy,
 // a link going down) and read what each one saw.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // PeerNode: the workload of peer_node.h over the DAT API.
 #include "testing/faults/peer_node.h"
 

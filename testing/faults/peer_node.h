@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One consumer process of the fault and soak suites, through the stock registry and the DAT API
 // only: an IA with an SRQ, memory exposed to the peer for its RDMA Reads (fixed, self-checking
 // messages) and Writes, and a workload run over one connection at a time in both directions at

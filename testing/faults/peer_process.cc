@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // PeerProcess: pipes to and from a fault_peer, lines with deadlines.
 #include "testing/faults/peer_process.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test helper: a fault_peer process (peer_main.cc) a test talks to — commands on its stdin, its
 // report lines read back with a bound — plus the parsed form of a `round` line. The process runs
 // in a process group of its own (optionally inside a network namespace) and is killed with it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Two softdat-tcp peer processes with the fault proxy (fault_proxy.h) between them. What the path
 // does to the bytes decides the outcome, and the ledger of each side checks it:
 //  - delay and multi-second stalls: the transfer slows down and completes, every byte verified;

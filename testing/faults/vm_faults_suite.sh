@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Host side of the guest fault suite: builds the provider, fault_peer and guest_faults_test, then
 # boots the qemu guest (testing/vm/run.sh) and runs guest_faults_suite.sh in it: tc netem between
 # two softdat-tcp peers, and RLIMIT_MEMLOCK too low for a verbs registration. The Bazel outputs

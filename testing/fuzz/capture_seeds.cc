@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Seed capture: softdat-tcp talking to itself, recorded on the wire. Two worlds
 // (connection_world.h) — an active one and a passive one, each exactly as the connection fuzzer
 // builds it — are joined through a relay that forwards and records every byte each way. Each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Fuzz target: a live softdat-tcp connection's receive path, with its state. Each input is one
 // connection (connection_world.h: an EP through core, with posted receives or an SRQ and
 // registered memory, over a socketpair) whose peer sends the input's bytes, cut as the input

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The connection fuzzer's input format, shared with the seed capture (capture/), which writes
 // captured peer bytes behind the flags that rebuild the world they were captured against:
 //

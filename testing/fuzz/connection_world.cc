@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // See connection_world.h.
 #include "testing/fuzz/connection_world.h"
 

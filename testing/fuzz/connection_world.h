@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One softdat-tcp endpoint set up through core like a consumer's (IA, PZs, LMRs, EVDs, an SRQ or
 // the EP's own receive queue, the EP) but connected over one end of a socketpair instead of a
 // TCP socket: the connection fuzzer's target, and either side of the seed capture (capture/).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Every saved input of one fuzz target — its seed corpus and the inputs of the crashes it found —
 // runs once through the target in the normal build (and under --config=asan, ubsan, tsan). A
 // crash fixed once stays fixed: the target's own checks abort on a regression. The folders come

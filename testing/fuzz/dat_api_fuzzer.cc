@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Fuzz target: the DAT entry points' argument checks. Each input is a program of calls into
 // softdat's DAT_PROVIDER table (the table libdat2 dispatches through, registered by
 // dat_provider_init as libdat2 would: dat/registry_stand_in.h), made with the handles the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """Writes the dat_api fuzzer's seed programs (testing/fuzz/corpus/dat_api/).
 
 The programs are what a consumer does: open objects, connect two EPs over loopback, post

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Fuzz target: the stateless FPDU decoders of transport/tcp/wire.h (DDP/RDMAP control bytes,
 // tagged and untagged headers, the Read Request body, the Terminate control word) on arbitrary
 // bytes. Besides "no crash, no undefined behaviour", it checks that what decodes re-encodes to

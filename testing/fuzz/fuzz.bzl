@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 """softdat_fuzz_target: one libFuzzer target, its replay binary and its corpus test."""
 
 def softdat_fuzz_target(name, srcs, deps, data = [], copts = []):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Fuzz target: the IA params parser (transport/ia_params.h), what a dat.conf line and the
 // SOFTDAT_* environment give softdat. The input's first line is the IA params text; each further
 // line NAME=value sets one of the four variables the parser reads for that input only. Besides

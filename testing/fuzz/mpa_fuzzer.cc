@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Fuzz target: the MPA Request/Reply parser (transport/tcp/wire.h) on the bytes a peer sends
 // first, read both as a Request (what the listener does) and as a Reply (what a connecting
 // endpoint does), with the RFC 6581 block when the frame says it has one. Besides "no crash, no

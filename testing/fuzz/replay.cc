@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // See replay.h.
 #include "testing/fuzz/replay.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Running a fuzz target's inputs without libFuzzer: the files of a corpus or crash folder, each
 // handed once to LLVMFuzzerTestOneInput. The replay main (normal builds of every fuzz target)
 // and the corpus tests (GoogleTest, part of `bazel test //...`) share it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // main() of a fuzz target built without libFuzzer (the normal GCC build): runs each file given
 // (folders: every file in them) once through the target, so a saved crash input can be replayed
 // under any --config (asan, ubsan, tsan, a debugger). libFuzzer's own flags (-foo=bar) are ignored.

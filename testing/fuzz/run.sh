@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # softdat's fuzzing driver (what `tools/dev fuzz` and the fuzz step of `tools/dev test` run).
 #
 #   run.sh [TARGET|all] [SECONDS]  build the libFuzzer targets and fuzz TARGET (default: all, one
@@ -204,7 +205,7 @@ main() {
     capture) capture ;;
     coverage) shift; coverage "$@" ;;
     list) printf '%s\n' "${targets[@]}" ;;
-    -h|--help|help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
+    -h|--help|help) awk 'NR > 1 && /SPDX-License-Identifier/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
     *) run "$@" ;;
   esac
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tools/install/install.sh as `tools/dev install` runs it, into a temporary prefix and a temporary
 # dat.conf (never /etc/dat.conf), inside a network namespace of the test's own where an interface
 # with an IPv4 address and fake RDMA devices make the lines it adds known in advance:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # tools/install/package.sh as `tools/dev package` runs it, on the Bazel outputs:
 #   - lintian (installed from Debian here if it is missing) finds no error in the package;
 #   - its layout and fields are Debian's: the library in the multiarch lib dir, man pages

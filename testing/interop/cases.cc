@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // interop_peer's cases (see cases.h). Each is one connection; the server and the client sides of a
 // case sit next to each other so that what one sends and the other checks can be read together.
 #include "testing/interop/cases.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // interop_peer's cases: the DAT data-path behaviours that must hold across two stacks, run by a
 // server and a client process that may use different providers (softdat-tcp, softdat-verbs, OFED
 // DAPL) over one wire. Both processes run the same list of cases in the same order; each case

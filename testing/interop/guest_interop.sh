@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Guest side of testing/interop/interop_suite.sh: softdat on the wire with other stacks, in the qemu
 # guest of testing/vm, as a user would run it: one IA name ("interop") mapped per process by its
 # own dat.conf (DAT_OVERRIDE) to a provider, and stock dtest and dapltest plus interop_peer (our

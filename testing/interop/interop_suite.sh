@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Host side of the interop suite: builds the provider library, interop_peer and iwarp-dump, then
 # boots the VM (testing/vm/run.sh) and runs testing/interop/guest_interop.sh in it: softdat-tcp
 # with kernel siw, softdat-verbs with OFED DAPL on rxe0 and siw0, softdat-verbs with softdat-tcp,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT plumbing of interop_peer (see peer_kit.h).
 #include "testing/interop/peer_kit.h"
 

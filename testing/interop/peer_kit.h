@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT plumbing of interop_peer: one IA opened through the stock registry (whatever provider
 // the dat.conf maps the name to: softdat-tcp, softdat-verbs, OFED DAPL), registered regions,
 // endpoints, bounded waits and the small control messages the two processes exchange. Nothing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // interop_peer: one side of the cross-stack DAT cases of testing/interop. The same program runs on
 // both sides, each process with its own dat.conf (DAT_OVERRIDE) mapping one IA name to its
 // provider: softdat-tcp, softdat-verbs, or OFED DAPL (libdaplofa). Both sides run the same cases in

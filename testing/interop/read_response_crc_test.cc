@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The deterministic half of the siw CRC case (docs/WIRE.md, interop): a Read Response whose CRC
 // was computed over other bytes than the ones sent — what Linux siw puts on the wire when the
 // consumer rewrites a Read source that siw sends zero-copy after checksumming it. Here a raw iWARP

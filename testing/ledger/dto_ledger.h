@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The exact account of a DAT workload under faults: every DTO posted (its cookie comes from the
 // ledger), every completion that names one, and every payload checked on delivery. At the end it
 // says what went wrong, if anything:

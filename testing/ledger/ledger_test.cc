@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The ledger's own checks: a message survives the round trip and any flipped bit, cut or
 // misplacement is caught; completions are counted exactly once; leftovers are reported.
 #include <gtest/gtest.h>

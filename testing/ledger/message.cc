@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Message fill and check.
 #include "testing/ledger/message.h"
 

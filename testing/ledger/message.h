@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The self-checking message every fault and soak workload sends and writes: a fixed header (who
 // wrote it, its sequence number, its length, the CRC-32 of its body) and a body that is a
 // deterministic function of (stream, sequence). A receiver can tell an intact message from a

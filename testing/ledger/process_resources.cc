@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // ProcessResources from /proc/self.
 #include "testing/ledger/process_resources.h"
 

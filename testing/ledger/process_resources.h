@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test helper: what a process holds that a leak would grow — open file descriptors
 // (/proc/self/fd) and resident memory (/proc/self/statm, peak from /proc/self/status VmHWM) — so a
 // test can take a snapshot before a workload and compare after it.

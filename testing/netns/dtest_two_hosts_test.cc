@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Two hosts on one machine: two network namespaces made for this run, joined by a veth pair with a
 // /30 between them, stock `dtest -s` in one and stock `dtest -h <peer>` in the other, each with a
 // dat.conf of its own whose IA params name that namespace's address. Both must print PASSED. So

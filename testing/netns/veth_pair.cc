@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // VethPair: ip(8) commands, each bounded in time.
 #include "testing/netns/veth_pair.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test helper: two hosts on one machine — two network namespaces made for this run, joined by a
 // veth pair with a /30 between them — and the link between them taken down and up. Names and
 // subnet are unique per process (the pid is in each). The namespaces are deleted on every way

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One side of the scale test: N connections into one server whose EPs share one SRQ of 256
 // buffers, through the stock registry. Each side prints one JSON line of figures.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # 10,000 connections from one client process into one server process whose EPs share one SRQ of
 # 256 buffers, over softdat-tcp on loopback, in a private network namespace: every connection is
 # accepted, a message on each (the 10,000th last) arrives intact, and an idle connection costs the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The soak on demand (testing/soak/soak_test.cc): `testing/soak/soak.sh [seconds]`, 600 (ten
 # minutes) unless told; extra arguments go to bazel (e.g. --config=asan). Prints the figures.
 set -euo pipefail

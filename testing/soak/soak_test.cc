@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The soak: two consumer processes (testing/faults/fault_peer) through the stock registry, one
 // passive and one active, connecting and disconnecting over and over for a bounded time, each
 // connection a mixed workload in both directions — Sends into the peer's SRQ, RDMA Writes, RDMA

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # A checkout anywhere, /tmp and /run included, can run a guest command from its own directory: the
 # guest mounts fresh tmpfs over /tmp and /run, so run.sh must share the caller's cwd (it once
 # exited 127: "guest.sh: cd: ...: No such file or directory"). Boots one guest per place (about

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Guest side of testing/vm/verbs_suite.sh: over softdat-verbs on rxe0 (RoCE) and siw0 (iWARP), runs
 # the verbs transport's own test, the conformance suite and the stock consumers (dtest, dtestsrq, dapltest -T T) exactly as a user
 # would, through a generated dat.conf and the stock libdat2 registry. Prints one line per case and a

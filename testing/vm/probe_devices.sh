@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Guest check for testing/vm/run.sh: the verbs transport's tests assume rxe0 (RoCE) and siw0 (iWARP)
 # exist with an active port, so prove that first, through the same user-space tools a person would
 # use (rdma link, ibv_devices, ibv_devinfo). Exits non-zero, saying which check failed, otherwise.

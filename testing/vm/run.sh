@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs one command inside a throwaway qemu guest that has real RDMA software devices (rxe0 = Soft-RoCE,
 # siw0 = Soft-iWARP), because the host kernel has no RDMA and the verbs transport must be tested on
 # real kernel devices. The guest runs Debian's stock 6.1 kernel under TCG (the host's /dev/kvm is a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Host side of the verbs suite: builds the provider library and the conformance suite, then boots the
 # VM (testing/vm/run.sh) and runs testing/vm/guest_verbs_suite.sh in it, which tests softdat-verbs
 # on rxe0 and siw0 with the conformance suite and the stock dtest, dtestsrq and dapltest. The guest

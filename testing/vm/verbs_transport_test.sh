@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Runs transport/verbs's test on the VM's real devices: builds it on the host (own Bazel output
 # base, since the lead uses the default one), copies the binary into a work dir the guest shares,
 # and runs it in one guest boot against rxe0 (RoCE v2) and then siw0 (iWARP). Outside the VM the

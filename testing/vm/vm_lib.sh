@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Pieces of testing/vm/run.sh that decide something, kept apart so that testing/vm/vm_lib_test.sh
 # can check them without booting a guest. Sourced by run.sh; bash.
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # The decisions of testing/vm/run.sh that need no guest: what the work-dir cleanup removes, what
 # the initramfs cache key depends on, and which host dirs need a share of their own.
 set -euo pipefail

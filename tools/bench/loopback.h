@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The pieces the raw-TCP benchmark helpers share: a clock, the loopback address of a port, a
 // listening socket on it, and the congestion control softdat gives a loopback connection (so that
 // a floor measured with these helpers runs the TCP softdat runs). Each helper is one small binary.

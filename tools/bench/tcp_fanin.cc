@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // tcp_fanin: raw TCP's own fan-in on this machine, the peer of datperf's SRQ fan-in figure.
 // The client writes 4 KiB messages, four per write (as softdat coalesces four Sends in flight),
 // round robin over N connections for a time; the server reads every ready socket, busy-polling

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // tcp_pingpong: raw TCP's own ping-pong on this machine, with the syscalls softdat's busy-poll mode
 // makes per message and none of its work. Each side writes a message with one non-blocking
 // sendmsg and spins until the answer is whole. The spin is one of:

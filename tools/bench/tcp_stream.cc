@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // tcp_stream: raw TCP's own one-connection stream on this machine, busy-polling on both sides,
 // with none of a library's work: the ceiling under any stack that carries a stream of messages
 // over one TCP connection (softdat's Send stream, UCX's tag_bw over its tcp transport). iperf3

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The client's side of each test: connection setup and teardown, the measured loops, the rows.
 #include "tools/datperf/client.h"
 

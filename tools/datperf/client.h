@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datperf's client: for each size, opens --clients connections to the server (the test's
 // parameters in the connection's private data), runs the test and measures it, then disconnects.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DatEnv: the IA, PZ and regions datperf runs on.
 #include "tools/datperf/dat_env.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datperf's DAT plumbing: one IA with its PZ, registered regions, and reaping completions the way
 // --reap says (dat_evd_wait, or spinning on dat_evd_dequeue).
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # datperf as users run it: a server process and a client process through the stock registry over
 # softdat-tcp, in both progress modes and both ways of reaping, every test, --srq and --clients;
 # the JSON, CSV and SVG outputs; and the command line's exit statuses. Figures are not checked

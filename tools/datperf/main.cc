@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datperf: a two-process DAT benchmark (server and client), perftest / ucx_perftest style.
 #include <cstdio>
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Parsing datperf's options with getopt_long, and the defaults of each test.
 #include "tools/datperf/options.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datperf's command line: what to run, where, and how to report it.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What the two ends of datperf tell each other, in the connection's private data: the client's
 // request (test, sizes, window, how to reap) and the server's reply (where RDMA may go). Fixed
 // little-endian layouts small enough for every DAT provider's private data (IB's 56 bytes less

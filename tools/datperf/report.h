@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What datperf measured, one row per (test, size), and the ways it is shown: a table, one JSON
 // document, CSV, and an SVG plot of latency and bandwidth against size.
 #pragma once

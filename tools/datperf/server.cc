@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The server loop: connection requests, connection ends and completions of every connection, on
 // shared EVDs; per-connection and per-session (SRQ) state.
 #include "tools/datperf/server.h"

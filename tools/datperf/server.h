@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // datperf's server: accepts clients on one PSP and does its side of each test for every
 // connection at once (echo for lat, receive and count for bw/rate, a target or source region for
 // write/read), reaping the way each client asks. Runs until killed, or with --once until the

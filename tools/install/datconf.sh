@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # softdat's dat.conf lines: which to add for this machine, and how to add and remove them.
 #
 # POSIX sh functions, sourced by tools/install/install.sh (`tools/dev install`/`uninstall`) and

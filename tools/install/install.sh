@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Installs built softdat files under a prefix and registers its IAs in dat.conf; uninstalls
 # exactly that. What `tools/dev install` and `tools/dev uninstall` run after building, and what
 # testing/install runs on the Bazel outputs. No Bazel here: it is given the files.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Builds softdat's Debian binary package from built files, Debian's way, with dpkg-deb: what
 # `tools/dev package` runs after building, and what testing/install/package_test runs on the
 # Bazel outputs. No Bazel here: it is given the files.

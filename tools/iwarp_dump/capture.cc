@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Reading pcap/pcapng with libpcap and reassembling TCP streams (see capture.h).
 #include "tools/iwarp_dump/capture.h"
 

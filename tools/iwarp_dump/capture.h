@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // iwarp-dump's capture reader: the TCP payload of a pcap or pcapng file (read with Debian's
 // libpcap), put back in order per connection and direction, each byte range with the time of the
 // packet that carried it. IPv4 and IPv6 over Ethernet, Linux cooked (SLL, SLL2), raw IP and

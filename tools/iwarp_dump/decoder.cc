@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Decoding one direction of an iWARP stream into lines (see decoder.h).
 #include "tools/iwarp_dump/decoder.h"
 

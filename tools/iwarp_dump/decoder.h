@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // iwarp-dump's decoder: one direction of an iWARP TCP stream (MPA Request or Reply, then FPDUs)
 // turned into one text line per frame with every field of the MPA, DDP and RDMAP headers and a
 // CRC verdict. Byte stream in, lines out; no I/O. The field layouts come from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // iwarp-dump's decoder on streams built here with transport/tcp/wire.h: every field of each frame
 // kind, the CRC verdicts, siw's nibble-swapped Terminate, streams cut anywhere, a torn last frame,
 // and bytes that are not FPDUs. The captured traffic is tested by iwarp_dump_test.sh.

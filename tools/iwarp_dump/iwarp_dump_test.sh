@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # iwarp-dump on captured traffic (testdata/, see its README): each capture's output must be the
 # expected text, line for line. Args: the iwarp-dump binary, then the testdata files.
 set -euo pipefail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // iwarp-dump: prints an iWARP (MPA/DDP/RDMAP) conversation one line per frame, every header field
 // and a CRC verdict per FPDU, from a pcap/pcapng capture (tcpdump -w) or from a raw byte stream
 // of one direction (what one side wrote to its socket). Used by testing/interop to explain a

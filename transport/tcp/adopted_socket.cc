@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test seams (testing/fuzz and transport tests): a connection over a stream socket that is
 // already connected — one end of a socketpair — instead of a TCP connect or a listener's accept.
 // Everything after the socket exists (MPA, FPDUs, teardown) is the production path; only how the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // BlockPool: a free stack of same-sized blocks.
 #include "transport/tcp/block_pool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Byte blocks of one size, shared by every connection of one transport. A connection takes a
 // block only while it has bytes in flight (a partly received FPDU, a batch being written, inline
 // copies not yet sent) and gives it back when that is done, so an idle connection holds none:

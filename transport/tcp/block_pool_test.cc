@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // BlockPool: blocks come back for reuse, through the spare kept outside the lock and through the
 // locked stack alike; the counts see both; no block is ever held by two takers at once.
 #include "transport/tcp/block_pool.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The congestion= choice for one connection (see congestion.h).
 #include "transport/tcp/congestion.h"
 

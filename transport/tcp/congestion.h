@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Which TCP congestion control a connection runs: the IA's congestion= option (transport/ia_params.h)
 // applied to one connected socket.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The congestion= choice: which connections auto gives Reno, and that the kernel takes what is
 // asked on a real loopback socket and refuses what it does not know.
 #include "transport/tcp/congestion.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Connecting when the ephemeral port range is crowded. Inside a private network namespace whose
 // range holds two ports, four connections to two listeners all come up: the port is chosen by
 // connect() for each peer, not by bind() for every peer at once. A fifth finds no port towards

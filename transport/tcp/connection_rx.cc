@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Reception: reads the socket into a staging buffer and checks each FPDU's header (framing,
 // version, queue, MSN, message offset, STag and bounds) before anything of it is placed. A large
 // FPDU (more than 8 KiB still to come) has its payload read from the socket straight into its

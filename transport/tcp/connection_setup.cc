@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Connection setup and teardown: TCP connect, the MPA Request/Reply exchange with the RFC 6581
 // IRD/ORD and ready-to-receive negotiation, graceful and abrupt disconnect, Terminate, and the
 // single place a connection ends (End).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Transmission: turns posted Sends, RDMA Writes and Reads, the Read Responses the peer asked for
 // and the ready-to-receive FPDU into MPA FPDUs, as one gather list per batch (headers and CRC
 // trailers from a pooled arena; payload from registered memory, checksummed in place, except a

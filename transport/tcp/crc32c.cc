@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // CRC32c through ISA-L, and the blocked copy-and-checksum.
 #include "transport/tcp/crc32c.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // CRC32c (Castagnoli), the MPA FPDU checksum of RFC 5044 §4.4: reflected polynomial 0x82F63B78,
 // initial value and final XOR 0xFFFFFFFF. Computed by ISA-L's crc32_iscsi (Debian's libisal),
 // which picks the CPU's fastest folding code at run time. Where a copy is needed anyway

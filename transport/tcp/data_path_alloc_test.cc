@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The TCP transport's data path allocates nothing per message: after a warm-up, Sends (inline and
 // gathered, one FPDU and several), RDMA Writes and RDMA Reads with their completions run with zero
 // calls to operator new. This binary replaces the global operator new/delete with counting ones;

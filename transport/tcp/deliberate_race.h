@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // For tests that touch memory the progress thread places into or sends from, on purpose and
 // without synchronizing, as a consumer may with an RNIC's DMA: ThreadSanitizer is told to ignore
 // this thread's accesses inside the scope, so the test runs under TSan with its meaning intact.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A hostile or broken peer against the TCP transport: a raw socket that speaks the wire format
 // by hand (wire.h) and then misbehaves — junk instead of an MPA Request, a bad CRC on a small
 // and on a large (directly placed) FPDU, an MSN outside the window, a guessed STag, a close in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // InlineRing: contiguous FIFO allocation with a skipped tail at the wrap, in a pooled block.
 #include "transport/tcp/inline_ring.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Payload of small Sends and RDMA Writes, copied when they are posted. An RNIC reads a posted
 // buffer within microseconds; this transport frames it whenever the progress thread gets to the
 // connection, which under load can be long after the post. Consumers that reuse a small source

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // InlineRing: FIFO allocation, the skipped tail at the wrap, refusal when full, nothing handed
 // out twice while in use, and its pooled block held only while something is allocated.
 #include "transport/tcp/inline_ring.h"

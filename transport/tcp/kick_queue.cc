@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // KickQueue: the ring, the eventfd and draining it.
 #include "transport/tcp/kick_queue.h"
 

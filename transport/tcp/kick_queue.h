@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // How consumer threads hand a connection to whoever drives progress, without allocating: a
 // preallocated ring of connections that have something new (a posted Work to send or complete, a
 // receive buffer, a disconnect) and an eventfd the progress thread's io_context waits on. Any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // KickQueue: what a drain does with connections pushed while it runs.
 #include "transport/tcp/kick_queue.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The monotonic clock in nanoseconds, as the data path reads it (coalescing windows, the
 // progress thread's hand-over): one vDSO call, no allocation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // PollSet: epoll registration and the slot table that turns an event into a live connection.
 #include "transport/tcp/poll_set.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The sockets of one transport's live connections in one level-triggered epoll set: the answer to
 // "which connections have bytes to read?" for whoever drives progress now — a consumer spinning in
 // an EVD wait or dequeue (busy-poll, or the default mode's brief spin) or the progress thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Test-only: the IPv4 TCP sockets that /proc/net/tcp lists in this process's network namespace,
 // for tests that check kernel state behind a connection (an accept queue, a send queue, a port
 // in TIME_WAIT).

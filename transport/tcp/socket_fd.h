@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Descriptors the TCP transport opens are close-on-exec: a DAT consumer that starts another
 // program (a launcher, a shell helper) must not hand it softdat's sockets, or a connection would
 // outlive the consumer that owns it — killing the consumer would not break it.

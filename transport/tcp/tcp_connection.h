@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One iWARP-over-TCP connection: MPA setup (connection_setup.cc), FPDU transmission
 // (connection_tx.cc) and reception with SRQ-style buffer acquisition on message arrival
 // (connection_rx.cc). The TcpEndpoint a core EP owns forwards to it.

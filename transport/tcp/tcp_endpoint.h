@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The transport::Endpoint of the TCP transport: a thin owner of a Connection. Its destructor
 // detaches the connection (no event after it returns) and lets the progress context close it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Accepting TCP connections and reading their MPA Requests; answering them for the consumer.
 #include "transport/tcp/tcp_listener.h"
 

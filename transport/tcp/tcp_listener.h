@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The passive side of the TCP transport: a listening socket on the IA address, an MPA Request
 // reader per incoming connection (bounded in number and time, so a silent or hostile peer cannot
 // pin resources; beyond the bound the listener stops accepting and the kernel's backlog holds

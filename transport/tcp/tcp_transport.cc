@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // TcpTransport: capabilities, who drives progress (consumer polls, the progress thread), the
 // io_context, endpoints and listeners.
 #include "transport/tcp/tcp_transport.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The TCP transport: iWARP (MPA/DDP/RDMAP) over kernel TCP sockets. Connection setup, timers and a
 // write that waits for socket room run on one Boost.Asio io_context per IA; the data path does
 // not wait on Asio: connected sockets sit in one level-triggered epoll set (PollSet), and

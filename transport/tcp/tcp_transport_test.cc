@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The TCP transport over real loopback sockets, through the transport interface only: setup and
 // its failures, Sends into buffers handed out on arrival, RDMA Write and Read with key checks,
 // receiver-not-ready back-pressure and its timeout, and teardown. Every wait is bounded.

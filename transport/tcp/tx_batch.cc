@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // TxBatch: its pooled blocks, gather-list bookkeeping and the non-blocking sendmsg loop.
 #include "transport/tcp/tx_batch.h"
 

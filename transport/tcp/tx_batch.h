@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // What one connection writes next, as one gather list: FPDU headers, trailers and setup frames in
 // a small arena; payload either straight from the consumer's registered memory (no copy) or, when
 // it must be checksummed from a private copy, from a staging copy. Written with sendmsg without

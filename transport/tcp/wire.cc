@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Byte-level encoding of MPA, DDP and RDMAP headers. Field offsets follow the tables of
 // /docs/WIRE.md (from RFC 5040/5041/5044/6581).
 #include "transport/tcp/wire.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The iWARP wire format softdat's TCP transport speaks: MPA FPDU framing (RFC 5044), DDP tagged
 // and untagged headers (RFC 5041) and RDMAP opcodes, Read Request and Terminate (RFC 5040).
 // Encoding and decoding only, on byte arrays; docs/WIRE.md describes what we send and accept.

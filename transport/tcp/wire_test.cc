@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The wire format against fixed vectors: RFC 5044's CRC example, a zero-length Send whose bytes
 // and CRC were computed by hand from RFC 5041/5040, header round trips, MPA frames, and siw's
 // nibble-swapped Terminate control word.

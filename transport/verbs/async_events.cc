@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One async event reader per device context, shared by the IAs of a process (async_events.h).
 #include "transport/verbs/async_events.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The async events of one RDMA device context (SRQ limit reached, QP errors, communication
 // established), routed to the IA they belong to.
 //

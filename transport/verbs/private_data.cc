@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Private-data limits and the reading of rdma_cm rejects (see private_data.h).
 #include "transport/verbs/private_data.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Private data over rdma_cm, the way every other rdma_cm consumer sends and sees it: the consumer's
 // bytes and nothing else, so that a DAT peer on the other side (OFED DAPL on a NIC, softdat-tcp on
 // a host without RDMA) reads exactly what our consumer wrote. What softdat needs to know on top

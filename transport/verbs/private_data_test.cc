@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // How softdat-verbs reads an rdma_cm reject and how much private data it lets a consumer send, on
 // IB/RoCE and on iWARP. Pure functions: runs anywhere (the device-level behaviour is tested in the
 // VM by verbs_transport_test and the interop suite).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Opening the device by name, finding its rdma_cm address, and reading its limits.
 #include "transport/verbs/verbs_device.h"
 

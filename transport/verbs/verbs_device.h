@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The rdma-core device an IA runs on: opened by name through librdmacm (so that the cm_ids of
 // the IA and its PDs share one ibv_context), the IPv4 address rdma_cm binds to it, its
 // capabilities as the device reports them, and the small translations every verbs file needs

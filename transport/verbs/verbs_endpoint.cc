@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // VerbsEndpoint: connection setup through rdma_cm, posting to the QP, completions, teardown.
 #include "transport/verbs/verbs_endpoint.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // VerbsEndpoint: an RC QP driven by rdma_cm. Its CQ pair is its own (send and receive apart, so
 // that flushed completions, whose opcode is undefined, still say which queue they came from).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // rdma_listen, connection requests, rdma_accept's hand-over and rdma_reject.
 #include "transport/verbs/verbs_listener.h"
 

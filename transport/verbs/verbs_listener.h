@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The passive side over rdma_cm: a listening cm_id on the IA address and port, and each
 // CONNECT_REQUEST as a PendingConnection holding the request's cm_id until Accept hands it to an
 // endpoint, Reject answers it, or destruction refuses it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // ibv_alloc_pd and ibv_reg_mr with the access MemoryAccess asks for.
 #include "transport/verbs/verbs_memory.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Protection domains and registered memory on the device. Each PD also registers a few bytes of
 // its own, the target of the one zero-length SGE a zero-segment receive becomes (libsiw refuses
 // receives without SGEs).

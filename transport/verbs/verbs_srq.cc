@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // ibv_create_srq / ibv_post_srq_recv / ibv_modify_srq behind DeviceSrq.
 #include "transport/verbs/verbs_srq.h"
 

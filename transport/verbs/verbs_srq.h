@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // A device SRQ: receives posted straight to the NIC, the limit event armed on the device, and a
 // resize where the device supports one. Completions of its receives arrive on the CQ of the
 // endpoint whose QP consumed them (see verbs_endpoint.h).

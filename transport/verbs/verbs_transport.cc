@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // VerbsTransport: the device's channels, the progress that reads them (thread or consumer), and
 // the factory that makes "verbs <device> <port>" IA params open this transport.
 #include "transport/verbs/verbs_transport.h"

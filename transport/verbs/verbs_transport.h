@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // VerbsTransport: one rdma-core device port per IA. It owns the rdma_cm event channel, the
 // completion channel every endpoint's CQs report to, and the progress that reads them with the
 // device's async events (through the device's AsyncEventRouter, shared with the other IAs of the

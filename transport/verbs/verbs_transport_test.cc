@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The verbs transport on a real RDMA device, through the transport interface only: device limits,
 // memory registration, setup and its failures, Sends into posted receives and through a device
 // SRQ, RDMA Write and Read, the SRQ limit event and teardown. The device comes from

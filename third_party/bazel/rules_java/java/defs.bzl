@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 # Offline stand-in for @rules_java (see rules_cc/cc/defs.bzl for why).
 java_binary = native.java_binary
 java_import = native.java_import
