@@ -31,8 +31,10 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/delivery_turn.h"
+#include "core/end_reports.h"
 #include "core/handle.h"
 #include "core/request_queue.h"
 #include "srq/buffer_waiter.h"
@@ -87,6 +89,8 @@ class Ep : public HandleHeader {
   Status PostBind(Rmr* rmr, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, std::uint64_t& request,
                   bool& connected);
   void FinishBind(std::uint64_t request, bool bound);
+  // Delivers what FinishBind (or anything else) made ready; the caller holds no lock.
+  void DeliverPending() { Deliver(0); }
 
   Status RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const;
   Status SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark);
@@ -151,6 +155,17 @@ class Ep : public HandleHeader {
                                               transport::RemoteAccess access) override {
       return ep_.ResolveRemote(key, address, length, access);
     }
+    void Deliver() override { ep_.Deliver(0); }
+
+   private:
+    Ep& ep_;
+  };
+
+  // The end of an SRQ connection, posted through the IA's EndReports.
+  class EndReportPoster final : public EndReport {
+   public:
+    explicit EndReportPoster(Ep& ep) : ep_(ep) {}
+    void Post() override { ep_.PostEndReport(); }
 
    private:
     Ep& ep_;
@@ -205,13 +220,23 @@ class Ep : public HandleHeader {
   // completion path knows): a pass looks only where some caller since the last one said, so a
   // receive completion does not take the locks of the request queue and the connection state
   // (about 250 instructions of an 8 B ping-pong's critical path).
-  enum DeliverKind : std::uint8_t { kDeliverReceives = 1, kDeliverRequests = 2, kDeliverControl = 4, kDeliverAll = 7 };
+  enum DeliverKind : std::uint8_t {
+    kDeliverReceives = 1,
+    kDeliverRequests = 2,
+    kDeliverControl = 4,
+    kDeliverAll = 7,
+    kDeliverSrq = 8,  // the SRQ's low-watermark event (a buffer this EP took crossed it)
+  };
   void Deliver(std::uint8_t kinds = kDeliverAll);
+  // What a transport report made ready: delivered by the next Deliver (the transport's, after it
+  // released its locks).
+  void MarkReady(std::uint8_t kinds) { deliver_kinds_.fetch_or(kinds, std::memory_order_acq_rel); }
   void DeliverReady(std::uint8_t kinds);
   void DeliverEstablished();
   void DeliverReceives();
   void DeliverRequests();
   void DeliverEnd();
+  void PostEndReport();  // EndReports' turn: the connection event, then EP_BROKEN
   void PostDto(Evd* evd, DAT_EVENT& event, bool signalled);
 
   Ia* const ia_;
@@ -224,13 +249,14 @@ class Ep : public HandleHeader {
   const bool device_receives_;  // the transport's receive model is kDevice
 
   TransportEvents events_{*this};
+  EndReportPoster end_report_{*this};
   SrqWaiter srq_waiter_{*this};
   std::unique_ptr<transport::Endpoint> endpoint_;
   std::unique_ptr<RequestQueue> requests_;
   std::unique_ptr<srq::ReceiveSource> receive_;
 
-  std::mutex post_mutex_;
-  mutable std::mutex mutex_;
+  softdat::Mutex post_mutex_;
+  mutable softdat::Mutex mutex_;
   std::atomic<DAT_EP_STATE> state_{DAT_EP_STATE_UNCONNECTED};
   bool connection_live_ = false;   // Connect/Accept called, OnEnded not yet
   bool local_disconnect_ = false;  // this side asked for the end (dat_ep_disconnect)
@@ -248,6 +274,10 @@ class Ep : public HandleHeader {
   bool established_pending_ = false;
   PendingConnectionEvent end_event_;
   bool broken_async_pending_ = false;
+  // What PostEndReport posts (written before EndReports::Report, which orders it).
+  DAT_EVENT_NUMBER end_report_event_{};
+  Evd* end_report_connect_evd_ = nullptr;
+  std::size_t end_report_private_size_ = 0;
   bool soft_watermark_pending_ = false;
   // Private data of the last connection event; an event points into it.
   static constexpr std::size_t kMaxPrivateData = 512;

@@ -255,7 +255,7 @@ void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
   }
   // A hard high watermark already below what the EP holds breaks the new connection at once.
   ActOnWatermarks(receive_->CheckHighWatermarks(true));
-  Deliver();
+  MarkReady(kDeliverAll);
 }
 
 void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> private_data) {
@@ -284,7 +284,7 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     end_event_.pending = true;
     broken_async_pending_ = receive_->announces_flush();
   }
-  Deliver();
+  MarkReady(kDeliverAll);
 }
 
 }  // namespace softdat::core

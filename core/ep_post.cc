@@ -11,6 +11,7 @@
 #include "core/local_iov.h"
 #include "core/memory_table.h"
 #include "core/rmr.h"
+#include "core/srq.h"
 #include "srq/ep_recv_queue.h"
 
 namespace softdat::core {
@@ -221,7 +222,7 @@ Status Ep::PostBind(Rmr* rmr, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
 void Ep::FinishBind(std::uint64_t request, bool bound) {
   // A window is in place as soon as dat_rmr_bind returns: nothing is in flight to wait for.
   (void)requests_->Finish(request, bound ? transport::WorkStatus::kSuccess : transport::WorkStatus::kFlushed, 0);
-  Deliver();
+  MarkReady(kDeliverRequests);  // the caller delivers once its RMR lock is released
 }
 
 transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget& target) {
@@ -236,6 +237,7 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
     case srq::ReceiveSource::TakeResult::kNotReady: return transport::RecvAcquire::kNotReady;
     case srq::ReceiveSource::TakeResult::kRefused: return transport::RecvAcquire::kRefused;
   }
+  if (srq_ != nullptr && srq_->low_watermark_pending()) MarkReady(kDeliverSrq);
   if (receive_->watermarks_armed()) {
     bool connected;
     {
@@ -268,7 +270,7 @@ void Ep::OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const trans
                 static_cast<void*>(this), msn, CodeName(placed.code()));
     return;
   }
-  Deliver(kDeliverReceives);
+  MarkReady(kDeliverReceives);
 }
 
 void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info) {
@@ -292,7 +294,7 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
                 static_cast<unsigned long long>(recv_id), CodeName(placed.code()));
     return;
   }
-  Deliver();
+  MarkReady(kDeliverAll);
 }
 
 void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
@@ -301,7 +303,7 @@ void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_
                 static_cast<void*>(this), static_cast<unsigned long long>(id));
     return;
   }
-  Deliver(kDeliverRequests);
+  MarkReady(kDeliverRequests);
 }
 
 transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
@@ -335,6 +337,7 @@ Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_water
   // "If the new high watermark values are below the current number of Receive DTOs at EP, an
   // asynchronous event will be generated immediately."
   ActOnWatermarks(crossed);
+  Deliver(0);  // the consumer's own call: what the crossing made ready goes out now
   return Status::Ok();
 }
 
@@ -355,7 +358,7 @@ void Ep::ActOnWatermarks(srq::ReceiveSource::Crossing crossed) {
                 static_cast<void*>(this), receive_->held());
     endpoint_->Disconnect(false);
   }
-  if (crossed.soft) Deliver();
+  if (crossed.soft) MarkReady(kDeliverAll);
 }
 
 void Ep::OnSrqBuffersPosted() {

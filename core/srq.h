@@ -59,11 +59,20 @@ class Srq : public HandleHeader {
   // reuses its handle storage.
   std::uint64_t serial() const { return serial_; }
 
+  // Whether the pool fell below the low watermark and its event waits to be posted.
+  bool low_watermark_pending() const { return low_watermark_pending_.load(std::memory_order_acquire); }
+  // Posts the low-watermark event the pool recorded, if any, with no lock held (an EVD post may
+  // trigger a CNO): from the consumer's own SRQ calls, from the delivery pass of an EP that took
+  // the buffer that crossed it, and from the device's limit event.
+  void DeliverLowWatermark();
+
   // Public for NewHandle; use Create.
   Srq(Ia* ia, Pz* pz, std::unique_ptr<srq::SrqPool> pool);
 
  private:
-  void OnLowWatermark();
+  // The pool fell below the low watermark: recorded here, posted by DeliverLowWatermark, because
+  // the pool may say so while a transport holds its locks (a buffer taken on arrival).
+  void OnLowWatermark() { low_watermark_pending_.store(true, std::memory_order_release); }
   Status CreateDeviceSrq();
 
   // No vtable in a handle object: the pool's listener interface is this member.
@@ -87,7 +96,10 @@ class Srq : public HandleHeader {
     bool has_limit_event() const override;
     std::uint32_t max_size() const override;
     std::uint32_t size() const override { return size_.load(std::memory_order_acquire); }
-    void OnLimitReached() override { srq_.pool_->OnDeviceLimitReached(); }
+    void OnLimitReached() override {
+      srq_.pool_->OnDeviceLimitReached();
+      srq_.DeliverLowWatermark();
+    }
 
     std::atomic<std::uint32_t> size_{0};  // buffers the device queue was made or grown to hold
 
@@ -95,6 +107,7 @@ class Srq : public HandleHeader {
     Srq& srq_;
   };
 
+  std::atomic<bool> low_watermark_pending_{false};
   Listener listener_{*this};
   DeviceAdapter device_adapter_{*this};
 

@@ -2,6 +2,7 @@
 // dat_provider_init / dat_provider_fini: the only two symbols the library exports (see
 // provider.lds). libdat2 calls init once per dat.conf line naming this library, when a consumer
 // first opens that IA name; the registry functions resolve to the consumer's libdat2.
+#include "base/mutex.h"
 #include "dat/provider_entry.h"
 
 #include <cstring>
@@ -15,7 +16,7 @@ namespace {
 constexpr int kMaxProviders = 32;
 
 struct Providers {
-  std::mutex mutex;
+  softdat::Mutex mutex;
   ProviderEntry entries[kMaxProviders];
 };
 

@@ -59,6 +59,9 @@ Status EventQueue::PostSoftware(const DAT_EVENT& event) {
 }
 
 Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify) {
+  // A post may wake a waiter and trigger a CNO: nothing of softdat may be locked around it
+  // (docs/ARCHITECTURE.md, "Threads and locks").
+  AssertNoLocksHeld("an EVD post");
   Cno::AgentCall agent_call;
   bool wake = false;
   {
@@ -90,7 +93,7 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
   }
   // After the lock: the woken waiter does not run into it still held.
   if (wake) wakeup_.notify_one();
-  agent_call.Run();  // application code: no lock held
+  agent_call.Defer();  // application code: at this thread's next safe point
   return Status::Ok();
 }
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "evd/progress_hook.h"
 
@@ -149,8 +150,8 @@ class EventQueue {
   Status PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify);
   void PopLocked(DAT_EVENT* event);
 
-  mutable std::mutex mutex_;
-  std::condition_variable wakeup_;  // the one waiter, when it sleeps
+  mutable softdat::Mutex mutex_;
+  std::condition_variable_any wakeup_;  // the one waiter, when it sleeps
 
   std::unique_ptr<DAT_EVENT[]> ring_;
   std::size_t capacity_;  // a power of two

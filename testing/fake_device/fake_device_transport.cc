@@ -357,6 +357,7 @@ class FakePending final : public transport::PendingConnection {
       events = endpoint->events_;
     }
     events->OnEstablished(private_data);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   }
 
   std::uint64_t active_;
@@ -402,6 +403,7 @@ void FakeEndpoint::EndLocked(ConnectionEnd why, std::vector<std::uint8_t> privat
       events = endpoint->events_;
     }
     events->OnEnded(why, private_data);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
 }
 
@@ -528,6 +530,7 @@ Status FakeEndpoint::Post(const transport::Work& work) {
       if (status != WorkStatus::kSuccess) length = 0;
     }
     events->OnWorkDone(copy.id, status, length);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
   return Status::Ok();
 }
@@ -580,6 +583,7 @@ void FakeEndpoint::DeliverLocked() {
         events = endpoint->events_;
       }
       events->OnWorkDone(work_id, sent, length);
+      events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
     });
   }
 }
@@ -594,6 +598,7 @@ void ReportRecvLocked(std::uint64_t id, const RecvReport& report) {
       events = endpoint->events_;
     }
     events->OnDeviceRecvDone(report.recv_id, report.status, report.info);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
 }
 

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace softdat::transport::tcp {
 
 class BlockPool {
@@ -42,7 +44,7 @@ class BlockPool {
   // (its receive block around each read, its inline ring around each small Send): a lock pair
   // each time was about 100 instructions of an 8 B ping-pong's round trip, twice per side.
   std::atomic<std::uint8_t*> spare_{nullptr};
-  mutable std::mutex mutex_;
+  mutable softdat::Mutex mutex_;
   std::vector<std::uint8_t*> free_;  // capacity >= allocated_, so Release never allocates
   std::size_t allocated_ = 0;
 };

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "base/log.h"
@@ -82,7 +83,7 @@ Status Connection::Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& re
   if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
   {
-    std::lock_guard lock(io_mutex_);
+    IoLock lock(*this);
     socket_ = std::move(socket);
     private_data_.assign(private_data.begin(), private_data.end());
   }
@@ -120,15 +121,33 @@ void Connection::Detach() {
     std::lock_guard lock(io_mutex_);
     detached_ = true;
     events_ = nullptr;
+    report_pending_ = false;
   }
+  // A delivery that began before is the last event of this endpoint: wait for it. It takes no
+  // lock of ours and runs no consumer code (CNO agents are deferred), so it ends on its own.
+  while (delivering_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   asio::post(io_, [self = shared_from_this()] {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     self->phase_ = Phase::kEnded;
     self->ended_ = true;
     self->timer_.cancel();
     self->rnr_timer_.cancel();
     self->CloseSocket();
   });
+}
+
+void Connection::UnlockAndDeliver() {
+  EndpointEvents* deliver = nullptr;
+  if (report_pending_ && events_ != nullptr) {
+    deliver = events_;
+    // Under io_mutex_: a Detach that takes the mutex next sees it and waits for the delivery.
+    delivering_.fetch_add(1, std::memory_order_relaxed);
+  }
+  report_pending_ = false;
+  io_mutex_.unlock();
+  if (deliver == nullptr) return;
+  deliver->Deliver();
+  delivering_.fetch_sub(1, std::memory_order_release);
 }
 
 sockaddr_in Connection::local_address() const {
@@ -167,7 +186,7 @@ void Connection::RecordAddresses() {
 }
 
 void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
-  std::lock_guard lock(io_mutex_);
+  IoLock lock(*this);
   {
     std::lock_guard address_lock(address_mutex_);  // for log lines before the socket connects
     remote_ = remote;
@@ -210,7 +229,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
     const std::uint64_t capped = std::min<std::uint64_t>(timeout_us, 365ull * 24 * 3600 * 1000000);
     timer_.expires_after(std::chrono::microseconds(capped));
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-      std::lock_guard lock(self->io_mutex_);
+      IoLock lock(*self);
       if (error || self->detached_) return;
       if (self->phase_ != Phase::kConnecting && self->phase_ != Phase::kAwaitReply) return;
       SOFTDAT_LOG(kInfo, "tcp %s: connect timed out", self->Describe().data());
@@ -219,7 +238,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
   }
   asio::ip::tcp::endpoint to(asio::ip::address_v4(ntohl(remote.sin_addr.s_addr)), ntohs(remote.sin_port));
   socket_.async_connect(to, [self = shared_from_this()](const boost::system::error_code& error) {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     if (self->detached_ || self->phase_ != Phase::kConnecting) return;
     self->OnConnected(error);
   });
@@ -350,7 +369,7 @@ Connection::Frame Connection::ReadMpaReply() {
 }
 
 void Connection::StartAccept(wire::MpaFrame request) {
-  std::lock_guard lock(io_mutex_);
+  IoLock lock(*this);
   if (detached_ || phase_ != Phase::kIdle) {
     CloseSocket();
     return;
@@ -400,7 +419,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
     phase_ = Phase::kAwaitRtr;
     timer_.expires_after(kRtrTimeout);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-      std::lock_guard lock(self->io_mutex_);
+      IoLock lock(*self);
       if (error || self->detached_ || self->phase_ != Phase::kAwaitRtr) return;
       SOFTDAT_LOG(kWarn, "tcp %s: accept failed: no ready-to-receive FPDU from the peer", self->Describe().data());
       self->End(ConnectionEnd::kAcceptFailed);
@@ -418,6 +437,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
 void Connection::Establish(std::span<const std::uint8_t> private_data) {
   phase_ = Phase::kEstablished;
   if (events_ != nullptr) events_->OnEstablished(private_data);
+  report_pending_ = true;
 }
 
 void Connection::StartPolling() {
@@ -433,12 +453,10 @@ void Connection::StopReading() {
 }
 
 bool Connection::PollIo(bool wait) {
-  std::unique_lock lock(io_mutex_, std::defer_lock);
-  if (wait) {
-    lock.lock();
-  } else if (!lock.try_lock()) {
-    return false;  // its holder is at it; a level-triggered PollSet reports it again if need be
-  }
+  IoLock lock(*this, wait);
+  // Without `wait`, a busy connection is left to its holder; a level-triggered PollSet reports it
+  // again if need be.
+  if (!lock.owns_lock()) return false;
   if (detached_ || rx_held_) return false;
   if (phase_ != Phase::kAwaitReply && phase_ != Phase::kAwaitRtr && phase_ != Phase::kEstablished &&
       phase_ != Phase::kClosing)
@@ -454,7 +472,7 @@ bool Connection::PollIo(bool wait) {
 }
 
 bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {
-  std::lock_guard lock(io_mutex_);
+  IoLock lock(*this);
   if (detached_ || phase_ == Phase::kEnded || phase_ == Phase::kIdle) {
     kick_pending_ = false;
     return true;
@@ -496,7 +514,7 @@ void Connection::BeginClose() {
       phase_ = Phase::kClosing;
       timer_.expires_after(kCloseLinger);
       timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-        std::lock_guard lock(self->io_mutex_);
+        IoLock lock(*self);
         if (error || self->detached_ || self->phase_ != Phase::kClosing) return;
         SOFTDAT_LOG(kInfo, "tcp %s: graceful disconnect did not finish in time; closing", self->Describe().data());
         self->End(ConnectionEnd::kDisconnected);
@@ -535,6 +553,7 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
   rx_small_ = false;
   rx_start_ = rx_end_ = 0;
   if (events_ != nullptr) events_->OnEnded(why, private_data);
+  report_pending_ = true;
   if (rx != nullptr) rx_pool.Release(rx);
 }
 

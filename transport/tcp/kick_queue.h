@@ -16,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace softdat::transport::tcp {
 
 class Connection;
@@ -67,7 +69,7 @@ class KickQueue {
   boost::asio::posix::stream_descriptor descriptor_;
   std::function<bool()> needs_wake_;
   Run run_;
-  std::mutex mutex_;
+  softdat::Mutex mutex_;
   std::vector<std::shared_ptr<Connection>> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;

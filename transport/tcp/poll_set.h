@@ -16,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace softdat::transport::tcp {
 
 class Connection;
@@ -56,7 +58,7 @@ class PollSet {
   void CountLocked(int change);  // a connection came or went: count_ and sole_
 
   int epfd_ = -1;
-  std::mutex mutex_;  // the slot table
+  softdat::Mutex mutex_;  // the slot table
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;
   std::atomic<std::size_t> count_{0};  // registered connections (written under mutex_)

@@ -386,6 +386,7 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
         events_->OnEstablished(Data(e));
       else
         events_->OnEstablished({});
+      events_->Deliver();
       return;
     }
     case RDMA_CM_EVENT_REJECTED: {
@@ -495,6 +496,7 @@ void VerbsEndpoint::Finish() {
   }
   ended_reported_ = true;
   events_->OnEnded(end_why_, {end_data_, end_data_length_});
+  events_->Deliver();
 }
 
 bool VerbsEndpoint::PollCqs() {
@@ -520,6 +522,7 @@ bool VerbsEndpoint::PollCqs() {
       if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed)
         SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
       events_->OnWorkDone(wc[i].wr_id, status, status == WorkStatus::kSuccess ? length : 0);
+      events_->Deliver();
       if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed) Break();
     }
   }
@@ -540,6 +543,7 @@ bool VerbsEndpoint::PollCqs() {
       if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed)
         SOFTDAT_LOG(kInfo, "verbs: receive completion %s (vendor %u)", ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
       events_->OnDeviceRecvDone(wc[i].wr_id, status, info);
+      events_->Deliver();
       if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed) Break();
     }
   }

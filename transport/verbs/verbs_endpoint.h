@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/verbs/private_data.h"
 #include "transport/verbs/verbs_device.h"
@@ -101,7 +102,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   std::uint8_t end_data_length_ = 0;
   Clock::time_point drain_deadline_{};
 
-  mutable std::mutex mutex_;  // guards what follows; never held while an event runs
+  mutable softdat::Mutex mutex_;  // guards what follows; never held while an event runs
   State state_ = State::kIdle;
   ibv_qp* qp_ = nullptr;
   bool disconnect_requested_ = false;

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/deferred_calls.h"
 #include "base/log.h"
 #include "transport/verbs/verbs_endpoint.h"
 #include "transport/verbs/verbs_listener.h"
@@ -180,11 +181,14 @@ void VerbsTransport::Run() {
     const int timeout = unarmed_.load(std::memory_order_relaxed) ? 1 : timers_ ? 20 : -1;
     epoll_wait(epoll_fd_, events, 8, timeout);
     if (stop_) break;
-    std::lock_guard lock(dispatch_);
-    dispatching_ = true;
-    DrainAll();
-    RearmIfIdle();
-    dispatching_ = false;
+    {
+      std::lock_guard lock(dispatch_);
+      dispatching_ = true;
+      DrainAll();
+      RearmIfIdle();
+      dispatching_ = false;
+    }
+    RunDeferredCalls();  // this thread's safe point: CNO agents its deliveries triggered
   }
 }
 
