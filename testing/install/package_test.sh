@@ -46,6 +46,23 @@ for dependency in libdapl2 libibverbs1 librdmacm1 libc6; do
   grep -qE "(^|, )$dependency( |,|$)" <<<"$depends" || fail "Depends lacks $dependency"
 done
 
+echo "--- licence, maintainer and changelog"
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+[[ $maintainer == "softdat developers <softdat@users.noreply.github.com>" ]] || fail "Maintainer: $maintainer"
+[[ -z $(dpkg-deb -f "$deb" Homepage) ]] || fail "a Homepage field: softdat has none to name"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/softdat/copyright >"$work/copyright"
+grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$work/copyright" ||
+  fail "copyright is not machine-readable"
+grep -qx 'License: BSD-2-clause or GPL-2' "$work/copyright" || fail "copyright does not say BSD-2-clause or GPL-2"
+grep -qx ' Redistribution and use in source and binary forms, with or without' "$work/copyright" ||
+  fail "copyright lacks the BSD-2-Clause text"
+grep -q '/usr/share/common-licenses/GPL-2' "$work/copyright" || fail "copyright does not point at the GPL-2 text"
+! grep -qi 'all rights reserved: no license' "$work/copyright" || fail "copyright still says no licence"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/softdat/changelog.gz | gunzip >"$work/changelog"
+dpkg-parsechangelog -l "$work/changelog" -S Version | grep -qx "$(basename "$deb" | cut -d_ -f2)" ||
+  fail "the changelog's newest entry is not the package's version: $(head -1 "$work/changelog")"
+[[ $(grep -c '^softdat (' "$work/changelog") -ge 2 ]] || fail "the changelog has one release; NEWS.md has more"
+
 echo "--- lintian"
 lintian --fail-on error "$deb" 2>&1 | grep -v 'running with root privileges' || true
 lintian --fail-on error "$deb" >/dev/null 2>&1 || fail "lintian reports errors"
