@@ -274,6 +274,37 @@ Status ParseIaParams(std::string_view text, IaParams& out, std::string& why) {
 
 std::span<const IaOptionSpec> IaOptionSpecs() { return kSpecs; }
 
+std::string LoopbackCannotReach(const sockaddr_in& local, const sockaddr_in& remote) {
+  const auto loopback = [](const sockaddr_in& a) { return (ntohl(a.sin_addr.s_addr) >> 24) == 127; };
+  if (!loopback(local) || loopback(remote) || IsLocalAddress(remote)) return "";
+  char local_text[INET_ADDRSTRLEN] = "", remote_text[INET_ADDRSTRLEN] = "";
+  inet_ntop(AF_INET, &local.sin_addr, local_text, sizeof local_text);
+  inet_ntop(AF_INET, &remote.sin_addr, remote_text, sizeof remote_text);
+  // The interfaces that may reach it: those whose subnet holds it, else every one but loopback.
+  std::string same_subnet, others;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+      if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET || entry->ifa_netmask == nullptr) continue;
+      const in_addr address = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr;
+      const std::uint32_t mask = reinterpret_cast<const sockaddr_in*>(entry->ifa_netmask)->sin_addr.s_addr;
+      if ((ntohl(address.s_addr) >> 24) == 127) continue;
+      char text[INET_ADDRSTRLEN] = "";
+      inet_ntop(AF_INET, &address, text, sizeof text);
+      const std::string ia = std::string("softdat-tcp-") + entry->ifa_name + " (\"tcp " + entry->ifa_name + "\", " + text + ")";
+      std::string& into = (address.s_addr & mask) == (remote.sin_addr.s_addr & mask) ? same_subnet : others;
+      if (into.find(ia) == std::string::npos) into += (into.empty() ? "" : ", ") + ia;
+    }
+    freeifaddrs(list);
+  }
+  const std::string& candidates = same_subnet.empty() ? others : same_subnet;
+  std::string why = std::string("this IA is bound to ") + local_text +
+                    ", a loopback address, which reaches only this host: it cannot reach " + remote_text +
+                    " (the connection ends DAT_CONNECTION_EVENT_UNREACHABLE)";
+  if (candidates.empty()) return why + "; this host has no network interface with an IPv4 address";
+  return why + "; use the IA of a network interface, as an install names it: " + candidates;
+}
+
 Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, std::string& why) {
   sockaddr_in address{};
   address.sin_family = AF_INET;

@@ -73,4 +73,11 @@ Status ParseIaParams(std::string_view text, IaParams& out, std::string& why);
 // reason (which addresses the host has) otherwise.
 Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, std::string& why);
 
+// Why an IA bound to `local` cannot reach `remote`, or "" when it may. A socket bound to a
+// loopback address reaches this host's own addresses only (the kernel refuses the rest with
+// EINVAL, which a consumer sees as DAT_CONNECTION_EVENT_UNREACHABLE): the text says so and names
+// the IA of the interface that reaches `remote` (its subnet's, else every interface's), as
+// tools/dev install and the Debian package name them: softdat-tcp-IF ("tcp IF").
+std::string LoopbackCannotReach(const sockaddr_in& local, const sockaddr_in& remote);
+
 }  // namespace softdat
