@@ -15,7 +15,9 @@
 # Depends come from dpkg-shlibdeps, plus libdapl2 (the registry that loads the provider). The
 # maintainer scripts carry tools/install/datconf.sh whole: postinst (configure) adds softdat's
 # dat.conf block, prerm (remove) takes it out, the same idempotent way tools/dev install does,
-# under $DPKG_ROOT when dpkg installs into another root.
+# under $DPKG_ROOT when dpkg installs into another root; a source install's block is seen and
+# kept (datconf.sh). A file trigger on /etc/dat.conf runs postinst again when libdapl2 installs
+# a new dat.conf over softdat's edit.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -155,9 +157,12 @@ maintainer_script() {  # maintainer_script NAME ACTIONS CALL
   } >"$stage/DEBIAN/$1"
   chmod 755 "$stage/DEBIAN/$1"
 }
-maintainer_script postinst configure 'softdat_conf_add "${DPKG_ROOT:-}/etc/dat.conf" libsoftdat.so.2'
-maintainer_script prerm 'remove|deconfigure' 'softdat_conf_remove "${DPKG_ROOT:-}/etc/dat.conf"'
-printf 'activate-noawait ldconfig\n' >"$stage/DEBIAN/triggers"
+# postinst runs on configure and when /etc/dat.conf, libdapl2's conffile, is installed anew (the
+# file trigger below): a libdapl2 upgrade whose new dat.conf the user takes has no softdat block,
+# and softdat puts it back; one whose file the user keeps already has it (unchanged).
+maintainer_script postinst 'configure|triggered' 'softdat_conf_add "${DPKG_ROOT:-}/etc/dat.conf" libsoftdat.so.2 "the Debian package softdat"'
+maintainer_script prerm 'remove|deconfigure' 'softdat_conf_remove "${DPKG_ROOT:-}/etc/dat.conf" libsoftdat.so.2'
+printf 'activate-noawait ldconfig\ninterest-noawait /etc/dat.conf\n' >"$stage/DEBIAN/triggers"
 printf 'libsoftdat 2 %s (>= %s)\n' "$package" "$version" >"$stage/DEBIAN/shlibs"
 chmod 644 "$stage/DEBIAN/triggers" "$stage/DEBIAN/shlibs"
 
