@@ -34,9 +34,14 @@ done
 [[ $("$datinfo" -h) == "$help" ]] || fail "-h differs from --help"
 version=$("$datinfo" -V)
 [[ $version =~ ^datinfo\ \(softdat\)\ [0-9]+\.[0-9]+,\ commit\ ([0-9a-f]{12}|unknown)$ ]] || fail "-V: $version"
-# Built from this checkout (the test's sources link into it): the commit is this checkout's.
-if commit=$(git -C "$(dirname "$(realpath "$0")")" rev-parse --short=12 HEAD 2>/dev/null); then
-  [[ $version == *"commit $commit" ]] || fail "-V says '$version', the checkout is at $commit"
+# Built from this checkout (the test's sources link into it): the commit is one of its own, HEAD
+# or, when a commit was made while this build ran, HEAD's ancestor.
+checkout=$(dirname "$(realpath "$0")")
+commit=""
+if git -C "$checkout" rev-parse HEAD >/dev/null 2>&1; then
+  commit=${version##* }
+  git -C "$checkout" merge-base --is-ancestor "$commit" HEAD 2>/dev/null ||
+    fail "-V says '$version', which is no commit of the checkout's history (HEAD $(git -C "$checkout" rev-parse --short=12 HEAD))"
 fi
 
 # -e: every variable softdat reads, with its default; and -v of a tcp IA shows each IA option's.
@@ -164,6 +169,11 @@ stock=$TEST_TMPDIR/stock.conf
 ofed=$(grep -cE '^[^#[:space:]]+[[:space:]]+u2\.0' /etc/dat.conf || true)
 [[ $ofed -ge 10 ]] || fail "/etc/dat.conf has $ofed u2.0 lines: not Debian's stock file"
 export DAT_OVERRIDE=$stock
+# libdat2 keeps (and never frees) what it allocated for a provider library that loaded but
+# registered no IA, as the noisy provider does: under --config=asan LeakSanitizer reports it at
+# exit. It is the registry's, not datinfo's or softdat's.
+echo 'leak:libdat2.so' >"$TEST_TMPDIR/lsan.supp"
+export LSAN_OPTIONS=suppressions=$TEST_TMPDIR/lsan.supp
 status=0
 "$datinfo" >"$TEST_TMPDIR/out" 2>"$TEST_TMPDIR/err" || status=$?
 echo "--- default view over the stock dat.conf:"; cat "$TEST_TMPDIR/out"
