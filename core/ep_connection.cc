@@ -5,9 +5,12 @@
 #include <cstring>
 #include <limits>
 
+#include "base/dat_names.h"
 #include "base/log.h"
 #include "core/ep.h"
 #include "core/ia.h"
+#include "transport/ia_params.h"
+#include "transport/names.h"
 
 namespace softdat::core {
 namespace {
@@ -80,6 +83,8 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
   sockaddr_in address;
   std::memcpy(&address, remote, sizeof address);
+  if (const std::string why = LoopbackCannotReach(ia_->address(), address); !why.empty())
+    SOFTDAT_LOG(kWarn, "dat_ep_connect(%s): %s", ia_->name().c_str(), why.c_str());
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -273,8 +278,8 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     }
     state_.store(DAT_EP_STATE_DISCONNECTED, std::memory_order_release);
   }
-  SOFTDAT_LOG(kDebug, "EP %p: connection ended (event 0x%x)", static_cast<void*>(this),
-              static_cast<unsigned>(event));
+  SOFTDAT_LOG(kDebug, "EP %p: connection ended: %s (%s)", static_cast<void*>(this),
+              DatEventText(static_cast<std::uint32_t>(event)).text, transport::ConnectionEndName(why));
   // Flush first, then report: the end event follows every completion it caused.
   receive_->Close();
   requests_->FlushAll();

@@ -81,7 +81,11 @@ Status Srq::CreateDeviceSrq() {
 }
 
 Status Srq::Free(Srq* srq) {
-  if (srq->pool_->user_count() > 0) return Status(Code::kInvalidState, Detail::kSrqInUse);
+  if (const auto users = srq->pool_->user_count(); users > 0) {
+    SOFTDAT_LOG(kWarn, "dat_srq_free: SRQ %p is still used by %u EPs: free them first", static_cast<void*>(srq),
+                static_cast<unsigned>(users));
+    return Status(Code::kInvalidState, Detail::kSrqInUse);
+  }
   srq->ia_->Untrack(srq);
   Destroy(srq);
   return Status::Ok();

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/dat_names.h"
 #include "base/log.h"
 
 namespace softdat::dat {
@@ -73,8 +74,8 @@ void dat_provider_init(const DAT_PROVIDER_INFO* info, const char* ia_params) {
   }
   DAT_RETURN status = dat_registry_add_provider(&slot->table, info);
   if (status != DAT_SUCCESS) {
-    SOFTDAT_LOG(kError, "dat_provider_init(%s): registry refused the provider (0x%x)", info->ia_name,
-                static_cast<unsigned>(status));
+    SOFTDAT_LOG(kError, "dat_provider_init(%s): registry refused the provider (%s)", info->ia_name,
+                softdat::DatReturnText(static_cast<std::uint32_t>(status)).text);
     return;
   }
   slot->registered = true;
