@@ -18,7 +18,7 @@
 
 #include "base/mutex.h"
 #include "transport/listener.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/connection.h"
 #include "transport/tcp/wire.h"
 
 namespace softdat::transport::tcp {
