@@ -181,7 +181,8 @@ void Cno::Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM& param) const {
 
 Status Cno::Wait(DAT_TIMEOUT timeout, DAT_EVD_HANDLE& evd) {
   evd::EventQueue* triggered = nullptr;
-  const Status status = cno_.Wait(timeout, &triggered);
+  // The IA's progress hook: in busy-poll nothing else moves the events that would trigger it.
+  const Status status = cno_.Wait(timeout, &triggered, ia_->progress_hook());
   // "On a timeout, evd_handle is explicitly set to a null handle."
   evd = status.ok() && triggered != nullptr ? triggered->Query().owner : DAT_HANDLE_NULL;
   return status;
