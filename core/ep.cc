@@ -140,6 +140,9 @@ Status Ep::NewTransportEndpoint(const DAT_EP_ATTR& attr, const RequestQueue& req
   transport::EndpointConfig config;
   config.pd = pz_->domain();
   config.srq = srq_ != nullptr ? srq_->device_srq() : nullptr;  // null on a software transport
+  // The EVDs' device CQs (null without them): the endpoint's completions go where its events do.
+  config.send_cq = request_evd_ != nullptr ? request_evd_->completion_queue() : nullptr;
+  config.recv_cq = recv_evd_ != nullptr ? recv_evd_->completion_queue() : nullptr;
   config.max_send_work = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr.max_request_dtos));
   config.max_recv_work = static_cast<std::uint32_t>(attr.max_recv_dtos);
   config.max_send_segments = requests.max_iov();
@@ -293,6 +296,11 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
     if (*slot != nullptr) (*slot)->RemoveUser();
     *slot = evds[i];
     if (*slot != nullptr) (*slot)->AddUser();
+  }
+  if (mask & (DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE)) {
+    // Completions go to the new EVDs' CQs from the next connection on (none exists: UNCONNECTED).
+    endpoint_->SetCompletionQueues(request_evd_ != nullptr ? request_evd_->completion_queue() : nullptr,
+                                   recv_evd_ != nullptr ? recv_evd_->completion_queue() : nullptr);
   }
   return Status::Ok();
 }
