@@ -190,6 +190,7 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
   pz->AddUser();
   for (Evd* evd : {recv_evd, request_evd, connect_evd})
     if (evd != nullptr) evd->AddUser();
+  if (srq != nullptr) srq->AddRecvEvd(recv_evd);
   ia->Track(ep);
   *out = ep;
   return Status::Ok();
@@ -220,6 +221,7 @@ void Ep::Destroy(Ep* ep) {
   ep->requests_->FlushAll();
   ep->Deliver();
   ep->receive_.reset();  // an SRQ account leaves its SRQ
+  if (ep->srq_ != nullptr) ep->srq_->RemoveRecvEvd(ep->recv_evd_);
   ep->pz_->RemoveUser();
   for (Evd* evd : {ep->recv_evd_, ep->request_evd_, ep->connect_evd_})
     if (evd != nullptr) evd->RemoveUser();
@@ -293,6 +295,10 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
   for (int i = 0; i < 3; ++i) {
     if ((mask & evd_fields[i]) == 0) continue;
     Evd** slot = i == 0 ? &recv_evd_ : i == 1 ? &request_evd_ : &connect_evd_;
+    if (i == 0 && srq_ != nullptr) {
+      srq_->RemoveRecvEvd(*slot);
+      srq_->AddRecvEvd(evds[i]);
+    }
     if (*slot != nullptr) (*slot)->RemoveUser();
     *slot = evds[i];
     if (*slot != nullptr) (*slot)->AddUser();

@@ -14,7 +14,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "core/handle.h"
@@ -25,6 +28,7 @@
 
 namespace softdat::core {
 
+class Evd;
 class Ia;
 class Pz;
 
@@ -46,6 +50,12 @@ class Srq : public HandleHeader {
   Status Resize(DAT_COUNT max_recv_dtos);
   Status SetLowWatermark(DAT_COUNT low_watermark);
 
+  // The receive EVDs of the EPs on this SRQ, counted (Ep::Create and Destroy, dat_ep_modify). On a
+  // device with completion queues the SRQ learns that the NIC took a buffer when that EVD's CQ is
+  // polled: dat_srq_query polls them first, so available_dto_count says what the device holds.
+  void AddRecvEvd(Evd* evd);
+  void RemoveRecvEvd(Evd* evd);
+
   // dat_ep_create_with_srq's rule for the EP's PZ: on a device an SRQ's buffers serve only EPs of
   // its own PZ (srq_ep_pz_difference_supported is FALSE), elsewhere any PZ of the IA.
   Status CheckEndpointPz(const Pz* pz) const;
@@ -65,6 +75,8 @@ class Srq : public HandleHeader {
  private:
   void OnLowWatermark();
   Status CreateDeviceSrq();
+  // Polls the CQs of the receive EVDs (each pinned as a user meanwhile, so none is freed).
+  void PollRecvCompletionQueues() const;
 
   // No vtable in a handle object: the pool's listener interface is this member.
   class Listener final : public srq::LowWatermarkListener {
@@ -102,6 +114,8 @@ class Srq : public HandleHeader {
   Pz* pz_;
   std::unique_ptr<srq::SrqPool> pool_;
   const std::uint64_t serial_;
+  mutable std::mutex recv_evds_mutex_;
+  std::vector<std::pair<Evd*, int>> recv_evds_;  // EVD, how many EPs of this SRQ name it
   // Device receive model. Declared after the pool, so destroyed before it: it holds the pool's buffers.
   std::unique_ptr<transport::DeviceSrq> device_srq_;
 };

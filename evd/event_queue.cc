@@ -143,8 +143,11 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
   // the event is the one its dequeue returns. Nothing queued can precede it (the ring is empty,
   // and an endpoint's events are posted by one deliverer at a time), and it needs no wakeup or
   // CNO trigger: it is being taken.
+  // A queue with a CNO takes the ring's path: its signalled events trigger the CNO even when the
+  // consumer dequeues them at once.
   if (Capture* capture = t_capture; capture != nullptr && capture->queue == this && !capture->taken &&
-                                    on_full == OnFull::kOverflow && queued_.load(std::memory_order_acquire) == 0) {
+                                    on_full == OnFull::kOverflow && !has_cno_.load(std::memory_order_relaxed) &&
+                                    queued_.load(std::memory_order_acquire) == 0) {
     *capture->into = event;
     capture->taken = true;
     return Status::Ok();
@@ -416,6 +419,7 @@ void EventQueue::SetCno(Cno* cno) {
     if (cno != nullptr) cno->Attach();
     const bool changed = (cno_ == nullptr) != (cno == nullptr);
     cno_ = cno;
+    has_cno_.store(cno != nullptr, std::memory_order_relaxed);
     if (changed) source = source_;
   }
   // A CNO hears of completions nobody polls: the transport's progress must watch the source.

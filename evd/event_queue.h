@@ -206,6 +206,8 @@ class EventQueue {
   // Set on the control path only (SetCompletionSource), read by Dequeue without the lock.
   CompletionSource* source_ = nullptr;
   int wake_fd_ = -1;  // an eventfd: wakes a waiter sleeping on the source's descriptor
+  // cno_ != nullptr, readable without the lock: a queue with a CNO takes no event past its ring.
+  std::atomic<bool> has_cno_{false};
   // capacity_, readable without the lock: how much a poll of the source may bring in.
   std::atomic<std::size_t> capacity_hint_{0};
 };

@@ -12,12 +12,18 @@
 // that receive-buffer memory does not grow with N (the SRQ's 256 buffers are all there is).
 // Both sides raise RLIMIT_NOFILE to the hard limit and say plainly when that is too low. Every
 // wait is bounded: a stuck step fails the run with a line saying which.
+//
+// On an RDMA device the server also reports what its completion queues hold (the CQ entries the
+// kernel lists for this process, `rdma resource show cq`), its pinned memory (VmPin) and what an
+// empty dat_evd_dequeue of the shared receive EVD costs with every connection up: none of these
+// may grow with N (testing/vm/guest_verbs_scale.sh compares two N).
 #include <dat2/udat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +59,54 @@ int OpenFds() {
     closedir(d);
   }
   return n - 3;  // ".", ".." and the directory's own descriptor
+}
+
+// VmPin of /proc/self/status: memory pinned for the device (registered regions, queues).
+std::uint64_t PinnedKib() {
+  std::uint64_t kib = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "VmPin: %" SCNu64, &kib) == 1) break;
+    std::fclose(f);
+  }
+  return kib;
+}
+
+// The CQ entries of this process's completion queues, from the kernel's RDMA resource tracking
+// (`rdma -j resource show cq`: one object per CQ with its "cqe" and "pid"); -1 where the tool or
+// the tracking is missing (softdat-tcp has no CQs: 0).
+long long CqEntries() {
+  FILE* p = popen("rdma -j resource show cq 2>/dev/null", "r");
+  if (p == nullptr) return -1;
+  std::string json;
+  char chunk[4096];
+  std::size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, p)) > 0) json.append(chunk, n);
+  if (pclose(p) != 0 || json.empty()) return -1;
+  const std::string pid = "\"pid\":" + std::to_string(getpid());
+  long long total = 0;
+  for (std::size_t open = json.find('{'); open != std::string::npos; open = json.find('{', open + 1)) {
+    const std::size_t close = json.find('}', open);
+    const std::string object = json.substr(open, close - open);
+    const std::size_t at = object.find(pid);
+    const std::size_t cqe = object.find("\"cqe\":");
+    if (at == std::string::npos || cqe == std::string::npos) continue;
+    const char next = at + pid.size() < object.size() ? object[at + pid.size()] : ',';
+    if (next >= '0' && next <= '9') continue;  // another pid with our digits as a prefix
+    total += std::strtoll(object.c_str() + cqe + 6, nullptr, 10);
+  }
+  return total;
+}
+
+// What an empty dat_evd_dequeue of `evd` costs, in ns (the mean of many).
+double EmptyDequeueNs(DAT_EVD_HANDLE evd) {
+  constexpr int kCalls = 20000;
+  DAT_EVENT event{};
+  const double start = Seconds();
+  for (int i = 0; i < kCalls; ++i)
+    if (dat_evd_dequeue(evd, &event) == DAT_SUCCESS) return -1;  // not empty: no figure
+  return (Seconds() - start) * 1e9 / kCalls;
 }
 
 [[noreturn]] void Fail(const char* what, DAT_RETURN status = DAT_SUCCESS) {
@@ -162,7 +216,9 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
   const DAT_COUNT qlen = static_cast<DAT_COUNT>(n + 1024);
   DAT_EVD_HANDLE cr_evd = ia.Evd(DAT_EVD_CR_FLAG, qlen);
   DAT_EVD_HANDLE conn_evd = ia.Evd(DAT_EVD_CONNECTION_FLAG, 2 * qlen);
-  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, qlen);
+  // The SRQ bounds what can complete unreaped (its buffers are reposted as they are reaped): the
+  // receive EVD needs no more, whatever N is.
+  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, 2 * kSrqBuffers);
   DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, 64);
   DAT_SRQ_ATTR srq_attr{};
   srq_attr.max_recv_dtos = kSrqBuffers;
@@ -214,6 +270,9 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
   const double setup_s = Seconds() - first_request;
   const std::uint64_t rss_after = RssKib();
   const int fds_after = OpenFds();
+  const long long cq_entries = CqEntries();
+  const std::uint64_t pinned_kib = PinnedKib();
+  const double empty_dequeue_ns = EmptyDequeueNs(recv_evd);
 
   // One message per connection, each checked, the SRQ reposted as it goes.
   std::vector<bool> seen(n, false);
@@ -251,13 +310,15 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
       "\"rss_connected_kib\": %llu, \"rss_after_messages_kib\": %llu, \"kib_per_connection\": %.2f, "
       "\"fds_before\": %d, \"fds_connected\": %d, \"fds_per_connection\": %.3f, \"messages\": %zu, "
       "\"bad_messages\": %zu, \"last_connection_received\": %s, \"srq_buffers\": %d, "
-      "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d}\n",
+      "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d, \"cq_entries\": %lld, \"pinned_kib\": %llu, "
+      "\"empty_dequeue_ns\": %.1f}\n",
       n, setup_s, static_cast<unsigned long long>(rss_before), static_cast<unsigned long long>(rss_after),
       static_cast<unsigned long long>(rss_loaded),
       static_cast<double>(rss_after - rss_before) / static_cast<double>(n), fds_before, fds_after,
       static_cast<double>(fds_after - fds_before) / static_cast<double>(n), received, bad,
       seen[n - 1] ? "true" : "false", kSrqBuffers, buffers.size(),
-      static_cast<int>(srq_param.available_dto_count));
+      static_cast<int>(srq_param.available_dto_count), cq_entries, static_cast<unsigned long long>(pinned_kib),
+      empty_dequeue_ns);
   for (DAT_EP_HANDLE ep : eps) (void)dat_ep_free(ep);
   (void)dat_psp_free(psp);
   return bad == 0 && seen[n - 1] ? 0 : 1;
