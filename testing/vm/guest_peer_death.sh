@@ -15,7 +15,8 @@ timeout 200 "$peer" server "$ia" "$port" >"$work/peer-death.server.out" 2>"$work
 server=$!
 for _ in $(seq 300); do grep -q serving "$work/peer-death.server.err" 2>/dev/null && break; sleep 0.1; done
 sleep 1  # the PSP is an rdma_cm listener: nothing to poll for
-timeout 200 "$peer" client "$ia" "$host" "$port" >"$work/peer-death.client.out" 2>"$work/peer-death.client.err" &
+# Not under timeout(1): the SIGKILL must reach the client itself. It bounds its own life (120 s).
+"$peer" client "$ia" "$host" "$port" >"$work/peer-death.client.out" 2>"$work/peer-death.client.err" &
 client=$!
 for _ in $(seq 600); do grep -q '^received' "$work/peer-death.server.out" 2>/dev/null && break; sleep 0.1; done
 grep -q '^received' "$work/peer-death.server.out" || { kill -9 $client $server 2>/dev/null; fail "the server received nothing: $(cat "$work"/peer-death.*.err)"; }

@@ -185,7 +185,7 @@ int Client(const char* name, const char* host, DAT_CONN_QUAL port) {
   std::printf("sent %d\n", kSends);
   std::fflush(stdout);
   // Keep the connection (and its progress) alive until killed; bounded all the same.
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < 120; ++i) {
     DAT_EVENT event{};
     DAT_COUNT more = 0;
     (void)dat_evd_wait(ia.req_evd, 1'000'000, 1, &event, &more);
