@@ -146,5 +146,37 @@ TEST_F(DeviceCqTest, ACnoHearsOfCompletionsNobodyPolls) {
   ASSERT_TRUE(recv_evd_->ModifyCno(nullptr).ok());
 }
 
+// The peer sends as soon as it is connected, and this side's dequeue polls the receive out of the
+// CQ before its own transport reported the connection established: the receive follows the
+// ESTABLISHED event, and an answer posted on it finds the EP CONNECTED.
+TEST_F(DeviceCqTest, AReceiveThatBeatsTheEstablishedEventFollowsIt) {
+  fake().behaviour().hold_passive_established = true;
+  Ep* server = MakeEp();
+  Ep* client = MakeEp();
+  ASSERT_TRUE(PostRecv(server, 0, 3).ok());
+  Psp* psp = nullptr;
+  ASSERT_TRUE(Psp::Create(ia_, next_port_, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp).ok());
+  sockaddr_in address = ia_->address();
+  ASSERT_TRUE(client->Connect(reinterpret_cast<sockaddr*>(&address), next_port_, DAT_TIMEOUT_INFINITE, 0, nullptr).ok());
+  DAT_EVENT event;
+  ASSERT_TRUE(Next(cr_evd_, event));
+  ASSERT_TRUE(Cr::Accept(HandleAs<Cr>(event.event_data.cr_arrival_event_data.cr_handle), server, 0, nullptr).ok());
+  Settle();
+  ASSERT_EQ(client->state(), DAT_EP_STATE_CONNECTED);
+  ASSERT_EQ(server->state(), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+  ASSERT_TRUE(Send(client, 1, "early").ok());
+  Settle();  // the message is in the server's buffer, its completion in the server's receive CQ
+  EXPECT_FALSE(recv_evd_->Dequeue(event).ok()) << "a receive delivered before its connection's ESTABLISHED";
+  fake().ReleaseHeldEstablished();
+  const std::vector<DAT_EVENT> connection = Drain(connect_evd_);
+  ASSERT_EQ(connection.size(), 2u);
+  EXPECT_EQ(connection[1].event_data.connect_event_data.ep_handle, server);
+  EXPECT_EQ(connection[1].event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+  ASSERT_TRUE(Next(recv_evd_, event));
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 3u);
+  EXPECT_TRUE(Send(server, 2, "answer").ok()) << "the answer to a delivered receive";
+  ASSERT_TRUE(Psp::Free(psp).ok());
+}
+
 }  // namespace
 }  // namespace softdat::core::device_testing

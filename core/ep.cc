@@ -363,6 +363,12 @@ void Ep::DeliverEstablished() {
 
 // Receive completions, in MSN order.
 void Ep::DeliverReceives() {
+  // A device may complete a connection's first receives before its transport reports the
+  // connection established (the peer sent as soon as it learnt of it, and the consumer's own
+  // dequeue polled the CQ): they wait for OnEstablished, which delivers them after ESTABLISHED,
+  // so that an answer the consumer posts finds the EP CONNECTED.
+  const DAT_EP_STATE current = state();
+  if (current == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || current == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING) return;
   srq::RecvCompletion received{};
   while (receive_->PopCompletion(received)) {
     const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;

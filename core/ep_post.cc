@@ -300,7 +300,7 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
                 static_cast<unsigned long long>(recv_id), CodeName(placed.code()));
     return;
   }
-  Deliver();
+  Deliver(kDeliverReceives);
 }
 
 void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {

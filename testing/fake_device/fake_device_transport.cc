@@ -53,6 +53,12 @@ class FakeListener;
 // The live device SRQs (under the fabric lock).
 std::vector<FakeSrq*>& AllSrqs();
 
+// Passive sides' ESTABLISHED held back (Behaviour::hold_passive_established), under the fabric lock.
+std::vector<std::function<void()>>& HeldEstablished() {
+  static auto* held = new std::vector<std::function<void()>>;
+  return *held;
+}
+
 // Everything shared, under one lock. Core events are never called with `mu` held.
 struct Fabric {
   std::mutex mu;
@@ -442,7 +448,10 @@ class FakePending final : public transport::PendingConnection {
     const std::uint64_t active_id = active->id_;
     const std::uint64_t passive_id = passive.id_;
     std::vector<std::uint8_t> reply(private_data.begin(), private_data.end());
-    fabric.work.push_back([passive_id] { Established(passive_id, {}); });
+    if (passive.owner_->behaviour().hold_passive_established)
+      HeldEstablished().push_back([passive_id] { Established(passive_id, {}); });
+    else
+      fabric.work.push_back([passive_id] { Established(passive_id, {}); });
     fabric.work.push_back([active_id, reply] { Established(active_id, reply); });
     return Status::Ok();
   }
@@ -455,7 +464,7 @@ class FakePending final : public transport::PendingConnection {
       active->EndLocked(ConnectionEnd::kPeerRejected, {private_data.begin(), private_data.end()});
   }
 
- private:
+ public:
   static void Established(std::uint64_t id, std::vector<std::uint8_t> private_data) {
     transport::EndpointEvents* events = nullptr;
     {
@@ -813,6 +822,12 @@ void FakeDeviceTransport::ReleaseHeldReceives() {
   std::lock_guard lock(GetFabric().mu);
   for (auto& [id, endpoint] : GetFabric().endpoints)
     if (endpoint->owner() == this) endpoint->ReleaseHeldLocked();
+}
+
+void FakeDeviceTransport::ReleaseHeldEstablished() {
+  std::lock_guard lock(GetFabric().mu);
+  for (auto& established : HeldEstablished()) GetFabric().work.push_back(std::move(established));
+  HeldEstablished().clear();
 }
 
 void FakeDeviceTransport::InjectStrayReceive(std::uint64_t recv_id) {

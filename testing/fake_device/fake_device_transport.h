@@ -49,6 +49,10 @@ struct Behaviour {
   // that name one wait there until an EVD's dequeue or wait polls it (or the connection ends);
   // otherwise the transport refuses (kModelNotSupported) and Progress reports them.
   bool completion_queues = false;
+  // An accepted connection is reported established to the passive side only at
+  // ReleaseHeldEstablished(): the active side may send, and the device deliver, before the passive
+  // side hears of its connection (as rdma_cm's ESTABLISHED may come after the first receive).
+  bool hold_passive_established = false;
   // Disconnect finds the connection already reset by its peer: the endpoint ends kBroken at once,
   // ahead of the work queued, as when the peer's reset or Terminate came in before the close took
   // effect; the peer, which closed abruptly, ends kBroken too.
@@ -75,6 +79,8 @@ class FakeDeviceTransport : public transport::Transport {
   std::size_t device_srq_depth() const;
   // Reports the completions held back (Behaviour::hold_receive_completions), in their order.
   void ReleaseHeldReceives();
+  // Reports the passive sides' ESTABLISHED held back (Behaviour::hold_passive_established).
+  void ReleaseHeldEstablished();
   // A broken device: reports a successful receive `recv_id` that nobody posted, on every
   // connected endpoint of this transport.
   void InjectStrayReceive(std::uint64_t recv_id);

@@ -45,9 +45,14 @@ run_pair() {
   : >"$log"
   timeout 120 "${server[@]}" >>"$log" 2>&1 &
   local spid=$!
-  wait_listening "$port" $spid || echo "server never listened on $port" >>"$log"
-  # dtest's server opens its PSP (an rdma_cm listener, which ss cannot see) after its TCP port.
-  sleep 0.5
+  # dtest's server opens its PSP (an rdma_cm listener, which nothing can poll for) after its TCP
+  # port; perftest with -R listens through rdma_cm only (PORT 0): a pause.
+  if [ "$port" != 0 ]; then
+    wait_listening "$port" $spid || echo "server never listened on $port" >>"$log"
+    sleep 0.5
+  else
+    sleep 3
+  fi
   timeout 100 "${client[@]}" >>"$log" 2>&1
   local crc=$?
   wait $spid
@@ -85,8 +90,8 @@ dtest_stack() {  # dtest_stack ROUND DEVICE STACK CONF
   result "$r" "$dev" "$stack" write_bw_64k "$(dtest_write_bw "$log")" "$log"
 }
 
-# perftest through rdma_cm (-R: the only way on iWARP, and GID-free on RoCE); its TCP handshake
-# port is 18515. The last row of its table is the figure: t_typical for latency, BW average.
+# perftest through rdma_cm (-R: the only way on iWARP, and GID-free on RoCE), which listens on
+# rdma_cm's port 18515 only. The last row of its table is the figure: t_typical for latency, BW average.
 perf_lat() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ {v=$5} END {print v}' "$1"; }
 perf_bw() { awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+/ {v=$4} END {print v}' "$1"; }
 
@@ -96,7 +101,7 @@ perftest_stack() {  # perftest_stack ROUND DEVICE
                 send_lat_64k:ib_send_lat:65536:$large_burst:perf_lat write_bw_64k:ib_write_bw:65536:$large_burst:perf_bw; do
     IFS=: read -r figure tool size count parse <<<"$figure"
     log=$work/$r-$dev-perftest-$figure.log
-    run_pair "$log" 18515 "$tool" -R -d "$dev" -s "$size" -n "$count" -- "$tool" -R -d "$dev" -s "$size" -n "$count" "${ip[$dev]}"
+    run_pair "$log" 0 "$tool" -R -d "$dev" -s "$size" -n "$count" -- "$tool" -R -d "$dev" -s "$size" -n "$count" "${ip[$dev]}"
     result "$r" "$dev" perftest "$figure" "$($parse "$log")" "$log"
   done
 }
