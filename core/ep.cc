@@ -220,6 +220,7 @@ void Ep::Destroy(Ep* ep) {
   ep->receive_->Close();
   ep->requests_->FlushAll();
   ep->Deliver();
+  ep->ia_->end_reports().Await(ep->end_report_);  // posted by another thread, maybe: not yet done
   ep->receive_.reset();  // an SRQ account leaves its SRQ
   if (ep->srq_ != nullptr) ep->srq_->RemoveRecvEvd(ep->recv_evd_);
   ep->pz_->RemoveUser();
@@ -229,6 +230,7 @@ void Ep::Destroy(Ep* ep) {
 }
 
 void Ep::Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM& param) const {
+  std::shared_lock resources(resources_mutex_);
   std::lock_guard lock(mutex_);
   if (mask & DAT_EP_FIELD_IA_HANDLE) param.ia_handle = ia_;
   if (mask & DAT_EP_FIELD_EP_STATE) param.ep_state = state();
@@ -250,6 +252,9 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
   constexpr DAT_EP_PARAM_MASK kModifiable = DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
                                             DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
   if ((mask & ~kModifiable) != 0) return Status(Code::kInvalidParameter, Detail::kParamMask);
+  // The one owner of the swap below: no other consumer call uses the old endpoint, receive source
+  // or attributes while this runs, and none can connect the EP meanwhile.
+  std::unique_lock resources(resources_mutex_);
   if (state() != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, Detail::kEpConnected);
   // Resolve every new value before changing anything: a refused modify changes nothing.
   Evd* evds[3] = {recv_evd_, request_evd_, connect_evd_};
@@ -312,6 +317,7 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
 }
 
 void Ep::GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
+  std::shared_lock resources(resources_mutex_);
   state = this->state();
   if (recv_idle != nullptr) *recv_idle = receive_->held() == 0 ? DAT_TRUE : DAT_FALSE;
   if (request_idle != nullptr) *request_idle = requests_->count() == 0 ? DAT_TRUE : DAT_FALSE;
@@ -339,12 +345,13 @@ void Ep::PostDto(Evd* evd, DAT_EVENT& event, bool signalled) {
 void Ep::DeliverReady(std::uint8_t kinds) {
   // A pass that may report the connection's end looks at both queues first, as it always did:
   // what the end flushed is reported before it.
-  if (kinds & kDeliverControl) kinds = kDeliverAll;
+  if (kinds & kDeliverControl) kinds |= kDeliverAll;
   // before any completion of the connection, in case the EVDs are the same
   if (kinds & kDeliverControl) DeliverEstablished();
   if (kinds & kDeliverReceives) DeliverReceives();
   if (kinds & kDeliverRequests) DeliverRequests();
   if (kinds & kDeliverControl) DeliverEnd();  // after every completion the end flushed
+  if ((kinds & kDeliverSrq) && srq_ != nullptr) srq_->DeliverLowWatermark();
 }
 
 void Ep::DeliverEstablished() {
@@ -436,21 +443,32 @@ void Ep::DeliverEnd() {
   }
   Evd* async = ia_->async_evd();
   if (end) {
-    std::unique_lock order(ia_->end_report_mutex(), std::defer_lock);
-    if (broken_async && async != nullptr) order.lock();
-    if (connect_evd_ != nullptr) {
+    if (broken_async && async != nullptr) {
+      // An SRQ EP raises EP_BROKEN once its flush is complete: what OFED derives from
+      // IBV_EVENT_QP_LAST_WQE_REACHED, and what stock dtestsrq waits for, right after the
+      // connection event, with no other EP's pair in between (core/end_reports.h).
+      end_report_event_ = end_event;
+      end_report_connect_evd_ = connect_evd_;
+      end_report_private_size_ = private_size;
+      ia_->end_reports().Report(end_report_);
+    } else if (connect_evd_ != nullptr) {
       connect_evd_->Post(ConnectionEvent(end_event, connect_evd_, this, private_data_.data(),
                                          static_cast<DAT_COUNT>(private_size)));
     }
-    // An SRQ EP raises EP_BROKEN once its flush is complete: what OFED derives from
-    // IBV_EVENT_QP_LAST_WQE_REACHED, and what stock dtestsrq waits for, right after the
-    // connection event (see end_report_mutex).
-    if (broken_async && async != nullptr)
-      async->Post(AsyncEvent(DAT_ASYNC_ERROR_EP_BROKEN, async, this, DAT_EP_OTHER_ERROR));
   }
   if (async == nullptr) return;
   if (soft_watermark)
     async->Post(AsyncEvent(kWatermarkEventNumber, async, this, DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT));
+}
+
+void Ep::PostEndReport() {
+  if (end_report_connect_evd_ != nullptr) {
+    end_report_connect_evd_->Post(ConnectionEvent(end_report_event_, end_report_connect_evd_, this,
+                                                  private_data_.data(),
+                                                  static_cast<DAT_COUNT>(end_report_private_size_)));
+  }
+  Evd* async = ia_->async_evd();
+  async->Post(AsyncEvent(DAT_ASYNC_ERROR_EP_BROKEN, async, this, DAT_EP_OTHER_ERROR));
 }
 
 }  // namespace softdat::core

@@ -14,10 +14,14 @@
 //
 // Threads. Consumer calls may come from any thread (DAT marks most of them MT-unsafe per EP;
 // softdat makes them safe anyway). The transport calls the EndpointEvents from its progress
-// context. Three locks, always taken in this order and never held while calling into the
+// context. Four locks, always taken in this order and never held while calling into the
 // transport's blocking paths or into an EVD:
-//   post_mutex_   serializes posts of requests (the request queue's tail has one writer)
-//   mutex_        state, connection bookkeeping, watermarks
+//   resources_mutex_  the transport endpoint, the receive source and the attributes, which
+//                     dat_ep_modify and dat_ep_reset replace (exclusive) while every other consumer
+//                     call that uses them holds it shared; posts of requests hold post_mutex_
+//                     instead, which the replacement also takes
+//   post_mutex_       serializes posts of requests (the request queue's tail has one writer)
+//   mutex_            state, connection bookkeeping, watermarks
 //   (queues' own internal mutexes)
 // Events reach EVDs only through Deliver(), run by one thread at a time (DeliveryTurn) with no
 // lock held, because an EVD may call a CNO proxy agent — consumer code that may call back in.
@@ -30,9 +34,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/delivery_turn.h"
+#include "core/end_reports.h"
 #include "core/handle.h"
 #include "core/request_queue.h"
 #include "srq/buffer_waiter.h"
@@ -87,6 +94,8 @@ class Ep : public HandleHeader {
   Status PostBind(Rmr* rmr, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, std::uint64_t& request,
                   bool& connected);
   void FinishBind(std::uint64_t request, bool bound);
+  // Delivers what FinishBind (or anything else) made ready; the caller holds no lock.
+  void DeliverPending() { Deliver(0); }
 
   Status RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const;
   Status SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark);
@@ -151,6 +160,17 @@ class Ep : public HandleHeader {
                                               transport::RemoteAccess access) override {
       return ep_.ResolveRemote(key, address, length, access);
     }
+    void Deliver() override { ep_.Deliver(0); }
+
+   private:
+    Ep& ep_;
+  };
+
+  // The end of an SRQ connection, posted through the IA's EndReports.
+  class EndReportPoster final : public EndReport {
+   public:
+    explicit EndReportPoster(Ep& ep) : ep_(ep) {}
+    void Post() override { ep_.PostEndReport(); }
 
    private:
     Ep& ep_;
@@ -190,9 +210,12 @@ class Ep : public HandleHeader {
   // a hard crossing breaks the connection.
   void ActOnWatermarks(srq::ReceiveSource::Crossing crossed);
   bool ConnectedForWatermarks() const;  // under mutex_
-  Status PostRequest(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
+  // The checks of a request post and the post, under post_mutex_ (which dat_ep_modify takes to
+  // change the attributes); delivers a flush after releasing it.
+  Status PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
                      DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                      bool invalidate, DAT_RMR_CONTEXT invalidate_key);
+  // Under post_mutex_.
   Status PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
                            DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                            bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed);
@@ -205,13 +228,23 @@ class Ep : public HandleHeader {
   // completion path knows): a pass looks only where some caller since the last one said, so a
   // receive completion does not take the locks of the request queue and the connection state
   // (about 250 instructions of an 8 B ping-pong's critical path).
-  enum DeliverKind : std::uint8_t { kDeliverReceives = 1, kDeliverRequests = 2, kDeliverControl = 4, kDeliverAll = 7 };
+  enum DeliverKind : std::uint8_t {
+    kDeliverReceives = 1,
+    kDeliverRequests = 2,
+    kDeliverControl = 4,
+    kDeliverAll = 7,
+    kDeliverSrq = 8,  // the SRQ's low-watermark event (a buffer this EP took crossed it)
+  };
   void Deliver(std::uint8_t kinds = kDeliverAll);
+  // What a transport report made ready: delivered by the next Deliver (the transport's, after it
+  // released its locks).
+  void MarkReady(std::uint8_t kinds) { deliver_kinds_.fetch_or(kinds, std::memory_order_acq_rel); }
   void DeliverReady(std::uint8_t kinds);
   void DeliverEstablished();
   void DeliverReceives();
   void DeliverRequests();
   void DeliverEnd();
+  void PostEndReport();  // EndReports' turn: the connection event, then EP_BROKEN
   void PostDto(Evd* evd, DAT_EVENT& event, bool signalled);
 
   Ia* const ia_;
@@ -224,13 +257,15 @@ class Ep : public HandleHeader {
   const bool device_receives_;  // the transport's receive model is kDevice
 
   TransportEvents events_{*this};
+  EndReportPoster end_report_{*this};
   SrqWaiter srq_waiter_{*this};
   std::unique_ptr<transport::Endpoint> endpoint_;
   std::unique_ptr<RequestQueue> requests_;
   std::unique_ptr<srq::ReceiveSource> receive_;
 
-  std::mutex post_mutex_;
-  mutable std::mutex mutex_;
+  mutable softdat::SharedMutex resources_mutex_;
+  softdat::Mutex post_mutex_;
+  mutable softdat::Mutex mutex_;
   std::atomic<DAT_EP_STATE> state_{DAT_EP_STATE_UNCONNECTED};
   bool connection_live_ = false;   // Connect/Accept called, OnEnded not yet
   bool local_disconnect_ = false;  // this side asked for the end (dat_ep_disconnect)
@@ -248,6 +283,10 @@ class Ep : public HandleHeader {
   bool established_pending_ = false;
   PendingConnectionEvent end_event_;
   bool broken_async_pending_ = false;
+  // What PostEndReport posts (written before EndReports::Report, which orders it).
+  DAT_EVENT_NUMBER end_report_event_{};
+  Evd* end_report_connect_evd_ = nullptr;
+  std::size_t end_report_private_size_ = 0;
   bool soft_watermark_pending_ = false;
   // Private data of the last connection event; an event points into it.
   static constexpr std::size_t kMaxPrivateData = 512;

@@ -5,9 +5,12 @@
 #include <cstring>
 #include <limits>
 
+#include "base/dat_names.h"
 #include "base/log.h"
 #include "core/ep.h"
 #include "core/ia.h"
+#include "transport/ia_params.h"
+#include "transport/names.h"
 
 namespace softdat::core {
 namespace {
@@ -80,6 +83,9 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
   sockaddr_in address;
   std::memcpy(&address, remote, sizeof address);
+  if (const std::string why = LoopbackCannotReach(ia_->address(), address); !why.empty())
+    SOFTDAT_LOG(kWarn, "dat_ep_connect(%s): %s", ia_->name().c_str(), why.c_str());
+  std::shared_lock resources(resources_mutex_);  // dat_ep_modify may not replace endpoint_ meanwhile
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -126,6 +132,7 @@ Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT pri
       static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
     return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
+  std::shared_lock resources(resources_mutex_);
   DAT_EP_STATE before;
   {
     std::lock_guard lock(mutex_);
@@ -191,6 +198,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
   bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
+  std::shared_lock resources(resources_mutex_);
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -219,6 +227,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
 }
 
 Status Ep::Reset() {
+  std::unique_lock resources(resources_mutex_);  // the one owner of the swap (see Modify)
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -255,7 +264,7 @@ void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
   }
   // A hard high watermark already below what the EP holds breaks the new connection at once.
   ActOnWatermarks(receive_->CheckHighWatermarks(true));
-  Deliver();
+  MarkReady(kDeliverAll);
 }
 
 void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> private_data) {
@@ -273,8 +282,8 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     }
     state_.store(DAT_EP_STATE_DISCONNECTED, std::memory_order_release);
   }
-  SOFTDAT_LOG(kDebug, "EP %p: connection ended (event 0x%x)", static_cast<void*>(this),
-              static_cast<unsigned>(event));
+  SOFTDAT_LOG(kDebug, "EP %p: connection ended: %s (%s)", static_cast<void*>(this),
+              DatEventText(static_cast<std::uint32_t>(event)).text, transport::ConnectionEndName(why));
   // Flush first, then report: the end event follows every completion it caused.
   receive_->Close();
   requests_->FlushAll();
@@ -284,7 +293,7 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     end_event_.pending = true;
     broken_async_pending_ = receive_->announces_flush();
   }
-  Deliver();
+  MarkReady(kDeliverAll);
 }
 
 }  // namespace softdat::core

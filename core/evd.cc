@@ -2,6 +2,7 @@
 // EVD create, free, query, CNO binding, software events and provider posts.
 #include "core/evd.h"
 
+#include "base/dat_names.h"
 #include "base/log.h"
 #include "core/cno.h"
 #include "core/ia.h"
@@ -165,8 +166,8 @@ void Evd::Post(const DAT_EVENT& event, evd::EventQueue::Notify notify) {
   DAT_EVENT dropped = event;
   ReleaseSrqBuffer(dropped);
   if (!queue_->TakeOverflow()) return;
-  SOFTDAT_LOG(kWarn, "EVD %p overflowed: an event of type 0x%x was dropped", static_cast<void*>(this),
-              static_cast<unsigned>(event.event_number));
+  SOFTDAT_LOG(kWarn, "EVD %p overflowed: a %s was dropped (make the EVD's qlen larger)", static_cast<void*>(this),
+              DatEventText(static_cast<std::uint32_t>(event.event_number)).text);
   Evd* async = ia_->async_evd();
   if (async == nullptr || async == this) return;
   DAT_EVENT overflow{};

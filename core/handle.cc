@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Handle storage: per-size free lists under one mutex. Handles are created and freed on the
 // control path only (never per DTO), so one lock is simpler than per-class pools and fast enough.
+#include "base/mutex.h"
 #include "core/handle.h"
 
 #include <cstdlib>
@@ -18,7 +19,7 @@ struct FreeNode {
 };
 
 struct Pools {
-  std::mutex mutex;
+  softdat::Mutex mutex;
   FreeNode* heads[kClasses] = {};
 };
 

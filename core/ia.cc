@@ -44,7 +44,7 @@ Status Ia::Open(DAT_PROVIDER* provider, const char* ia_name, const std::string& 
   IaParams params;
   std::string why;
   if (Status status = ParseIaParams(params_text, params, why); !status.ok()) {
-    SOFTDAT_LOG(kError, "dat_ia_open(%s): bad IA params \"%s\" in dat.conf: %s", ia_name,
+    SOFTDAT_LOG(kError, "dat_ia_open(%s): bad IA params \"%s\": %s", ia_name,
                 params_text.c_str(), why.c_str());
     return status;
   }

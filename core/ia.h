@@ -13,7 +13,10 @@
 #include <string>
 #include <unordered_set>
 
+#include "base/mutex.h"
+#include "base/deferred_calls.h"
 #include "base/status.h"
+#include "core/end_reports.h"
 #include "core/evd.h"
 #include "core/handle.h"
 #include "core/ia_attributes.h"
@@ -55,12 +58,9 @@ class Ia : public HandleHeader {
   const IaParams& params() const { return params_; }
   const sockaddr_in& address() const { return address_; }
   Evd* async_evd() const { return async_evd_; }
-  // Held while an EP reports the end of its connection on its connect EVD and the async EVD, so
-  // the two reports of one EP are never interleaved with another EP's: stock dtestsrq pairs each
-  // DISCONNECTED event with the next EP_BROKEN, and connection ends are delivered by whichever
-  // thread drives progress (several at once). Recursive: a CNO agent run by a Post may end
-  // another connection on the same thread.
-  std::recursive_mutex& end_report_mutex() { return end_report_mutex_; }
+  // Where an SRQ EP reports the end of its connection (its connection event, then EP_BROKEN), so
+  // that no other EP's pair comes between the two (core/end_reports.h).
+  EndReports& end_reports() { return end_reports_; }
   MemoryTable& memory() { return memory_; }
   const MemoryTable& memory() const { return memory_; }
   transport::Transport& transport() { return *transport_; }
@@ -108,7 +108,11 @@ class Ia : public HandleHeader {
   class Poller final : public evd::ProgressHook {
    public:
     explicit Poller(Ia& ia) : ia_(ia) {}
-    bool Progress() noexcept override { return ia_.transport_->Progress(); }
+    // A waiter's poll is a safe point: a CNO agent the delivered events triggered runs here.
+    bool Progress() noexcept override {
+      const bool moved = ia_.transport_->Progress();
+      return RunDeferredCalls() || moved;
+    }
     bool ProgressDue() const noexcept override { return ia_.transport_->ProgressDue(); }
     std::uint32_t spin_us() const noexcept override {
       // Busy-poll: spin until the timeout. Otherwise the IA's spin, at least 1 us (0 would mean
@@ -128,14 +132,14 @@ class Ia : public HandleHeader {
   ProviderSpecificAttributes provider_specific_;
   Evd* async_evd_ = nullptr;
   bool owns_async_evd_ = false;
-  std::mutex async_reserve_mutex_;
-  std::recursive_mutex end_report_mutex_;
+  softdat::Mutex async_reserve_mutex_;
+  EndReports end_reports_;
   DAT_COUNT async_base_qlen_ = 0;   // the async EVD's length before any reservation
   DAT_COUNT async_reserved_ = 0;    // entries kept for SRQ EPs
   MemoryTable memory_;
   Poller poller_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
-  mutable std::mutex objects_mutex_;
+  mutable softdat::Mutex objects_mutex_;
   std::unordered_set<HandleHeader*> objects_;
 };
 

@@ -31,16 +31,15 @@ const char* Boolean(bool value) { return value ? "TRUE" : "FALSE"; }
 ProviderSpecificAttributes::ProviderSpecificAttributes(const IaParams& params,
                                                        const transport::Capabilities& caps) {
   if (caps.rdma_read) Add("DAT_IB_RDMA_READ", "TRUE");
+  Add("DAT_IB_TRANSPORT_MTU", std::to_string(caps.transport_mtu));
   Add("SOFTDAT_SRQ_RESIZE", Boolean(caps.srq_resize));
   Add("SOFTDAT_RNR_WAITS", Boolean(caps.rnr_waits));
   const bool tcp = params.kind == TransportKind::kTcp;
   Add("SOFTDAT_TRANSPORT", tcp ? "tcp" : "verbs");
   Add("SOFTDAT_DEVICE", tcp ? params.address : params.device + " " + std::to_string(params.port));
-  Add("SOFTDAT_PROGRESS", params.options.progress == ProgressMode::kPoll ? "poll" : "thread");
-  Add("SOFTDAT_RNR_TIMEOUT_MS", std::to_string(params.options.rnr_timeout_ms));
-  Add("SOFTDAT_SPIN_US", std::to_string(params.options.spin_us));
-  if (tcp) Add("SOFTDAT_MPA_CRC", params.options.mpa_crc ? "on" : "off");
-  if (tcp) Add("SOFTDAT_COALESCE_US", std::to_string(params.options.coalesce_us));
+  // Every IA option the transport reads, in force, under its environment variable's name.
+  for (const IaOptionSpec& spec : IaOptionSpecs())
+    if (tcp || !spec.tcp_only) Add(spec.variable, spec.show(params.options));
   list_.reserve(texts_.size() / 2);
   for (std::size_t i = 0; i + 1 < texts_.size(); i += 2)
     list_.push_back({texts_[i].c_str(), texts_[i + 1].c_str()});

@@ -39,17 +39,17 @@ inline constexpr DAT_UINT32 kProviderVersionMinor = kVersionMinor;
 // points into `texts`).
 //   DAT_IB_RDMA_READ=TRUE    stock consumers look for it (dtest runs its RDMA Read and Send
 //                            ping-pong phases only when it finds it); present when true
+//   DAT_IB_TRANSPORT_MTU     the payload of one wire unit in bytes (Capabilities::transport_mtu):
+//                            stock dtestsrq sizes its buffers from it unless given -b
 //   SOFTDAT_SRQ_RESIZE       dat_srq_resize can grow an SRQ (siw cannot: DAT_MODEL_NOT_SUPPORTED)
 //   SOFTDAT_RNR_WAITS        a Send that finds no receive buffer waits for one (tcp, InfiniBand
 //                            and RoCE RNR retry); FALSE on iWARP devices, where it breaks the
 //                            connection
 //   SOFTDAT_TRANSPORT        tcp or verbs
 //   SOFTDAT_DEVICE           tcp: the address or interface as dat.conf wrote it; verbs: "DEVICE PORT"
-//   SOFTDAT_PROGRESS         thread or poll
-//   SOFTDAT_RNR_TIMEOUT_MS   0 waits forever
-//   SOFTDAT_SPIN_US          a waiter's spin before it sleeps (progress=thread)
-//   SOFTDAT_MPA_CRC          tcp only: on or off (what this side asks for)
-//   SOFTDAT_COALESCE_US      tcp only: the coalescing window of small Sends
+//   SOFTDAT_PROGRESS, ...    every IA option the transport reads, in force (dat.conf over the
+//                            environment over the default), named by its environment variable
+//                            (transport/ia_params.h IaOptionSpecs: tcp-only options on tcp IAs)
 class ProviderSpecificAttributes {
  public:
   ProviderSpecificAttributes(const IaParams& params, const transport::Capabilities& caps);

@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/memory_window.h"
 
@@ -69,10 +70,10 @@ class MemoryTable {
   const bool device_keys_;
   std::unique_ptr<MemoryWindow[]> windows_;
   std::unique_ptr<std::uint8_t[]> generations_;
-  std::mutex mutex_;        // guards free_ and generations_ (control path only)
-  std::mutex write_mutex_;  // one writer per window at a time (Publish, Release, Invalidate)
+  softdat::Mutex mutex_;        // guards free_ and generations_ (control path only)
+  softdat::Mutex write_mutex_;  // one writer per window at a time (Publish, Release, Invalidate)
   std::vector<std::uint32_t> free_;
-  mutable std::shared_mutex device_mutex_;  // guards device_slots_ (posts read it shared)
+  mutable softdat::SharedMutex device_mutex_;  // guards device_slots_ (posts read it shared)
   std::unordered_map<std::uint32_t, std::uint32_t> device_slots_;  // device key -> slot
 };
 

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/segment.h"
 #include "base/status.h"
 #include "transport/work.h"
@@ -97,7 +98,7 @@ class RequestQueue {
   std::unique_ptr<Entry[]> entries_;
   std::unique_ptr<Segment[]> segment_storage_;
 
-  mutable std::mutex mu_;
+  mutable softdat::Mutex mu_;
   std::uint64_t head_id_ = 1;  // the oldest outstanding (ids start at 1: 0 means none)
   std::uint64_t next_id_ = 1;  // the id the next Commit gives
 };

@@ -74,6 +74,12 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET& triplet, std::uint32_t privile
       return Status(Code::kPrivilegesViolation);
   }
 
+  // The bind's completion goes to the EP's EVD after this RMR's lock is released (declared first,
+  // destroyed last): an EVD post runs with no lock held.
+  struct DeliverAfterUnlock {
+    Ep* ep;
+    ~DeliverAfterUnlock() { ep->DeliverPending(); }
+  } deliver{ep};
   std::lock_guard lock(mutex_);
   std::uint32_t key = 0;
   if (!unbind) {

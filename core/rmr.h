@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/handle.h"
 
@@ -43,7 +44,7 @@ class Rmr : public HandleHeader {
  private:
   Ia* ia_;
   Pz* pz_;
-  mutable std::mutex mutex_;  // binds and queries of this RMR
+  mutable softdat::Mutex mutex_;  // binds and queries of this RMR
   std::uint32_t key_ = 0;     // 0: unbound
   DAT_LMR_TRIPLET triplet_{};
   DAT_MEM_PRIV_FLAGS privileges_ = DAT_MEM_PRIV_NONE_FLAG;

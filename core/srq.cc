@@ -81,7 +81,11 @@ Status Srq::CreateDeviceSrq() {
 }
 
 Status Srq::Free(Srq* srq) {
-  if (srq->pool_->user_count() > 0) return Status(Code::kInvalidState, Detail::kSrqInUse);
+  if (const auto users = srq->pool_->user_count(); users > 0) {
+    SOFTDAT_LOG(kWarn, "dat_srq_free: SRQ %p is still used by %u EPs: free them first", static_cast<void*>(srq),
+                static_cast<unsigned>(users));
+    return Status(Code::kInvalidState, Detail::kSrqInUse);
+  }
   srq->ia_->Untrack(srq);
   Destroy(srq);
   return Status::Ok();
@@ -117,7 +121,9 @@ Status Srq::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, D
                                     segments, checked);
       !status.ok())
     return status;
-  return pool_->Post(cookie, std::span<const Segment>(segments, checked.count));
+  const Status status = pool_->Post(cookie, std::span<const Segment>(segments, checked.count));
+  DeliverLowWatermark();
+  return status;
 }
 
 void Srq::AddRecvEvd(Evd* evd) {
@@ -177,12 +183,21 @@ void Srq::Query(DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM& param) const {
 Status Srq::Resize(DAT_COUNT max_recv_dtos) {
   if (max_recv_dtos < 1 || static_cast<std::uint32_t>(max_recv_dtos) > ia_->srq_limits().max_recv_dtos)
     return Status(Code::kInvalidParameter, Detail::kParamSrqMaxRecvDto);
-  return pool_->Resize(static_cast<std::uint32_t>(max_recv_dtos));
+  const Status status = pool_->Resize(static_cast<std::uint32_t>(max_recv_dtos));
+  DeliverLowWatermark();
+  return status;
 }
 
-Status Srq::SetLowWatermark(DAT_COUNT low_watermark) { return pool_->SetLowWatermark(low_watermark); }
+Status Srq::SetLowWatermark(DAT_COUNT low_watermark) {
+  const Status status = pool_->SetLowWatermark(low_watermark);
+  DeliverLowWatermark();
+  return status;
+}
 
-void Srq::OnLowWatermark() {
+void Srq::DeliverLowWatermark() {
+  if (!low_watermark_pending_.load(std::memory_order_acquire) ||
+      !low_watermark_pending_.exchange(false, std::memory_order_acq_rel))
+    return;
   Evd* async = ia_->async_evd();
   if (async == nullptr) {
     SOFTDAT_LOG(kWarn, "SRQ %p fell below its low watermark, but its IA has no async EVD to tell",

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/handle.h"
 #include "srq/device_queue.h"
@@ -69,11 +70,20 @@ class Srq : public HandleHeader {
   // reuses its handle storage.
   std::uint64_t serial() const { return serial_; }
 
+  // Whether the pool fell below the low watermark and its event waits to be posted.
+  bool low_watermark_pending() const { return low_watermark_pending_.load(std::memory_order_acquire); }
+  // Posts the low-watermark event the pool recorded, if any, with no lock held (an EVD post may
+  // trigger a CNO): from the consumer's own SRQ calls, from the delivery pass of an EP that took
+  // the buffer that crossed it, and from the device's limit event.
+  void DeliverLowWatermark();
+
   // Public for NewHandle; use Create.
   Srq(Ia* ia, Pz* pz, std::unique_ptr<srq::SrqPool> pool);
 
  private:
-  void OnLowWatermark();
+  // The pool fell below the low watermark: recorded here, posted by DeliverLowWatermark, because
+  // the pool may say so while a transport holds its locks (a buffer taken on arrival).
+  void OnLowWatermark() { low_watermark_pending_.store(true, std::memory_order_release); }
   Status CreateDeviceSrq();
   // Polls the CQs of the receive EVDs (each pinned as a user meanwhile, so none is freed).
   void PollRecvCompletionQueues() const;
@@ -99,7 +109,10 @@ class Srq : public HandleHeader {
     bool has_limit_event() const override;
     std::uint32_t max_size() const override;
     std::uint32_t size() const override { return size_.load(std::memory_order_acquire); }
-    void OnLimitReached() override { srq_.pool_->OnDeviceLimitReached(); }
+    void OnLimitReached() override {
+      srq_.pool_->OnDeviceLimitReached();
+      srq_.DeliverLowWatermark();
+    }
 
     std::atomic<std::uint32_t> size_{0};  // buffers the device queue was made or grown to hold
 
@@ -107,6 +120,7 @@ class Srq : public HandleHeader {
     Srq& srq_;
   };
 
+  std::atomic<bool> low_watermark_pending_{false};
   Listener listener_{*this};
   DeviceAdapter device_adapter_{*this};
 
@@ -114,7 +128,7 @@ class Srq : public HandleHeader {
   Pz* pz_;
   std::unique_ptr<srq::SrqPool> pool_;
   const std::uint64_t serial_;
-  mutable std::mutex recv_evds_mutex_;
+  mutable softdat::Mutex recv_evds_mutex_;
   std::vector<std::pair<Evd*, int>> recv_evds_;  // EVD, how many EPs of this SRQ name it
   // Device receive model. Declared after the pool, so destroyed before it: it holds the pool's buffers.
   std::unique_ptr<transport::DeviceSrq> device_srq_;

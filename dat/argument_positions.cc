@@ -134,4 +134,10 @@ int ArgumentPosition(const char* call, Detail param) {
   return 0;
 }
 
+std::vector<const char*> KnownCalls() {
+  std::vector<const char*> calls;
+  for (const Signature& signature : kSignatures) calls.push_back(signature.call);
+  return calls;
+}
+
 }  // namespace softdat::dat

@@ -5,6 +5,8 @@
 // the call being served.
 #pragma once
 
+#include <vector>
+
 #include "base/status.h"
 
 namespace softdat::dat {
@@ -12,5 +14,8 @@ namespace softdat::dat {
 // The 1-based position of `param` in DAT call `call` ("dat_ep_connect"), or 0 when the call is
 // unknown or has no such parameter.
 int ArgumentPosition(const char* call, Detail param);
+
+// Every call named in the table (tests go through them all).
+std::vector<const char*> KnownCalls();
 
 }  // namespace softdat::dat

@@ -2,11 +2,13 @@
 // dat_provider_init / dat_provider_fini: the only two symbols the library exports (see
 // provider.lds). libdat2 calls init once per dat.conf line naming this library, when a consumer
 // first opens that IA name; the registry functions resolve to the consumer's libdat2.
+#include "base/mutex.h"
 #include "dat/provider_entry.h"
 
 #include <cstring>
 #include <mutex>
 
+#include "base/dat_names.h"
 #include "base/log.h"
 
 namespace softdat::dat {
@@ -15,7 +17,7 @@ namespace {
 constexpr int kMaxProviders = 32;
 
 struct Providers {
-  std::mutex mutex;
+  softdat::Mutex mutex;
   ProviderEntry entries[kMaxProviders];
 };
 
@@ -72,8 +74,8 @@ void dat_provider_init(const DAT_PROVIDER_INFO* info, const char* ia_params) {
   }
   DAT_RETURN status = dat_registry_add_provider(&slot->table, info);
   if (status != DAT_SUCCESS) {
-    SOFTDAT_LOG(kError, "dat_provider_init(%s): registry refused the provider (0x%x)", info->ia_name,
-                static_cast<unsigned>(status));
+    SOFTDAT_LOG(kError, "dat_provider_init(%s): registry refused the provider (%s)", info->ia_name,
+                softdat::DatReturnText(static_cast<std::uint32_t>(status)).text);
     return;
   }
   slot->registered = true;

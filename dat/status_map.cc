@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Status -> DAT_RETURN: major type from the code, subtype from the detail.
+//
+// Every value made here is one libdat2's dat_strerror can name (dat/status_map_test.cc checks each
+// code with each detail): consumers print our failures with it. Where DAT defines a code that
+// libdat2 cannot name, the nearest one it can takes its place, and the log line says why.
 #include "dat/status_map.h"
 
 #include "dat/argument_positions.h"
@@ -20,7 +24,9 @@ DAT_RETURN TypeOf(Code code) {
     case Code::kQueueFull: return DAT_QUEUE_FULL;
     case Code::kTimeout: return DAT_TIMEOUT_EXPIRED;
     case Code::kConnQualInUse: return DAT_CONN_QUAL_IN_USE;
-    case Code::kConnQualUnavailable: return DAT_CONN_QUAL_UNAVAILABLE;
+    // DAT_CONN_QUAL_UNAVAILABLE is unknown to libdat2 ("unknown error"): a qualifier that cannot
+    // be listened on is reported as one in use, which consumers already handle (they try another).
+    case Code::kConnQualUnavailable: return DAT_CONN_QUAL_IN_USE;
     case Code::kProviderNotFound: return DAT_PROVIDER_NOT_FOUND;
     case Code::kModelNotSupported: return DAT_MODEL_NOT_SUPPORTED;
     case Code::kNotImplemented: return DAT_NOT_IMPLEMENTED;
@@ -86,10 +92,12 @@ DAT_RETURN SubtypeOf(Detail detail) {
     case Detail::kLmrFree: return DAT_INVALID_STATE_LMR_FREE;
     case Detail::kPzInUse: return DAT_INVALID_STATE_PZ_IN_USE;
     case Detail::kPzFree: return DAT_INVALID_STATE_PZ_FREE;
-    case Detail::kSrqOperational: return DAT_INVALID_STATE_SRQ_OPERATIONAL;
-    case Detail::kSrqError: return DAT_INVALID_STATE_SRQ_ERROR;
-    case Detail::kSrqInUse: return DAT_INVALID_STATE_SRQ_IN_USE;
-    case Detail::kSrqShutdown: return DAT_INVALID_STATE_SRQ_SHUTDOWN;
+    // libdat2 names none of the DAT_INVALID_STATE_SRQ_* subtypes ("unknown minor error"); the SRQ
+    // man pages ask for DAT_INVALID_STATE only, and the log line says which state.
+    case Detail::kSrqOperational:
+    case Detail::kSrqError:
+    case Detail::kSrqInUse:
+    case Detail::kSrqShutdown: return DAT_NO_SUBTYPE;
     case Detail::kMemory: return DAT_RESOURCE_MEMORY;
     case Detail::kDevice: return DAT_RESOURCE_DEVICE;
     case Detail::kTep: return DAT_RESOURCE_TEP;

@@ -7,6 +7,7 @@
 
 #include <new>
 
+#include "base/deferred_calls.h"
 #include "base/log.h"
 #include "base/status.h"
 
@@ -18,10 +19,14 @@ DAT_RETURN ToDatReturn(Status status, const char* call);
 
 // Runs `body` (returning Status) and maps the result; an allocation failure becomes
 // DAT_INSUFFICIENT_RESOURCES, any other exception DAT_INTERNAL_ERROR, each with a log line.
+// On the way out it is a safe point (base/deferred_calls.h): CNO proxy agents that the call
+// triggered run there, after every softdat lock is released.
 template <class Body>
 DAT_RETURN Guarded(const char* call, Body&& body) noexcept {
   try {
-    return ToDatReturn(body(), call);
+    const DAT_RETURN result = ToDatReturn(body(), call);
+    RunDeferredCalls();
+    return result;
   } catch (const std::bad_alloc&) {
     SOFTDAT_LOG(kError, "%s: out of memory", call);
     return ToDatReturn(Status(Code::kInsufficientResources, Detail::kMemory), call);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "base/deferred_calls.h"
 #include "evd/deadline.h"
 
 namespace softdat::evd {
@@ -113,8 +114,13 @@ void Cno::Detach(const EventQueue* source) {
   if (pending_ == source) pending_ = nullptr;
 }
 
-void Cno::AgentCall::Run() const {
-  if (agent.proxy_agent_func != nullptr) agent.proxy_agent_func(agent.instance_data, evd);
+void Cno::AgentCall::Defer() const {
+  if (agent.proxy_agent_func == nullptr) return;
+  softdat::Defer(DeferredCall{
+      [](void* function, void* instance, void* evd) {
+        reinterpret_cast<DAT_AGENT_FUNC>(function)(instance, static_cast<DAT_EVD_HANDLE>(evd));
+      },
+      reinterpret_cast<void*>(agent.proxy_agent_func), agent.instance_data, evd});
 }
 
 }  // namespace softdat::evd

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace softdat::evd {
@@ -68,7 +69,9 @@ class Cno {
   struct AgentCall {
     DAT_OS_WAIT_PROXY_AGENT agent{};
     DAT_EVD_HANDLE evd = nullptr;
-    void Run() const;
+    // Queues the call for this thread's next safe point (base/deferred_calls.h): the agent is
+    // consumer code and may call back into softdat, so it never runs inside softdat's frames.
+    void Defer() const;
   };
 
   // Called by `source` with its mutex held (lock order above).
@@ -76,8 +79,8 @@ class Cno {
   void Attach();
   void Detach(const EventQueue* source);
 
-  mutable std::mutex mutex_;
-  std::condition_variable wakeup_;
+  mutable softdat::Mutex mutex_;
+  std::condition_variable_any wakeup_;
   DAT_OS_WAIT_PROXY_AGENT agent_;
   EventQueue* pending_ = nullptr;  // the EVD of the pending trigger; null when untriggered
   std::size_t attached_ = 0;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <thread>
 
+#include "base/deferred_calls.h"
 #include "evd/event_queue.h"
 #include "evd/test_support.h"
 
@@ -119,7 +120,9 @@ TEST(Cno, WaitTimesOutWithoutTouchingTheOutput) {
   EXPECT_EQ(cno.Wait(0, nullptr), Status(Code::kInvalidParameter, Detail::kParamEvd));
 }
 
-TEST(Cno, ProxyAgentRunsOncePerArmingWithTheTriggeringEvd) {
+// The agent is consumer code: it runs at the posting thread's next safe point (the end of the DAT
+// call, a waiter's poll, between the progress thread's handlers), never inside the post.
+TEST(Cno, ProxyAgentRunsOncePerArmingWithTheTriggeringEvdAtTheNextSafePoint) {
   AgentLog log;
   Cno cno(log.Agent());
   auto queue = NewQueue(8);
@@ -128,20 +131,24 @@ TEST(Cno, ProxyAgentRunsOncePerArmingWithTheTriggeringEvd) {
   queue->SetCno(&cno);
   Finally detach([&] { queue->SetCno(nullptr); });
   ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  EXPECT_EQ(log.calls.load(), 0) << "the agent ran inside the post";
+  EXPECT_TRUE(RunDeferredCalls());
   EXPECT_EQ(log.calls.load(), 1);
   EXPECT_EQ(log.last.load(), FakeHandle(7));
   EventQueue* triggered = nullptr;
   ASSERT_EQ(cno.Wait(0, &triggered), Status::Ok());
   ASSERT_EQ(queue->Post(MakeEvent(0, 2)), Status::Ok());
+  EXPECT_FALSE(RunDeferredCalls());
   EXPECT_EQ(log.calls.load(), 1) << "the agent is one-shot until re-armed";
   ASSERT_EQ(cno.Wait(0, &triggered), Status::Ok());
   cno.ModifyAgent(log.Agent());
   EXPECT_EQ(cno.Query().agent.instance_data, &log);
   ASSERT_EQ(queue->Post(MakeEvent(0, 3)), Status::Ok());
+  EXPECT_TRUE(RunDeferredCalls());
   EXPECT_EQ(log.calls.load(), 2);
 }
 
-TEST(Cno, AgentMayCallBackIntoTheQueueBecauseNoLockIsHeld) {
+TEST(Cno, AgentMayCallBackIntoTheQueueBecauseItRunsAtASafePoint) {
   struct Reentrant {
     EventQueue* queue = nullptr;
     std::atomic<bool> dequeued{false};
@@ -156,7 +163,8 @@ TEST(Cno, AgentMayCallBackIntoTheQueueBecauseNoLockIsHeld) {
   reentrant.queue = queue.get();
   Cno cno(DAT_OS_WAIT_PROXY_AGENT{&reentrant, &Reentrant::Run});
   queue->SetCno(&cno);
-  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());  // deadlocks if a lock were held
+  ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  EXPECT_TRUE(RunDeferredCalls());  // would deadlock if a lock were held
   EXPECT_TRUE(reentrant.dequeued.load());
   queue->SetCno(nullptr);
 }

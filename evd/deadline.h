@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace softdat::evd {
 
 class Deadline {
@@ -26,7 +28,7 @@ class Deadline {
 
   // Sleeps on `cv` until notified (or spuriously woken) or the deadline passes. Callers recheck
   // their condition and Expired() after it returns.
-  void SleepOn(std::condition_variable& cv, std::unique_lock<std::mutex>& lock) const {
+  void SleepOn(std::condition_variable_any& cv, std::unique_lock<softdat::Mutex>& lock) const {
     if (infinite_)
       cv.wait(lock);
     else

@@ -99,7 +99,7 @@ bool EventQueue::PollSource(DAT_EVENT* into, std::uint32_t& polled) {
   return capture.taken;
 }
 
-bool EventQueue::PollForWaiter(std::unique_lock<std::mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
+bool EventQueue::PollForWaiter(std::unique_lock<softdat::Mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
                                std::uint32_t& polled) {
   // Only a waiter that would take the first event anyway has it written in place.
   DAT_EVENT* const into = threshold == 1 && count_ == 0 ? event : nullptr;
@@ -139,6 +139,9 @@ Status EventQueue::PostSoftware(const DAT_EVENT& event) {
 }
 
 Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify) {
+  // A post may wake a waiter and trigger a CNO: nothing of softdat may be locked around it
+  // (docs/ARCHITECTURE.md, "Threads and locks").
+  AssertNoLocksHeld("an EVD post");
   // The consumer of this queue polls its completion source on this thread and the ring was empty:
   // the event is the one its dequeue returns. Nothing queued can precede it (the ring is empty,
   // and an endpoint's events are posted by one deliverer at a time), and it needs no wakeup or
@@ -190,7 +193,7 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
   } else if (wake) {
     wakeup_.notify_one();
   }
-  agent_call.Run();  // application code: no lock held
+  agent_call.Defer();  // application code: at this thread's next safe point
   return Status::Ok();
 }
 

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "evd/completion_source.h"
 #include "evd/progress_hook.h"
@@ -173,12 +174,13 @@ class EventQueue {
   bool PollSource(DAT_EVENT* into, std::uint32_t& polled);
   // Wait's turn of polling: unlocks, polls (capturing when the waiter would take the first event),
   // relocks. True when an event was captured into `event`.
-  bool PollForWaiter(std::unique_lock<std::mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
+  bool PollForWaiter(std::unique_lock<softdat::Mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
                      std::uint32_t& polled);
   // Sleeps (without mutex_) until the source's descriptor or wake_fd_ is readable, or `until`.
   void SleepOnDescriptors(const Deadline& until);
-  mutable std::mutex mutex_;
-  std::condition_variable wakeup_;  // the one waiter, when it sleeps
+
+  mutable softdat::Mutex mutex_;
+  std::condition_variable_any wakeup_;  // the one waiter, when it sleeps
 
   std::unique_ptr<DAT_EVENT[]> ring_;
   std::size_t capacity_;  // a power of two

@@ -19,8 +19,10 @@
  * is for. At each such event it asks every endpoint, with dat_ep_recv_query, how many SRQ
  * buffers it holds and the span of messages those buffers cover.
  *
- * Both sides must be given the same -c, -w and -s. Exit status 0 when every message came back
- * intact; 1, with one line on stderr saying what failed, otherwise; 2 for a usage error.
+ * Both sides must be given the same -c, -w and -s. A server rejects a connection beyond its -c
+ * and says so; the rejection carries its -c, so the client says what to change. Exit status 0
+ * when every message came back intact; 1, with a line on stderr saying what failed, otherwise;
+ * 2 for a usage error.
  */
 #define _POSIX_C_SOURCE 200809L /* getaddrinfo under -std=c11 */
 
@@ -195,6 +197,10 @@ static int poll_event(DAT_EVD_HANDLE evd, DAT_EVENT *event)
     return 1;
 }
 
+/* The private data a server's rejection carries when it already serves all its connections:
+ * this text, then its -c. A client that finds it says what to change. */
+#define FULL_TEXT "srq_echo: full "
+
 /* Why a connection did not come up, in the words of the DAT event. */
 static const char *connection_event_name(DAT_EVENT_NUMBER number)
 {
@@ -204,6 +210,19 @@ static const char *connection_event_name(DAT_EVENT_NUMBER number)
     case DAT_CONNECTION_EVENT_UNREACHABLE: return "no server there (DAT_CONNECTION_EVENT_UNREACHABLE)";
     case DAT_CONNECTION_EVENT_TIMED_OUT: return "timed out (DAT_CONNECTION_EVENT_TIMED_OUT)";
     default: return "not established";
+    }
+}
+
+/* An asynchronous event's DAT name, for the line that says one was ignored. */
+static const char *async_event_name(DAT_EVENT_NUMBER number)
+{
+    switch (number) {
+    case DAT_ASYNC_ERROR_EVD_OVERFLOW: return "DAT_ASYNC_ERROR_EVD_OVERFLOW";
+    case DAT_ASYNC_ERROR_IA_CATASTROPHIC: return "DAT_ASYNC_ERROR_IA_CATASTROPHIC";
+    case DAT_ASYNC_ERROR_EP_BROKEN: return "DAT_ASYNC_ERROR_EP_BROKEN";
+    case DAT_ASYNC_ERROR_TIMED_OUT: return "DAT_ASYNC_ERROR_TIMED_OUT";
+    case DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR: return "DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR";
+    default: return "an event DAT does not name";
     }
 }
 
@@ -226,7 +245,7 @@ struct server {
     int *free_list, free_count;   /* buffers echoed and ready to go back on the SRQ */
     int refill_waiting;           /* the watermark fired with nothing free to post */
     DAT_EP_HANDLE *eps;
-    int ep_count, disconnected;
+    int ep_count, disconnected, rejected;
     long echoed, low_watermark_events;
 };
 
@@ -243,25 +262,36 @@ static void refill(struct server *s)
     check(dat_srq_set_lw(s->srq, s->low_watermark), "dat_srq_set_lw");
 }
 
-/* How the SRQ's buffers are spread over the endpoints right now. nbufs_allocated: buffers an
- * EP took from the SRQ that have not completed yet; bufs_alloc_span: how many more receive
- * completions the EP can generate from the messages it is receiving (more than the count when
- * messages arrived out of order). A provider that cannot tell says DAT_VALUE_UNKNOWN. */
+/* How the SRQ's buffers are spread over the endpoints right now, in one line however many there
+ * are. nbufs_allocated: buffers an EP took from the SRQ that have not completed yet;
+ * bufs_alloc_span: how many more receive completions the EP can generate from the messages it is
+ * receiving (more than the count when messages arrived out of order). A provider that cannot
+ * tell says DAT_VALUE_UNKNOWN (or does not implement dat_ep_recv_query). */
 static void report_span(const struct server *s)
 {
-    int i;
-    printf("  low watermark %ld:", s->low_watermark_events);
+    int i, known = 0, holding = 0;
+    long held = 0;
+    DAT_COUNT most = 0, widest = 0;
     for (i = 0; i < s->ep_count; ++i) {
         DAT_COUNT allocated = 0, span = 0;
         DAT_RETURN status = dat_ep_recv_query(s->eps[i], &allocated, &span);
-        if (DAT_GET_TYPE(status) == DAT_MODEL_NOT_SUPPORTED || allocated == DAT_VALUE_UNKNOWN) {
-            printf(" ep%d ?/?", i);
+        if (DAT_GET_TYPE(status) == DAT_MODEL_NOT_SUPPORTED || allocated == DAT_VALUE_UNKNOWN)
             continue;
-        }
         check(status, "dat_ep_recv_query");
-        printf(" ep%d %d/%d", i, allocated, span);
+        ++known;
+        holding += allocated > 0;
+        held += allocated;
+        if (allocated > most)
+            most = allocated;
+        if (span > widest)
+            widest = span;
     }
-    printf("  (buffers held/span per EP)\n");
+    if (known == 0) {
+        printf("  low watermark %ld: the provider does not tell which EP holds SRQ buffers\n", s->low_watermark_events);
+        return;
+    }
+    printf("  low watermark %ld: %ld SRQ buffers held by %d of %d EPs, at most %d by one; widest span %d\n",
+           s->low_watermark_events, held, holding, known, (int)most, (int)widest);
 }
 
 static void on_async_event(struct server *s, const DAT_EVENT *event)
@@ -282,7 +312,8 @@ static void on_async_event(struct server *s, const DAT_EVENT *event)
     /* An EP that used the SRQ reports DAT_ASYNC_ERROR_EP_BROKEN once its connection has gone
      * and its buffers are flushed: expected at the end, nothing to do. */
     if (event->event_number != DAT_ASYNC_ERROR_EP_BROKEN)
-        fprintf(stderr, "srq_echo: async event 0x%x ignored\n", (unsigned)event->event_number);
+        fprintf(stderr, "srq_echo: asynchronous event %s (0x%x) ignored\n", async_event_name(event->event_number),
+                (unsigned)event->event_number);
 }
 
 /* A connection request: a new endpoint that takes its receives from the SRQ, then accept. */
@@ -291,7 +322,13 @@ static void on_connection_request(struct server *s, const DAT_EVENT *event)
     DAT_CR_HANDLE cr = event->event_data.cr_arrival_event_data.cr_handle;
     DAT_EP_HANDLE ep;
     if (s->ep_count == s->o.connections) {
-        check(dat_cr_reject(cr, 0, NULL), "dat_cr_reject");
+        /* Full: say so here, and tell the client how many this server takes. */
+        char why[64];
+        int length = snprintf(why, sizeof why, FULL_TEXT "%d", s->o.connections) + 1;
+        ++s->rejected;
+        fprintf(stderr, "srq_echo server: connection request %d rejected: this server takes %d connections (-c %d); "
+                        "give the client the same -c\n", s->ep_count + s->rejected, s->o.connections, s->o.connections);
+        check(dat_cr_reject(cr, length, why), "dat_cr_reject");
         return;
     }
     /* NULL attributes: the provider's defaults (the receive side comes from the SRQ). */
@@ -382,13 +419,17 @@ static int run_server(const struct options *o)
     }
     printf("srq_echo server: %ld messages echoed over %d connections; low watermark reached %ld times\n",
            s.echoed, s.ep_count, s.low_watermark_events);
+    if (s.rejected > 0)
+        fprintf(stderr, "srq_echo server: %d connection request%s rejected: the client asked for more connections than "
+                        "the %d this server takes (-c)\n", s.rejected, s.rejected == 1 ? " was" : "s were",
+                o->connections);
 
     for (i = 0; i < s.ep_count; ++i)
         check(dat_ep_free(s.eps[i]), "dat_ep_free");
     check(dat_psp_free(psp), "dat_psp_free");
     check(dat_srq_free(s.srq), "dat_srq_free");
     check(dat_ia_close(s.ia.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
-    return 0;
+    return s.rejected > 0 ? 1 : 0;
 }
 
 /* ------------------------------------------------------------------ the client */
@@ -427,6 +468,22 @@ static void send_more(struct client *cl, int c)
         cl->slot_busy[index] = 1;
         check(dat_ep_post_send(cl->eps[c], 1, &iov, cookie(SEND_BIT | (uint64_t)index), DAT_COMPLETION_DEFAULT_FLAG),
               "dat_ep_post_send");
+    }
+}
+
+/* Disconnects the first `count` EPs gracefully and waits until each has: the server counts these
+ * to know when to stop. */
+static void disconnect(struct ia *ia, DAT_EP_HANDLE *eps, int count)
+{
+    DAT_EVENT event;
+    int c;
+    for (c = 0; c < count; ++c)
+        check(dat_ep_disconnect(eps[c], DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
+    for (c = 0; c < count;) {
+        if (!next_event(ia->conn_evd, 10 * 1000 * 1000, &event))
+            fail("a disconnect did not complete within 10 s");
+        if (event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED)
+            ++c;
     }
 }
 
@@ -483,8 +540,19 @@ static int run_client(const struct options *o)
         if (!next_event(ia.conn_evd, 10 * 1000 * 1000, &event))
             fail("no answer to a connection request within 10 s");
         if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
-            fprintf(stderr, "srq_echo: connection %d to %s port %u: %s\n", c, o->host, o->port,
-                    connection_event_name(event.event_number));
+            const DAT_CONNECTION_EVENT_DATA *data = &event.event_data.connect_event_data;
+            int takes = 0;
+            if (event.event_number == DAT_CONNECTION_EVENT_PEER_REJECTED && data->private_data_size > 0 &&
+                strncmp((const char *)data->private_data, FULL_TEXT, strlen(FULL_TEXT)) == 0)
+                takes = atoi((const char *)data->private_data + strlen(FULL_TEXT));
+            if (takes > 0)
+                fprintf(stderr, "srq_echo: connection %d of %d rejected: the server takes %d connections (its -c %d); "
+                                "give both sides the same -c\n", c + 1, o->connections, takes, takes);
+            else
+                fprintf(stderr, "srq_echo: connection %d to %s port %u: %s\n", c, o->host, o->port,
+                        connection_event_name(event.event_number));
+            /* Leave the server the connections it accepted cleanly, so it ends and says why. */
+            disconnect(&ia, cl.eps, c);
             return 1;
         }
     }
@@ -527,15 +595,7 @@ static int run_client(const struct options *o)
     printf("srq_echo client: %d connections x %d messages of %d bytes echoed, every byte checked\n",
            o->connections, o->messages, o->size);
 
-    /* A graceful disconnect; the server counts these to know when to stop. */
-    for (c = 0; c < o->connections; ++c)
-        check(dat_ep_disconnect(cl.eps[c], DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
-    for (c = 0; c < o->connections;) {
-        if (!next_event(ia.conn_evd, 10 * 1000 * 1000, &event))
-            fail("a disconnect did not complete within 10 s");
-        if (event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED)
-            ++c;
-    }
+    disconnect(&ia, cl.eps, o->connections);
     /* Abrupt close frees the rest: EPs (their unused receives flushed), LMRs, EVDs, the PZ. */
     check(dat_ia_close(ia.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
     return 0;

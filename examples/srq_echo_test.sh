@@ -41,14 +41,44 @@ run_pair() {  # run_pair SERVER CLIENT: 4 connections, window 8, 2000 messages e
     "$work/server.out" || fail "the server's SRQ is not sized from 4 x 8 messages in flight"
   grep -qE '^srq_echo server: 8000 messages echoed over 4 connections; low watermark reached [1-9][0-9]* times$' \
     "$work/server.out" || fail "the server did not echo 8000 messages refilling on the low watermark"
-  grep -qE '^  low watermark 1: ep0 [0-9]+/[0-9]+ ep1 [0-9]+/[0-9]+ ep2 [0-9]+/[0-9]+ ep3 [0-9]+/[0-9]+ ' "$work/server.out" ||
-    fail "no dat_ep_recv_query report for each EP at the first low watermark"
+  grep -qE '^  low watermark 1: [0-9]+ SRQ buffers held by [0-4] of 4 EPs, at most [0-9]+ by one; widest span [0-9]+$' \
+    "$work/server.out" || fail "no dat_ep_recv_query summary of the EPs at the first low watermark"
   ! grep -q 'softdat: error' "$work/server.out" "$work/client.out" || fail "softdat logged an error"
 }
 echo "--- server built by Bazel, client built by the documented cc line"
 run_pair "$bazel_built" "$cc_built"
 echo "--- and the other way round"
 run_pair "$cc_built" "$bazel_built"
+
+echo "--- 50 connections: the low watermark reports stay one short line each"
+server_status=0 status=0
+timeout 60 env "${SANITIZER_ENV[@]}" "$bazel_built" server -c 50 -w 4 -p 17003 >"$work/server.out" 2>&1 &
+server=$!
+wait_listening 17003 "$server" || fail "the server never listened: $(cat "$work/server.out")"
+timeout 60 env "${SANITIZER_ENV[@]}" "$cc_built" client 127.0.0.1 -c 50 -w 4 -n 200 -p 17003 >"$work/client.out" 2>&1 || status=$?
+wait "$server" || server_status=$?
+[[ $status -eq 0 && $server_status -eq 0 ]] || fail "50 connections: client exit $status, server exit $server_status"
+grep '^  low watermark' "$work/server.out"
+grep -qE '^  low watermark 1: [0-9]+ SRQ buffers held by [0-9]+ of 50 EPs' "$work/server.out" || fail "no summary for 50 EPs"
+awk '/^  low watermark/ && length($0) > 100 { bad = 1 } END { exit bad }' "$work/server.out" ||
+  fail "a low watermark line longer than 100 characters"
+
+echo "--- the client asks for more connections than the server takes: both say so, both exit 1"
+server_status=0 status=0
+timeout 60 env "${SANITIZER_ENV[@]}" "$bazel_built" server -c 4 -p 17004 >"$work/server.out" 2>"$work/server.err" &
+server=$!
+wait_listening 17004 "$server" || fail "the server never listened: $(cat "$work/server.out" "$work/server.err")"
+timeout 60 env "${SANITIZER_ENV[@]}" "$cc_built" client 127.0.0.1 -c 8 -p 17004 >"$work/client.out" 2>"$work/client.err" || status=$?
+wait "$server" || server_status=$?
+cat "$work/server.out" "$work/server.err" "$work/client.out" "$work/client.err"
+[[ $status -eq 1 && $server_status -eq 1 ]] || fail "more connections than taken: client exit $status, server exit $server_status"
+grep -qx 'srq_echo: connection 5 of 8 rejected: the server takes 4 connections (its -c 4); give both sides the same -c' \
+  "$work/client.err" || fail "the client does not say plainly why"
+grep -qx 'srq_echo server: connection request 5 rejected: this server takes 4 connections (-c 4); give the client the same -c' \
+  "$work/server.err" || fail "the server does not say it rejected the fifth"
+grep -qx 'srq_echo server: 1 connection request was rejected: the client asked for more connections than the 4 this server takes (-c)' \
+  "$work/server.err" || fail "the server's summary does not say why it fails"
+! grep -q 'softdat: error' "$work/server.err" "$work/client.err" || fail "softdat logged an error"
 
 echo "--- no server: exit 1, one line of srq_echo's, and softdat's log line names the peer and why"
 status=0

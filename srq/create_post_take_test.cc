@@ -198,13 +198,15 @@ TEST(SrqTake, TakeAgainForSameMsnReturnsTheSameBuffer) {
   EXPECT_EQ(pool->Query().available_dto_count, 1u);
 }
 
-TEST(SrqTake, TakeRefusedForDeliveredPlacedOrOutOfWindowMsn) {
+// Behind the window, delivered or placed: refused. Ahead of it: the message waits for the
+// completions before it to be generated (kWindowFull), as for a buffer.
+TEST(SrqTake, TakeRefusedForDeliveredOrPlacedMsnAndWaitsAheadOfTheWindow) {
   auto pool = MakePool(16);
   auto ep = MakeWindow(*pool, 4, 1);
   for (std::uint64_t tag = 1; tag <= 8; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
   RecvBuffer buffer{};
   EXPECT_EQ(pool->Take(*ep, 0, buffer), TakeResult::kRefused);  // before the first MSN
-  EXPECT_EQ(pool->Take(*ep, 5, buffer), TakeResult::kRefused);  // window is 1..4
+  EXPECT_EQ(pool->Take(*ep, 5, buffer), TakeResult::kWindowFull);  // window is 1..4
   TakeAndComplete(*pool, *ep, 1);
   EXPECT_EQ(pool->Take(*ep, 1, buffer), TakeResult::kRefused);  // already delivered
   ASSERT_EQ(pool->Take(*ep, 3, buffer), TakeResult::kTaken);
@@ -214,8 +216,8 @@ TEST(SrqTake, TakeRefusedForDeliveredPlacedOrOutOfWindowMsn) {
   EXPECT_EQ(delivered, 0u);
   EXPECT_EQ(pool->Take(*ep, 3, buffer), TakeResult::kRefused);  // placed, awaiting MSN 2
   EXPECT_EQ(pool->Take(*ep, 5, buffer), TakeResult::kTaken);    // window moved to 2..5
-  EXPECT_EQ(pool->Take(*ep, 6, buffer), TakeResult::kRefused);
-  EXPECT_EQ(pool->Query().available_dto_count, 5u);  // refusals took nothing
+  EXPECT_EQ(pool->Take(*ep, 6, buffer), TakeResult::kWindowFull);
+  EXPECT_EQ(pool->Query().available_dto_count, 5u);  // refusals and waits took nothing
 }
 
 TEST(SrqTake, TakeRefusedForAccountNotAttachedHere) {

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <span>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "srq/recv_buffer.h"
 #include "srq/recv_completion.h"
@@ -94,7 +95,7 @@ class EpRecvQueue final : public ReceiveSource {
   std::unique_ptr<Entry[]> entries_;
   std::unique_ptr<RecvSegment[]> segment_storage_;
 
-  mutable std::mutex mu_;
+  mutable softdat::Mutex mu_;
   std::uint32_t head_ = 0;      // the oldest buffer without a generated completion
   std::uint32_t count_ = 0;     // buffers without a generated completion
   std::uint32_t next_msn_ = 1;  // the MSN of the head buffer

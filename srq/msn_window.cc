@@ -31,7 +31,13 @@ MsnWindow::MsnWindow(std::uint32_t window, std::uint32_t first_expected_msn,
 
 MsnWindow::Lookup MsnWindow::Find(std::uint32_t msn,
                                                       std::uint32_t& slot) const {
-  if (closed_ || !InWindow(msn)) return Lookup::kRefused;
+  if (closed_) return Lookup::kRefused;
+  if (!InWindow(msn)) {
+    // Ahead of the window, not behind it (MSNs are modular): the transport hands out MSNs in
+    // sequence, so this one waits only for the completions before it to be generated.
+    const std::uint32_t ahead = Ahead(msn);
+    return ahead != 0 && ahead < (1u << 31) ? Lookup::kFull : Lookup::kRefused;
+  }
   const Entry& entry = EntryOf(msn);
   switch (entry.state) {
     case EntryState::kEmpty: return Lookup::kFree;

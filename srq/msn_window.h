@@ -60,15 +60,18 @@ class MsnWindow {
     DAT_DTO_COMPLETION_STATUS status;
     RecvNotes notes;
   };
-  enum class Lookup : std::uint8_t { kFree, kHeld, kRefused };
+  // kFull: `msn` is ahead of the window because the completions before it are not generated yet
+  // (placed, waiting for the EP's delivery pass); it may take a buffer once they are.
+  enum class Lookup : std::uint8_t { kFree, kHeld, kFull, kRefused };
 
   MsnWindow(std::uint32_t window, std::uint32_t first_expected_msn,
                       std::unique_ptr<Entry[]> entries);
 
   // Everything below runs under the owning pool's lock.
 
-  // Whether `msn` may take a buffer now (kFree), already holds one (kHeld, `slot` set), or must
-  // not take one: already placed or delivered, beyond the window, or the window is closed.
+  // Whether `msn` may take a buffer now (kFree), already holds one (kHeld, `slot` set), must wait
+  // for the completions before it to leave the window (kFull), or must not take one: already
+  // placed or delivered, or the window is closed.
   Lookup Find(std::uint32_t msn, std::uint32_t& slot) const;
   // Records that `msn` holds pool slot `slot` (after Find said kFree).
   void Allocate(std::uint32_t msn, std::uint32_t slot);

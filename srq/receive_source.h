@@ -27,6 +27,7 @@
 #include <mutex>
 #include <span>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "srq/recv_buffer.h"
 #include "srq/recv_completion.h"
@@ -128,7 +129,7 @@ class ReceiveSource {
   Crossing CrossingLocked(std::uint32_t held, bool connected);
   void UpdateArmedLocked();  // armed_ from the settings below
 
-  std::mutex watermark_mutex_;
+  softdat::Mutex watermark_mutex_;
   DAT_COUNT soft_high_watermark_ = DAT_WATERMARK_INFINITE;
   DAT_COUNT hard_high_watermark_ = DAT_WATERMARK_INFINITE;
   bool soft_armed_ = false;

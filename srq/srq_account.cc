@@ -98,12 +98,19 @@ ReceiveSource::TakeResult SrqAccount::TakeForMessage(std::uint32_t msn, RecvBuff
     if (waking_) waiter = waiter_;
   }
   if (window == nullptr) return TakeResult::kRefused;
-  switch (pool_.Take(*window, msn, out, waiter)) {
-    case SrqPool::TakeResult::kTaken: return TakeResult::kTaken;
-    case SrqPool::TakeResult::kEmpty: return TakeResult::kNotReady;
-    case SrqPool::TakeResult::kRefused: break;
+  for (int attempt = 0;; ++attempt) {
+    switch (pool_.Take(*window, msn, out, waiter)) {
+      case SrqPool::TakeResult::kTaken: return TakeResult::kTaken;
+      case SrqPool::TakeResult::kEmpty: return TakeResult::kNotReady;
+      case SrqPool::TakeResult::kRefused: return TakeResult::kRefused;
+      case SrqPool::TakeResult::kWindowFull: break;
+    }
+    // Completions before this message are placed but not delivered yet (the transport delivers
+    // once its poll has released its locks). Say so, then look once more: a pop between the first
+    // look and the flag saw no flag, so without the second look nobody would wake this message.
+    if (attempt == 1) return TakeResult::kNotReady;
+    window_wait_.store(true, std::memory_order_seq_cst);
   }
-  return TakeResult::kRefused;
 }
 
 ReceiveSource::TakeResult SrqAccount::TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn,
@@ -136,6 +143,15 @@ bool SrqAccount::PopCompletion(RecvCompletion& out) {
   std::shared_ptr<MsnWindow> window = Window();
   if (window == nullptr || !pool_.PopCompletion(*window, out)) return false;
   out.from_srq = true;
+  if (window_wait_.load(std::memory_order_seq_cst) && window_wait_.exchange(false, std::memory_order_seq_cst)) {
+    // The window has room again for the message that waits for it.
+    BufferWaiter* waiter = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (waking_) waiter = waiter_;
+    }
+    if (waiter != nullptr) waiter->OnBuffersPosted();
+  }
   return true;
 }
 

@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "srq/buffer_waiter.h"
 #include "srq/msn_window.h"
 #include "srq/receive_source.h"
@@ -66,11 +68,14 @@ class SrqAccount final : public ReceiveSource {
   // which may reach consumer code (a CNO agent) that calls back into this account.
   std::shared_ptr<MsnWindow> Window() const;
 
-  mutable std::mutex mu_;
+  mutable softdat::Mutex mu_;
   std::shared_ptr<MsnWindow> window_;
   bool live_ = false;                 // a connection began and has not closed
   std::uint32_t device_completed_ = 0;  // device model: messages of this connection completed
   bool waking_ = true;
+  // A message waits for room in the window (TakeForMessage met kWindowFull): the next pop wakes
+  // the waiter. Sequentially consistent with the pool lock around both (see TakeForMessage).
+  std::atomic<bool> window_wait_{false};
 };
 
 }  // namespace softdat::srq

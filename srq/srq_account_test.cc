@@ -65,6 +65,37 @@ TEST(SrqAccount, TakesNothingBeforeAConnectionBegins) {
   EXPECT_EQ(account->held(), 1u);
 }
 
+// Regression: a transport reports completions while it holds its locks and delivers them after
+// (EndpointEvents::Deliver), so a connection may read more messages than its window holds before
+// any completion is generated. The next message waits (kNotReady), it is not refused as a
+// protocol violation (which terminated every connection of a 4-client SRQ stream), and the pop
+// that makes room wakes it.
+TEST(SrqAccount, AMessageAheadOfAWindowOfUndeliveredCompletionsWaitsAndThePopWakesIt) {
+  // An SRQ larger than the largest window, so buffers remain when the window is full.
+  constexpr std::uint32_t kSrq = 8192;
+  auto pool = MakePool(kSrq);
+  CountingWaiter waiter;
+  auto account = MakeAccount(*pool, &waiter);
+  ASSERT_TRUE(account->BeginConnection().ok());
+  const std::uint32_t window = SrqAccount::WindowFor(kSrq);
+  ASSERT_LT(window, kSrq);
+  for (std::uint64_t tag = 1; tag <= window + 1; ++tag) ASSERT_TRUE(PostTagged(*pool, tag).ok());
+  for (std::uint32_t msn = 1; msn <= window; ++msn) {
+    RecvBuffer buffer{};
+    ASSERT_EQ(account->TakeForMessage(msn, buffer), TakeResult::kTaken);
+    ASSERT_TRUE(account->Place(msn, 8, DAT_DTO_SUCCESS, RecvNotes{}).ok());
+  }
+  RecvBuffer buffer{};
+  EXPECT_EQ(account->TakeForMessage(window + 1, buffer), TakeResult::kNotReady);
+  EXPECT_EQ(waiter.calls, 0);
+  RecvCompletion completion{};
+  ASSERT_TRUE(account->PopCompletion(completion));
+  EXPECT_EQ(waiter.calls, 1) << "the pop that made room did not wake the waiting message";
+  ASSERT_TRUE(account->PopCompletion(completion));
+  EXPECT_EQ(waiter.calls, 1) << "one wake-up per wait";
+  EXPECT_EQ(account->TakeForMessage(window + 1, buffer), TakeResult::kTaken);
+}
+
 TEST(SrqAccount, AWaitingEndpointHearsOfTheNextPostOnce) {
   auto pool = MakePool(8);
   CountingWaiter waiter;

@@ -419,7 +419,8 @@ SrqPool::TakeResult SrqPool::Take(MsnWindow& ep, std::uint32_t msn, RecvBuffer& 
       }  // already queued: it keeps its place
     }
     // A woken waiter that takes nothing leaves its buffer to the next one.
-    pass_on = before == WaitState::kWoken && result == TakeResult::kRefused && WakeDueLocked();
+    pass_on = before == WaitState::kWoken && (result == TakeResult::kRefused || result == TakeResult::kWindowFull) &&
+              WakeDueLocked();
   }
   if (pass_on) WakeWaiters();
   if (notify != nullptr) notify->OnLowWatermark();
@@ -433,6 +434,7 @@ SrqPool::TakeResult SrqPool::TakeLocked(MsnWindow& ep, std::uint32_t msn, RecvBu
   std::uint32_t index = 0;
   switch (ep.Find(msn, index)) {
     case MsnWindow::Lookup::kRefused: return TakeResult::kRefused;
+    case MsnWindow::Lookup::kFull: return TakeResult::kWindowFull;
     case MsnWindow::Lookup::kHeld: break;  // a later segment of the same message
     case MsnWindow::Lookup::kFree:
       if (posted_count_ == 0) return TakeResult::kEmpty;

@@ -31,6 +31,7 @@
 #include <span>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "srq/buffer_waiter.h"
 #include "srq/device_queue.h"
@@ -58,9 +59,11 @@ class SrqPool {
 
   enum class TakeResult : std::uint8_t {
     kTaken,    // `out` is the buffer for this MSN (taken now, or already held by it)
-    kEmpty,    // no buffer on the SRQ: receiver not ready, keep the message waiting
-    kRefused,  // this MSN may not take a buffer: already placed or delivered, more than the
-               // account's window ahead, the account is flushed or not attached to this pool
+    kEmpty,       // no buffer on the SRQ: receiver not ready, keep the message waiting
+    kWindowFull,  // the account's window holds completions not generated yet: keep the message
+                  // waiting until its EP's delivery pass pops some (not a buffer wait)
+    kRefused,     // this MSN may not take a buffer: already placed or delivered, the account is
+                  // flushed or not attached to this pool
   };
 
   // Queue size at least `max_recv_dtos` (rounded up to a power of two) and `max_recv_iov`
@@ -227,13 +230,13 @@ class SrqPool {
   Status GrowDevice(std::uint32_t new_max);
 
   const std::uint32_t max_iov_;
-  mutable std::mutex mu_;
+  mutable softdat::Mutex mu_;
   std::uint32_t limit_;  // the queue size: most outstanding buffers
   std::uint32_t low_watermark_ = 0;
   bool low_watermark_armed_ = false;
   LowWatermarkListener* listener_;
   DeviceQueue* device_ = nullptr;  // set once, before any post
-  std::mutex device_mutex_;        // serializes device resizes
+  softdat::Mutex device_mutex_;        // serializes device resizes
   // The slab: slots_.size() is a power of two >= limit_; it only grows.
   std::vector<Slot> slots_;
   std::unique_ptr<SegmentChunk> chunks_;
@@ -254,7 +257,7 @@ class SrqPool {
   BufferWaiter* wait_tail_ = nullptr;
   std::uint32_t woken_ = 0;             // waiters told of a buffer, not yet back (mu_)
   std::vector<BufferWaiter*> waking_;   // guarded by wake_mutex_
-  std::mutex wake_mutex_;
+  softdat::Mutex wake_mutex_;
 };
 
 }  // namespace softdat::srq

@@ -54,7 +54,8 @@ const std::vector<DatConfLine>& StandardDatConfLines() {
   static const std::vector<DatConfLine> lines = {
       {"softdat-tcp", "tcp 127.0.0.1"},
       {"softdat-lo", "tcp lo"},
-      {"softdat-options", "tcp lo progress=poll crc=off rnr_timeout_ms=250 spin_us=7"},
+      {"softdat-options", "tcp lo progress=poll crc=off rnr_timeout_ms=250 spin_us=7 timeout_ms=900 congestion=reno"},
+      {"softdat-elsewhere", "tcp 203.0.113.254"},  // TEST-NET-3: not an address of this host
       {"softdat-noword", "tcp"},
       {"softdat-nosuchif", "tcp nosuchif0"},
       {"softdat-badkind", "udp 127.0.0.1"},

@@ -87,7 +87,11 @@ TEST_F(RegistryIaTest, ProviderSpecificAttributesNameTheTransportAndItsOptions) 
   EXPECT_EQ(options.at("SOFTDAT_SPIN_US"), "7");
   EXPECT_EQ(options.at("SOFTDAT_SRQ_RESIZE"), "TRUE");
   EXPECT_EQ(options.at("SOFTDAT_RNR_WAITS"), "TRUE");
+  EXPECT_EQ(options.at("SOFTDAT_TIMEOUT_MS"), "900");
+  EXPECT_EQ(options.at("SOFTDAT_TCP_CONGESTION"), "reno");
   EXPECT_EQ(options.at("DAT_IB_RDMA_READ"), "TRUE");
+  // What stock dtestsrq sizes its buffers from: one FPDU's payload.
+  EXPECT_EQ(options.at("DAT_IB_TRANSPORT_MTU"), "65440");
   // Another IA of the same library keeps its own values (the defaults here).
   const std::map<std::string, std::string> defaults = attributes("softdat-tcp");
   EXPECT_EQ(defaults.at("SOFTDAT_DEVICE"), "127.0.0.1");
@@ -97,7 +101,7 @@ TEST_F(RegistryIaTest, ProviderSpecificAttributesNameTheTransportAndItsOptions) 
 }
 
 TEST_F(RegistryIaTest, MalformedParamsGiveInvalidParameterNotACrash) {
-  for (const char* name : {"softdat-noword", "softdat-nosuchif", "softdat-badkind", "softdat-badport"}) {
+  for (const char* name : {"softdat-noword", "softdat-nosuchif", "softdat-badkind", "softdat-badport", "softdat-elsewhere"}) {
     DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
     DAT_EVD_HANDLE async_evd;
     EXPECT_EQ(DAT_GET_TYPE(Open(name, &ia, &async_evd)), DAT_INVALID_PARAMETER) << name;

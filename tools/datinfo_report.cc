@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <string>
 
@@ -239,9 +240,79 @@ void PrintTableHeader(std::FILE* out) {
                "address", "max_eps", "max_evds", "evd_qlen", "srq", "max_srqs");
 }
 
+std::string ReasonClass(DAT_RETURN status, bool in_dat_conf, bool library_loaded) {
+  switch (DAT_GET_TYPE(status)) {
+    case DAT_PROVIDER_NOT_FOUND:
+      return !in_dat_conf ? "no such IA name" : library_loaded ? "provider not registered" : "library not found";
+    case DAT_INVALID_ADDRESS: return "no such address or interface";
+    case DAT_INVALID_PARAMETER: return "bad IA params";
+    case DAT_INTERNAL_ERROR: return "provider error";
+    case DAT_INSUFFICIENT_RESOURCES: return "out of resources";
+    case DAT_MODEL_NOT_SUPPORTED: return "not supported";
+    default: break;
+  }
+  const char* major = "";
+  const char* minor = "";
+  dat_strerror(status, &major, &minor);
+  return major != nullptr && *major != '\0' ? major : "unknown error";
+}
+
+void PrintNotOpenedSummary(std::FILE* out, const std::vector<IaReport>& reports) {
+  struct Group {
+    std::string reason;
+    std::vector<std::string> libraries;
+    int count = 0;
+  };
+  std::vector<Group> groups;
+  int failed = 0;
+  for (const IaReport& r : reports) {
+    if (r.opened) continue;
+    ++failed;
+    Group* group = nullptr;
+    for (Group& g : groups)
+      if (g.reason == r.reason) group = &g;
+    if (group == nullptr) group = &groups.emplace_back(Group{r.reason, {}, 0});
+    ++group->count;
+    // A library named by its path is named by its file name here: the line stays a line.
+    const std::string library =
+        r.library.empty() ? "no dat.conf line" : r.library.substr(r.library.find_last_of('/') + 1);
+    bool known = false;
+    for (const std::string& l : group->libraries) known |= l == library;
+    if (!known) group->libraries.push_back(library);
+  }
+  if (failed == 0) return;
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.count > b.count; });
+  std::string text;
+  for (const Group& g : groups) {
+    std::string libraries;
+    for (std::size_t i = 0; i < g.libraries.size() && i < 3; ++i) libraries += (i ? ", " : "") + g.libraries[i];
+    if (g.libraries.size() > 3) libraries += ", ...";
+    text += (text.empty() ? "" : ", ") + std::to_string(g.count) + " " + g.reason + " (" + libraries + ")";
+  }
+  std::fprintf(out, "%d of %zu IAs did not open: %s; datinfo --all shows each\n", failed, reports.size(),
+               text.c_str());
+}
+
+namespace {
+
+// The provider's lines, indented under what they explain.
+void PrintProviderOutput(std::FILE* out, const std::string& text, const char* indent) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::fprintf(out, "%s%s\n", indent, text.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+}
+
+}  // namespace
+
 void PrintTableRow(std::FILE* out, const IaReport& r) {
   if (!r.opened) {
-    std::fprintf(out, "%-20s  cannot open: %s\n", r.name.c_str(), r.status.c_str());
+    std::fprintf(out, "%-20s  cannot open: %s (%s)%s%s\n", r.name.c_str(), r.status.c_str(), r.reason.c_str(),
+                 r.library.empty() ? "" : ", ", r.library.c_str());
+    PrintProviderOutput(out, r.provider_output, "    | ");
     return;
   }
   const std::string version =
@@ -260,7 +331,9 @@ void PrintVerbose(std::FILE* out, const IaReport& r) {
     std::fprintf(out, "  ia_params: \"%s\"\n", r.ia_params.c_str());
   }
   if (!r.opened) {
-    std::fprintf(out, "  cannot open: %s\n", r.status.c_str());
+    std::fprintf(out, "  cannot open: %s (%s)\n", r.status.c_str(), r.reason.c_str());
+    if (!r.provider_output.empty()) std::fprintf(out, "  the provider said:\n");
+    PrintProviderOutput(out, r.provider_output, "    | ");
     return;
   }
   std::vector<Field> ia = r.ia_attr;
@@ -283,7 +356,8 @@ void PrintJson(std::FILE* out, const std::string& dat_conf, const std::vector<Ia
     }
     std::fprintf(out, ", \"opened\": %s", r.opened ? "true" : "false");
     if (!r.opened) {
-      std::fprintf(out, ", \"error\": %s}", JsonString(r.status).c_str());
+      std::fprintf(out, ", \"error\": %s, \"reason\": %s, \"provider_output\": %s}", JsonString(r.status).c_str(),
+                   JsonString(r.reason).c_str(), JsonString(r.provider_output).c_str());
       continue;
     }
     std::fprintf(out, ",\n     \"ia_attr\": %s", JsonObject(r.ia_attr).c_str());

@@ -27,6 +27,8 @@ struct IaReport {
   std::string ia_params;     // from that line
   bool opened = false;
   std::string status;        // dat_ia_open's failure: major and minor names
+  std::string reason;        // ...and its class in words (ReasonClass)
+  std::string provider_output;  // what the process wrote to stdout and stderr while it opened
   std::vector<Field> ia_attr;
   std::vector<Field> provider_attr;           // provider_specific_attr left out: see below
   std::vector<Field> provider_specific_attr;  // name = value, every one a string
@@ -37,7 +39,20 @@ std::vector<Field> IaAttrFields(const DAT_IA_ATTR& attr);
 std::vector<Field> ProviderAttrFields(const DAT_PROVIDER_ATTR& attr);
 std::vector<Field> NamedAttrFields(const DAT_NAMED_ATTR* list, DAT_COUNT count);
 
-// The one-row summary (its header: PrintTableHeader).
+// What a failed dat_ia_open means, in a few words. DAT_PROVIDER_NOT_FOUND: "no such IA name"
+// (no dat.conf line of that name), "library not found" (the registry could not load it) or
+// "provider not registered" (it loaded, but registered no IA of that name); then "no such
+// address or interface", "bad IA params", "provider error", "out of resources", "not supported",
+// or the DAT type's name.
+std::string ReasonClass(DAT_RETURN status, bool in_dat_conf, bool library_loaded);
+
+// One line counting the IAs that did not open, by reason class and library, most first:
+// "62 of 65 IAs did not open: 26 provider error (libdaploscm.so.2, libdaploucm.so.2), ...;
+// datinfo --all shows each". Nothing when every IA opened.
+void PrintNotOpenedSummary(std::FILE* out, const std::vector<IaReport>& reports);
+
+// The one-row summary (its header: PrintTableHeader). An IA that did not open gets its reason,
+// and what its provider said, indented below.
 void PrintTableHeader(std::FILE* out);
 void PrintTableRow(std::FILE* out, const IaReport& report);
 // Every field, one a line, grouped (datinfo -v).

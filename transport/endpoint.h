@@ -6,9 +6,12 @@
 //  - Created unconnected by Transport::CreateEndpoint; then either Connect (active side) or
 //    PendingConnection::Accept (passive side), at most once. A new connection needs a new Endpoint.
 //  - EndpointEvents calls come from the transport's progress context (its progress thread, or a
-//    consumer thread inside Transport::Progress in busy-poll mode), never two at once for one
-//    endpoint, and never while the transport holds a lock that a call into it would take: the
-//    events may call Post, PostRecv, RecvBuffersAvailable and Disconnect.
+//    consumer thread inside Transport::Progress), never two at once for one endpoint. The
+//    reports (OnEstablished ... OnWorkDone, AcquireRecv) only record: they may come while the
+//    transport holds its own locks, and never call back into the transport but for
+//    RecvBuffersAvailable and Disconnect, which only leave a note. What they made ready reaches
+//    the consumer's EVDs when the transport calls Deliver, which it does with no softdat lock
+//    held (an EVD post may wake a waiter and trigger a CNO), before its poll or handler ends.
 //  - The destructor may be called from any thread except from inside this endpoint's own events;
 //    when it returns, no event of this endpoint is running and none will run. Callers must not
 //    hold a lock that the events take.
@@ -87,6 +90,10 @@ class EndpointEvents {
   // Software RDMA target side: may the peer access `length` bytes at `address` of STag `key`?
   virtual RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address,
                                          std::uint64_t length, RemoteAccess access) = 0;
+  // Reports what the calls above made ready (completions, connection events) to the consumer's
+  // EVDs. The transport calls it after any of them, with no lock held, at the latest before its
+  // current poll or handler returns; never after the endpoint's destructor returned.
+  virtual void Deliver() {}
 
  protected:
   ~EndpointEvents() = default;

@@ -5,8 +5,12 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -42,85 +46,164 @@ bool ParseUnsigned(std::string_view text, std::uint32_t& out) {
   return true;
 }
 
-// One option, from dat.conf ("key=value") or the environment; `source` names it in the reason.
-bool ApplyOption(std::string_view key, std::string_view value, IaOptions& options,
-                 const std::string& source, std::string& why) {
-  if (key == "progress") {
-    if (value == "thread") {
-      options.progress = ProgressMode::kThread;
-    } else if (value == "poll") {
-      options.progress = ProgressMode::kPoll;
-    } else {
-      why = source + ": progress must be thread or poll, got \"" + std::string(value) + "\"";
-      return false;
-    }
-  } else if (key == "rnr_timeout_ms") {
-    if (!ParseUnsigned(value, options.rnr_timeout_ms)) {
-      why = source + ": rnr_timeout_ms must be a number of milliseconds (0: forever), got \"" +
-            std::string(value) + "\"";
-      return false;
-    }
-  } else if (key == "spin_us") {
-    if (!ParseUnsigned(value, options.spin_us) || options.spin_us > 1'000'000) {
-      why = source + ": spin_us must be a number of microseconds up to 1000000, got \"" + std::string(value) + "\"";
-      return false;
-    }
-  } else if (key == "timeout_ms") {
-    if (!ParseUnsigned(value, options.timeout_ms) || options.timeout_ms > 86'400'000) {
-      why = source + ": timeout_ms must be a number of milliseconds up to a day (0: the kernel's limits), got \"" +
-            std::string(value) + "\"";
-      return false;
-    }
-  } else if (key == "coalesce_us") {
-    if (!ParseUnsigned(value, options.coalesce_us) || options.coalesce_us > 1'000'000) {
-      why = source + ": coalesce_us must be a number of microseconds up to 1000000 (0: no coalescing), got \"" +
-            std::string(value) + "\"";
-      return false;
-    }
-  } else if (key == "congestion") {
-    // A name the kernel may know (TCP_CA_NAME_MAX is 16 with its NUL); whether it does, and lets
-    // this user have it, shows when a connection asks (a warning, and the system's stays).
-    bool ok = !value.empty() && value.size() < 16;
-    for (char c : value) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
-    if (!ok) {
-      why = source + ": congestion must be auto, system or a congestion control's name (up to 15 of a-z, 0-9, _ and -), got \"" +
-            std::string(value) + "\"";
-      return false;
-    }
-    options.congestion = std::string(value);
-  } else if (key == "crc") {
-    if (value == "on") {
-      options.mpa_crc = true;
-    } else if (value == "off") {
-      options.mpa_crc = false;
-    } else {
-      why = source + ": crc must be on or off, got \"" + std::string(value) + "\"";
-      return false;
-    }
+// Whether this host has `address`: whether a socket can be bound to it, as the IA's listeners
+// and connections will be (127.0.0.0/8 and 0.0.0.0 included; with net.ipv4.ip_nonlocal_bind
+// any address, as for the IA's own sockets).
+bool IsLocalAddress(const sockaddr_in& address) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return true;  // cannot tell (out of descriptors): the IA's own sockets will say
+  sockaddr_in probe = address;
+  probe.sin_port = 0;
+  const bool bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&probe), sizeof probe) == 0;
+  const bool not_here = !bound && errno == EADDRNOTAVAIL;
+  ::close(fd);
+  return !not_here;
+}
+
+// "this host's IPv4 addresses: 127.0.0.1 (lo), 192.0.2.2 (eth0)", for a reason.
+std::string HostAddresses() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "this host's addresses cannot be listed";
+  std::string text;
+  for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+    if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET) continue;
+    char name[INET_ADDRSTRLEN] = "";
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr, name, sizeof name);
+    text += (text.empty() ? "" : ", ") + std::string(name) + " (" + entry->ifa_name + ")";
+  }
+  freeifaddrs(list);
+  return text.empty() ? "this host has no IPv4 address" : "this host's IPv4 addresses: " + text;
+}
+
+// The options' parsers and printers (the table is at the end of this namespace).
+bool ApplyProgress(std::string_view value, IaOptions& options, std::string& why) {
+  if (value == "thread") {
+    options.progress = ProgressMode::kThread;
+  } else if (value == "poll") {
+    options.progress = ProgressMode::kPoll;
   } else {
-    why = source + ": unknown option \"" + std::string(key) +
-          "\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off, spin_us=N, timeout_ms=N, coalesce_us=N, "
-          "congestion=auto|system|NAME";
+    why = "progress must be thread or poll, got \"" + std::string(value) + "\"";
     return false;
   }
   return true;
 }
+std::string ShowProgress(const IaOptions& options) {
+  return options.progress == ProgressMode::kPoll ? "poll" : "thread";
+}
+
+// A number option up to `max`: sets `field`, or says what was expected in `why`.
+bool SetNumber(std::string_view value, std::uint32_t max, std::uint32_t& field, const char* expected,
+               std::string& why) {
+  std::uint32_t parsed = 0;
+  if (ParseUnsigned(value, parsed) && parsed <= max) {
+    field = parsed;
+    return true;
+  }
+  why = std::string(expected) + ", got \"" + std::string(value) + "\"";
+  return false;
+}
+template <std::uint32_t IaOptions::*field>
+std::string ShowNumber(const IaOptions& options) {
+  return std::to_string(options.*field);
+}
+
+bool ApplyRnrTimeout(std::string_view value, IaOptions& options, std::string& why) {
+  return SetNumber(value, UINT32_MAX, options.rnr_timeout_ms,
+                   "rnr_timeout_ms must be a number of milliseconds (0: forever)", why);
+}
+bool ApplyTimeout(std::string_view value, IaOptions& options, std::string& why) {
+  return SetNumber(value, 86'400'000, options.timeout_ms,
+                   "timeout_ms must be a number of milliseconds up to a day (0: the kernel's limits)", why);
+}
+bool ApplySpin(std::string_view value, IaOptions& options, std::string& why) {
+  return SetNumber(value, 1'000'000, options.spin_us, "spin_us must be a number of microseconds up to 1000000", why);
+}
+bool ApplyCoalesce(std::string_view value, IaOptions& options, std::string& why) {
+  return SetNumber(value, 1'000'000, options.coalesce_us,
+                   "coalesce_us must be a number of microseconds up to 1000000 (0: no coalescing)", why);
+}
+
+bool ApplyCrc(std::string_view value, IaOptions& options, std::string& why) {
+  if (value == "on") {
+    options.mpa_crc = true;
+  } else if (value == "off") {
+    options.mpa_crc = false;
+  } else {
+    why = "crc must be on or off, got \"" + std::string(value) + "\"";
+    return false;
+  }
+  return true;
+}
+std::string ShowCrc(const IaOptions& options) { return options.mpa_crc ? "on" : "off"; }
+
+bool ApplyCongestion(std::string_view value, IaOptions& options, std::string& why) {
+  // A name the kernel may know (TCP_CA_NAME_MAX is 16 with its NUL); whether it does, and lets
+  // this user have it, shows when a connection asks (a warning, and the system's stays).
+  bool ok = !value.empty() && value.size() < 16;
+  for (char c : value) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+  if (!ok) {
+    why = "congestion must be auto, system or a congestion control's name (up to 15 of a-z, 0-9, _ and -), got \"" +
+          std::string(value) + "\"";
+    return false;
+  }
+  options.congestion = std::string(value);
+  return true;
+}
+std::string ShowCongestion(const IaOptions& options) { return options.congestion; }
+
+constexpr IaOptionSpec kSpecs[] = {
+    {"progress", "SOFTDAT_PROGRESS", "thread|poll", "thread", false,
+     "who drives the transport: a progress thread per IA, or the consumer's own dat_evd_wait and dat_evd_dequeue "
+     "calls (busy-poll, lowest latency; nothing moves while nobody waits)",
+     ApplyProgress, ShowProgress},
+    {"rnr_timeout_ms", "SOFTDAT_RNR_TIMEOUT_MS", "N", "0", false,
+     "how long a message may wait for a receive buffer before its connection is broken, in milliseconds; 0 waits "
+     "forever, like rnr_retry 7",
+     ApplyRnrTimeout, ShowNumber<&IaOptions::rnr_timeout_ms>},
+    {"crc", "SOFTDAT_MPA_CRC", "on|off", "on", true,
+     "whether to ask for the MPA CRC32c (either side asking turns it on)", ApplyCrc, ShowCrc},
+    {"timeout_ms", "SOFTDAT_TIMEOUT_MS", "N", "0", true,
+     "the connection's retry timeout in milliseconds, as an RNIC has one: data left unacknowledged, or a receive "
+     "window left shut, for N ms breaks the connection (TCP_USER_TIMEOUT, and keepalive probes for an idle one); "
+     "0: the kernel's limits (about 15 minutes of retransmissions, no probes)",
+     ApplyTimeout, ShowNumber<&IaOptions::timeout_ms>},
+    {"spin_us", "SOFTDAT_SPIN_US", "N", "200", false,
+     "with progress=thread: how long a dat_evd_wait spins, in microseconds, on a transport that moves nothing "
+     "before it sleeps; 0 sleeps at once",
+     ApplySpin, ShowNumber<&IaOptions::spin_us>},
+    {"coalesce_us", "SOFTDAT_COALESCE_US", "N", "16", true,
+     "how long, in microseconds, the small Sends of a send-only stream may wait to go out together in one write; "
+     "0 writes each at once",
+     ApplyCoalesce, ShowNumber<&IaOptions::coalesce_us>},
+    {"congestion", "SOFTDAT_TCP_CONGESTION", "auto|system|NAME", "auto", true,
+     "each connection's TCP congestion control: auto gives Reno between two addresses of this host and the "
+     "system's (net.ipv4.tcp_congestion_control) to others; system always the system's; NAME (reno, cubic, bbr, "
+     "...) that one, or the system's with a warning where the kernel refuses it",
+     ApplyCongestion, ShowCongestion},
+};
+
+const IaOptionSpec* FindSpec(std::string_view key) {
+  for (const IaOptionSpec& spec : kSpecs)
+    if (key == spec.key) return &spec;
+  return nullptr;
+}
+
+// The known keys, for the reason an unknown one gets: "progress=thread|poll, ...".
+std::string KnownKeys() {
+  std::string text;
+  for (const IaOptionSpec& spec : kSpecs) text += (text.empty() ? "" : ", ") + std::string(spec.key) + "=" + spec.values;
+  return text;
+}
 
 bool ApplyEnvironment(IaOptions& options, std::string& why) {
-  static constexpr struct {
-    const char* variable;
-    const char* key;
-  } kVariables[] = {{"SOFTDAT_PROGRESS", "progress"},
-                    {"SOFTDAT_RNR_TIMEOUT_MS", "rnr_timeout_ms"},
-                    {"SOFTDAT_MPA_CRC", "crc"},
-                    {"SOFTDAT_SPIN_US", "spin_us"},
-                    {"SOFTDAT_TIMEOUT_MS", "timeout_ms"},
-                    {"SOFTDAT_COALESCE_US", "coalesce_us"},
-                    {"SOFTDAT_TCP_CONGESTION", "congestion"}};
-  for (const auto& entry : kVariables) {
-    const char* value = std::getenv(entry.variable);
+  for (const IaOptionSpec& spec : kSpecs) {
+    const char* value = std::getenv(spec.variable);
     if (value == nullptr) continue;
-    if (!ApplyOption(entry.key, value, options, entry.variable, why)) return false;
+    std::string reason;
+    if (!spec.apply(value, options, reason)) {
+      why = std::string("the environment's ") + spec.variable + "=" + value + ": " + reason;
+      return false;
+    }
   }
   return true;
 }
@@ -177,18 +260,60 @@ Status ParseIaParams(std::string_view text, IaParams& out, std::string& why) {
   if (!ApplyEnvironment(parsed.options, why)) return kBadParams;
   for (std::string_view option : options) {
     const size_t equals = option.find('=');
-    if (!ApplyOption(option.substr(0, equals), option.substr(equals + 1), parsed.options,
-                     "dat.conf", why))
+    const std::string_view key = option.substr(0, equals);
+    const IaOptionSpec* spec = FindSpec(key);
+    if (spec == nullptr) {
+      why = "unknown option \"" + std::string(key) + "\"; known: " + KnownKeys();
       return kBadParams;
+    }
+    if (!spec->apply(option.substr(equals + 1), parsed.options, why)) return kBadParams;
   }
   out = std::move(parsed);
   return Status::Ok();
+}
+
+std::span<const IaOptionSpec> IaOptionSpecs() { return kSpecs; }
+
+std::string LoopbackCannotReach(const sockaddr_in& local, const sockaddr_in& remote) {
+  const auto loopback = [](const sockaddr_in& a) { return (ntohl(a.sin_addr.s_addr) >> 24) == 127; };
+  if (!loopback(local) || loopback(remote) || IsLocalAddress(remote)) return "";
+  char local_text[INET_ADDRSTRLEN] = "", remote_text[INET_ADDRSTRLEN] = "";
+  inet_ntop(AF_INET, &local.sin_addr, local_text, sizeof local_text);
+  inet_ntop(AF_INET, &remote.sin_addr, remote_text, sizeof remote_text);
+  // The interfaces that may reach it: those whose subnet holds it, else every one but loopback.
+  std::string same_subnet, others;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* entry = list; entry != nullptr; entry = entry->ifa_next) {
+      if (entry->ifa_addr == nullptr || entry->ifa_addr->sa_family != AF_INET || entry->ifa_netmask == nullptr) continue;
+      const in_addr address = reinterpret_cast<const sockaddr_in*>(entry->ifa_addr)->sin_addr;
+      const std::uint32_t mask = reinterpret_cast<const sockaddr_in*>(entry->ifa_netmask)->sin_addr.s_addr;
+      if ((ntohl(address.s_addr) >> 24) == 127) continue;
+      char text[INET_ADDRSTRLEN] = "";
+      inet_ntop(AF_INET, &address, text, sizeof text);
+      const std::string ia = std::string("softdat-tcp-") + entry->ifa_name + " (\"tcp " + entry->ifa_name + "\", " + text + ")";
+      std::string& into = (address.s_addr & mask) == (remote.sin_addr.s_addr & mask) ? same_subnet : others;
+      if (into.find(ia) == std::string::npos) into += (into.empty() ? "" : ", ") + ia;
+    }
+    freeifaddrs(list);
+  }
+  const std::string& candidates = same_subnet.empty() ? others : same_subnet;
+  std::string why = std::string("this IA is bound to ") + local_text +
+                    ", a loopback address, which reaches only this host: it cannot reach " + remote_text +
+                    " (the connection ends DAT_CONNECTION_EVENT_UNREACHABLE)";
+  if (candidates.empty()) return why + "; this host has no network interface with an IPv4 address";
+  return why + "; use the IA of a network interface, as an install names it: " + candidates;
 }
 
 Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, std::string& why) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   if (inet_pton(AF_INET, address_or_interface.c_str(), &address.sin_addr) == 1) {
+    if (!IsLocalAddress(address)) {
+      why = "\"" + address_or_interface + "\" is not an address of this host, so nothing could listen or connect from it; " +
+            HostAddresses();
+      return kBadParams;
+    }
     out = address;
     return Status::Ok();
   }
@@ -211,7 +336,8 @@ Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, st
   }
   freeifaddrs(list);
   if (!found) {
-    why = "\"" + address_or_interface + "\" is neither an IPv4 address nor an interface with an IPv4 address";
+    why = "\"" + address_or_interface + "\" is neither an IPv4 address nor an interface with an IPv4 address; " +
+          HostAddresses();
     return kBadParams;
   }
   out = address;

@@ -1,40 +1,18 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The IA parameter string of a dat.conf line, parsed. It picks the transport and names its
 // device: "tcp <IPv4 address or interface name>" or "verbs <device> <port>", followed by
-// optional key=value words:
+// optional key=value words, the IA options. IaOptionSpecs() is the one list of them: the
+// parser, the environment defaults, the provider-specific attributes an IA reports, datinfo's
+// -e listing and the documentation tests all read it, so none can leave one out.
 //
-//   progress=thread|poll   who drives the transport: a progress thread per IA (default), or the
-//                          consumer's dat_evd_wait/dat_evd_dequeue calls (busy-poll)
-//   rnr_timeout_ms=N       how long a message may wait for a receive buffer before the connection
-//                          is broken; 0 (default) waits forever, like rnr_retry 7
-//   crc=on|off             tcp: whether to ask for MPA CRC32c (default on)
-//   timeout_ms=N           tcp: how long the peer or the path may leave our data unacknowledged,
-//                          or its receive window shut, before the connection breaks, as an
-//                          RNIC's retry timeout breaks a QP (TCP_USER_TIMEOUT, with keepalive
-//                          probes so that an idle connection notices a dead peer too); 0
-//                          (default): the kernel's own limits (about 15 minutes of
-//                          retransmissions; an idle connection is never probed)
-//   spin_us=N              with a progress thread: how long a dat_evd_wait spins on a
-//                          transport that moves nothing before it sleeps (default 200; 0
-//                          sleeps at once)
-//   coalesce_us=N          tcp: how long the small Sends of a send-only stream may wait to go
-//                          out together in one write (default 16; 0 writes every Work at once)
-//   congestion=auto|system|NAME
-//                          tcp: the TCP congestion control of each connection. auto (default):
-//                          Reno between two addresses of this host (loopback, where a
-//                          model-based one such as BBR only holds a stream back), the system's
-//                          (net.ipv4.tcp_congestion_control) for the others; system: the
-//                          system's always; NAME (reno, cubic, bbr, ...): that one on every
-//                          connection, or the system's where the kernel refuses it (a warning)
-//
-// The environment variables SOFTDAT_PROGRESS, SOFTDAT_RNR_TIMEOUT_MS, SOFTDAT_MPA_CRC,
-// SOFTDAT_SPIN_US, SOFTDAT_TIMEOUT_MS, SOFTDAT_COALESCE_US and SOFTDAT_TCP_CONGESTION set the
-// defaults; a key=value word in dat.conf wins over them.
+// Each option's environment variable (SOFTDAT_PROGRESS, ...) sets its default; a key=value word
+// in dat.conf wins over it.
 #pragma once
 
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -64,12 +42,42 @@ struct IaParams {
   IaOptions options;
 };
 
+// One IA option: its dat.conf key, the environment variable that sets its default (also the name
+// of the provider-specific attribute that reports it in force), the values it takes, its default,
+// which transports read it, and what it means.
+struct IaOptionSpec {
+  const char* key;         // "progress"
+  const char* variable;    // "SOFTDAT_PROGRESS"
+  const char* values;      // "thread|poll", "N" (milliseconds or microseconds, see meaning)
+  const char* default_value;
+  bool tcp_only;           // verbs IAs take it (the parser does not mind) but ignore it
+  const char* meaning;     // one sentence for people: datinfo -e, the docs
+  // Sets `options` from `value`; false with a reason in `why` (without saying where the value came
+  // from: the caller knows).
+  bool (*apply)(std::string_view value, IaOptions& options, std::string& why);
+  // The value in force, as the option would be written.
+  std::string (*show)(const IaOptions& options);
+};
+
+// Every IA option, in the order the docs list them.
+std::span<const IaOptionSpec> IaOptionSpecs();
+
 // Parses `text` into `out`, starting from the defaults the environment sets (see above). On
 // failure returns kInvalidParameter and puts a one-line reason into `why` (what was expected and
 // what was found); `out` is then unchanged.
 Status ParseIaParams(std::string_view text, IaParams& out, std::string& why);
 
-// Resolves a tcp IA address: an IPv4 literal, or the first IPv4 address of an interface.
+// Resolves a tcp IA address: an IPv4 literal, or the first IPv4 address of an interface. The
+// address must be one of this host's (a socket can be bound to it): an IA on an address the host
+// does not have would open and then fail at every listen and connect. kInvalidParameter with the
+// reason (which addresses the host has) otherwise.
 Status ResolveIpv4(const std::string& address_or_interface, sockaddr_in& out, std::string& why);
+
+// Why an IA bound to `local` cannot reach `remote`, or "" when it may. A socket bound to a
+// loopback address reaches this host's own addresses only (the kernel refuses the rest with
+// EINVAL, which a consumer sees as DAT_CONNECTION_EVENT_UNREACHABLE): the text says so and names
+// the IA of the interface that reaches `remote` (its subnet's, else every interface's), as
+// tools/dev install and the Debian package name them: softdat-tcp-IF ("tcp IF").
+std::string LoopbackCannotReach(const sockaddr_in& local, const sockaddr_in& remote);
 
 }  // namespace softdat

@@ -5,6 +5,9 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 namespace softdat {
 namespace {
 
@@ -105,6 +108,50 @@ TEST(IaParams, EnvironmentSetsDefaultsAndDatConfWins) {
   unsetenv("SOFTDAT_RNR_TIMEOUT_MS");
 }
 
+TEST(IaParams, ReasonsSayWhereTheBadValueCameFromOnce) {
+  IaParams params;
+  std::string why;
+  EXPECT_EQ(ParseIaParams("tcp lo progress=bogus", params, why).code(), Code::kInvalidParameter);
+  EXPECT_EQ(why, "progress must be thread or poll, got \"bogus\"");
+  setenv("SOFTDAT_PROGRESS", "bogus", 1);
+  EXPECT_EQ(ParseIaParams("tcp lo", params, why).code(), Code::kInvalidParameter);
+  EXPECT_EQ(why, "the environment's SOFTDAT_PROGRESS=bogus: progress must be thread or poll, got \"bogus\"");
+  unsetenv("SOFTDAT_PROGRESS");
+  EXPECT_EQ(ParseIaParams("tcp lo color=red", params, why).code(), Code::kInvalidParameter);
+  EXPECT_EQ(why.rfind("unknown option \"color\"; known: progress=thread|poll, rnr_timeout_ms=N, crc=on|off", 0), 0u)
+      << why;
+}
+
+// The table is the parser: each option's default is what a bare "tcp lo" gets, its variable sets
+// that default, a dat.conf word sets it, and a bad value is refused naming the key.
+TEST(IaOptionSpecs, EachOptionParsesShowsAndDefaultsAsItsRowSays) {
+  IaParams defaults;
+  std::string why;
+  ASSERT_TRUE(ParseIaParams("tcp lo", defaults, why).ok()) << why;
+  const std::map<std::string, std::pair<std::string, std::string>> samples = {
+      {"progress", {"poll", "sometimes"}},  {"rnr_timeout_ms", {"250", "-1"}}, {"crc", {"off", "maybe"}},
+      {"timeout_ms", {"3000", "soon"}},     {"spin_us", {"0", "1000001"}},     {"coalesce_us", {"0", "x"}},
+      {"congestion", {"cubic", "BBR"}}};
+  ASSERT_EQ(IaOptionSpecs().size(), samples.size()) << "a new option needs a sample here";
+  for (const IaOptionSpec& spec : IaOptionSpecs()) {
+    SCOPED_TRACE(spec.key);
+    ASSERT_TRUE(samples.count(spec.key));
+    const auto& [good, bad] = samples.at(spec.key);
+    EXPECT_EQ(spec.show(defaults.options), spec.default_value);
+    EXPECT_EQ(std::string(spec.variable).rfind("SOFTDAT_", 0), 0u);
+    IaParams params;
+    ASSERT_TRUE(ParseIaParams(std::string("tcp lo ") + spec.key + "=" + good, params, why).ok()) << why;
+    EXPECT_EQ(spec.show(params.options), good);
+    EXPECT_EQ(ParseIaParams(std::string("tcp lo ") + spec.key + "=" + bad, params, why).code(),
+              Code::kInvalidParameter);
+    EXPECT_NE(why.find(spec.key), std::string::npos) << why;
+    setenv(spec.variable, good.c_str(), 1);
+    ASSERT_TRUE(ParseIaParams("tcp lo", params, why).ok()) << why;
+    EXPECT_EQ(spec.show(params.options), good) << "the variable sets the default";
+    unsetenv(spec.variable);
+  }
+}
+
 TEST(IaParams, OverlongWordsAreRefused) {
   IaParams params;
   std::string why;
@@ -128,6 +175,19 @@ TEST(ResolveIpv4, UnknownInterfaceIsInvalidParameter) {
   EXPECT_EQ(ResolveIpv4("nosuchif0", address, why).code(), Code::kInvalidParameter);
   EXPECT_NE(why.find("nosuchif0"), std::string::npos);
   EXPECT_EQ(ResolveIpv4("999.1.1.1", address, why).code(), Code::kInvalidParameter);
+}
+
+// 203.0.113.0/24 is TEST-NET-3: no host has it (the test skips nothing: a host that did would fail
+// here, and softdat would then be right to open it).
+TEST(ResolveIpv4, AnAddressThisHostLacksIsRefusedNamingTheOnesItHas) {
+  sockaddr_in address{};
+  address.sin_port = 0x1234;
+  std::string why;
+  EXPECT_EQ(ResolveIpv4("203.0.113.254", address, why).code(), Code::kInvalidParameter);
+  EXPECT_EQ(address.sin_port, 0x1234) << "output untouched";
+  EXPECT_NE(why.find("\"203.0.113.254\" is not an address of this host"), std::string::npos) << why;
+  EXPECT_NE(why.find("127.0.0.1 (lo)"), std::string::npos) << why;
+  ASSERT_TRUE(ResolveIpv4("0.0.0.0", address, why).ok()) << why;
 }
 
 }  // namespace

@@ -32,6 +32,9 @@ enum class ReceiveModel : std::uint8_t { kSoftware, kDevice };
 
 // What a transport can do; core reports it in the IA and provider attributes and checks
 // consumer requests against it. Zero means "not supported" for counts.
+// The largest payload of one tcp FPDU: Capabilities::transport_mtu's default.
+inline constexpr std::uint32_t kTcpFpduPayload = 65440;
+
 struct Capabilities {
   ReceiveModel receive_model = ReceiveModel::kSoftware;
   bool device_memory_keys = false;  // RegisterMemory gives the keys (else core issues them)
@@ -53,6 +56,12 @@ struct Capabilities {
   std::uint32_t max_rdma_read_out = 0;  // per endpoint (ORD)
   std::uint32_t max_srq_work = 0;
   std::uint32_t max_srq_segments = 0;
+  // The payload bytes one wire unit carries, reported as the provider attribute
+  // DAT_IB_TRANSPORT_MTU (stock dtestsrq sizes its buffers from it when not given -b): a device
+  // transport's port's active MTU in bytes (ibv_port_attr.active_mtu: 256 to 4096); the tcp
+  // transport's FPDU payload, which is this default (transport/tcp/wire.h kMaxFpduPayload;
+  // tcp_mtu_test pins the two together).
+  std::uint32_t transport_mtu = kTcpFpduPayload;
 };
 
 class Transport {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-# The man pages render with man(1) at 80 columns without a single groff warning, and each tool's
-# page documents every option its --help lists (so the two cannot drift apart).
+# The man pages render with man(1) at 80 columns without a single groff warning, each tool's page
+# documents every option its --help lists (so the two cannot drift apart), and every page a SEE
+# ALSO names exists: one of ours, or one of the Debian packages softdat builds on (dapl2-utils'
+# dtest(1) ... and dat.conf(5)).
 #   man_pages_test.sh DATINFO DATPERF PAGE...
 set -euo pipefail
 datinfo=$1 datperf=$2
@@ -28,6 +30,19 @@ check_options() {
   done
   echo "ok: $(basename "$page") documents every option of $(basename "$tool") --help"
 }
+# Every SEE ALSO reference: a page of ours, or one this machine has from dapl2-utils or libdapl2.
+ours=$(for page in "$@"; do basename "$page"; done)
+for page in "$@"; do
+  for reference in $(sed -n '/^\.SH SEE ALSO/,/^\.SH/p' "$page" | sed -n 's/^\.BR \([^ ]*\) (\([0-9][a-zA-Z]*\)).*/\1.\2/p' |
+    sed 's/\\-/-/g'); do
+    grep -qxF "$reference" <<<"$ours" && continue
+    found=$(man -w "${reference##*.}" "${reference%.*}" 2>/dev/null) || fail "$(basename "$page") names $reference, which no page is"
+    owner=$(dpkg -S "$found" 2>/dev/null | cut -d: -f1) || true
+    [[ $owner == dapl2-utils || $owner == libdapl2* ]] ||
+      fail "$(basename "$page") names $reference ($found, from '${owner:-no package}'), which softdat's packages do not bring"
+  done
+done
+echo "ok: every SEE ALSO names a page softdat or dapl2-utils ships"
 for page in "$@"; do
   case $(basename "$page") in
     datinfo.1) check_options "$datinfo" "$page" ;;

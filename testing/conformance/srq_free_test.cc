@@ -19,7 +19,8 @@ TEST_F(SrqFree, InvalidStateWhileAnEpUsesItSucceedsOnceItsEpsAreFreed) {
   ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
   DAT_RETURN result = dat_srq_free(srq);
   EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << DatReturnName(result);
-  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_INVALID_STATE_SRQ_IN_USE);
+  // No DAT_INVALID_STATE_SRQ_IN_USE: libdat2's dat_strerror cannot name it (dat/status_map.cc).
+  EXPECT_EQ(DAT_GET_SUBTYPE(result), DAT_NO_SUBTYPE) << DatReturnName(result);
   ASSERT_EQ(dat_ep_free(idle_ep), DAT_SUCCESS);
   result = dat_srq_free(srq);
   EXPECT_EQ(DAT_GET_TYPE(result), DAT_INVALID_STATE) << "the connected EP still uses it";

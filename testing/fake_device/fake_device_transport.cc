@@ -209,12 +209,13 @@ std::vector<FakeCq*>& AllCqs() {
   return *cqs;
 }
 
-// Reports one completion to its endpoint's events (no lock held).
+// Reports one completion to its endpoint's events and delivers it (no lock held).
 void Report(transport::EndpointEvents* events, const CqEntry& entry) {
   if (entry.recv)
     events->OnDeviceRecvDone(entry.id, entry.status, entry.info);
   else
     events->OnWorkDone(entry.id, entry.status, entry.length);
+  events->Deliver();
 }
 
 class FakePd final : public transport::ProtectionDomain {};
@@ -474,6 +475,7 @@ class FakePending final : public transport::PendingConnection {
       events = endpoint->events_;
     }
     events->OnEstablished(private_data);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   }
 
   std::uint64_t active_;
@@ -522,6 +524,7 @@ void FakeEndpoint::EndLocked(ConnectionEnd why, std::vector<std::uint8_t> privat
     }
     for (const CqEntry& entry : queued) Report(events, entry);
     events->OnEnded(why, private_data);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
 }
 
@@ -649,6 +652,7 @@ Status FakeEndpoint::Post(const transport::Work& work) {
       if (self->QueueWorkDoneLocked(copy.id, status, length)) return;
     }
     events->OnWorkDone(copy.id, status, length);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
   return Status::Ok();
 }
@@ -701,6 +705,7 @@ void FakeEndpoint::DeliverLocked() {
         events = endpoint->events_;
       }
       events->OnWorkDone(work_id, sent, length);
+      events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
     });
   }
 }
@@ -719,6 +724,7 @@ void ReportRecvLocked(std::uint64_t id, const RecvReport& report) {
       events = endpoint->events_;
     }
     events->OnDeviceRecvDone(report.recv_id, report.status, report.info);
+    events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
 }
 

@@ -15,6 +15,8 @@ set -euo pipefail
 fail() { echo "FAIL: $*"; exit 1; }
 # shellcheck source=testing/shell_helpers.sh
 . testing/shell_helpers.sh  # Bazel runs tests from the workspace root of the runfiles
+# shellcheck source=testing/install/dpkg_root.sh
+. testing/install/dpkg_root.sh
 enter_private_net "$@"  # the stock dtest's fixed ports
 
 relay=$(realpath "$1") packager=$(realpath "$2") lib=$(realpath "$3") datinfo=$(realpath "$4") datperf=$(realpath "$5")
@@ -46,6 +48,23 @@ for dependency in libdapl2 libibverbs1 librdmacm1 libc6; do
   grep -qE "(^|, )$dependency( |,|$)" <<<"$depends" || fail "Depends lacks $dependency"
 done
 
+echo "--- licence, maintainer and changelog"
+maintainer=$(dpkg-deb -f "$deb" Maintainer)
+[[ $maintainer == "softdat developers <softdat@users.noreply.github.com>" ]] || fail "Maintainer: $maintainer"
+[[ -z $(dpkg-deb -f "$deb" Homepage) ]] || fail "a Homepage field: softdat has none to name"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/softdat/copyright >"$work/copyright"
+grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$work/copyright" ||
+  fail "copyright is not machine-readable"
+grep -qx 'License: BSD-2-clause or GPL-2' "$work/copyright" || fail "copyright does not say BSD-2-clause or GPL-2"
+grep -qx ' Redistribution and use in source and binary forms, with or without' "$work/copyright" ||
+  fail "copyright lacks the BSD-2-Clause text"
+grep -q '/usr/share/common-licenses/GPL-2' "$work/copyright" || fail "copyright does not point at the GPL-2 text"
+! grep -qi 'all rights reserved: no license' "$work/copyright" || fail "copyright still says no licence"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/doc/softdat/changelog.gz | gunzip >"$work/changelog"
+dpkg-parsechangelog -l "$work/changelog" -S Version | grep -qx "$(basename "$deb" | cut -d_ -f2)" ||
+  fail "the changelog's newest entry is not the package's version: $(head -1 "$work/changelog")"
+[[ $(grep -c '^softdat (' "$work/changelog") -ge 2 ]] || fail "the changelog has one release; NEWS.md has more"
+
 echo "--- lintian"
 lintian --fail-on error "$deb" 2>&1 | grep -v 'running with root privileges' || true
 lintian --fail-on error "$deb" >/dev/null 2>&1 || fail "lintian reports errors"
@@ -53,20 +72,10 @@ lintian --fail-on error "$deb" >/dev/null 2>&1 || fail "lintian reports errors"
 echo "--- dpkg -i into a temporary root"
 root=$work/root
 admin=$root/var/lib/dpkg
-mkdir -p "$root/etc" "$admin/info" "$admin/updates" "$admin/triggers"
-touch "$admin/available"
-# The dependencies, as this machine's dpkg knows them, marked installed in the temporary root.
-for dependency in $(sed -e 's/([^)]*)//g' -e 's/|[^,]*//g' -e 's/,/ /g' <<<"$depends"); do
-  dpkg-query -s "$dependency" >>"$admin/status" 2>/dev/null || fail "$dependency is not installed here"
-  echo >>"$admin/status"
-  touch "$admin/info/$dependency.list" "$admin/info/$dependency:$arch.list"
-done
-if [[ -r /etc/dat.conf ]]; then cp /etc/dat.conf "$root/etc/dat.conf"; else
-  printf '# DAT v2.0\nofa-v2-ib0 u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 "ib0 0" ""' >"$root/etc/dat.conf"; fi
+dpkg_root_make "$root" "$depends" || fail "the temporary root"
 cp "$root/etc/dat.conf" "$work/seed.conf"
-# Its own log too: dpkg.cfg would send the entries to the machine's /var/log/dpkg.log.
-dpkg_root() { dpkg --root="$root" --log="$work/dpkg.log" --force-script-chrootless "$@"; }
-dpkg_root -i "$deb" || fail "dpkg -i failed"
+pkg() { dpkg_root "$root" "$work/dpkg.log" "$@"; }
+pkg -i "$deb" || fail "dpkg -i failed"
 [[ -f $root/usr/lib/$multiarch/libsoftdat.so.2 && -x $root/usr/bin/datinfo ]] || fail "files not installed"
 grep -q '^softdat-tcp u2.0 nonthreadsafe default libsoftdat.so.2 softdat.2.0 "tcp 127.0.0.1" ""$' "$root/etc/dat.conf" ||
   fail "postinst did not add softdat-tcp: $(cat "$root/etc/dat.conf")"
@@ -75,7 +84,7 @@ diff <(sed '/^# softdat: begin/,/^# softdat: end/d' "$root/etc/dat.conf") <(sed 
   fail "lines outside softdat's block changed"
 before=$(find "$root/etc" -printf '%p %s %T@\n' | sort; sha256sum "$root/etc/dat.conf")
 sleep 1.1
-dpkg_root -i "$deb" || fail "installing again failed"
+pkg -i "$deb" || fail "installing again failed"
 [[ $(find "$root/etc" -printf '%p %s %T@\n' | sort; sha256sum "$root/etc/dat.conf") == "$before" ]] ||
   fail "installing again changed etc/"
 
@@ -96,7 +105,7 @@ wait "$server" || server_status=$?
 unset LD_LIBRARY_PATH DAT_OVERRIDE
 
 echo "--- dpkg -r"
-dpkg_root -r softdat || fail "dpkg -r failed"
+pkg -r softdat || fail "dpkg -r failed"
 cmp "$root/etc/dat.conf" "$work/seed.conf" || fail "etc/dat.conf is not as it was"
 left=$(find "$root" -mindepth 1 -not -path "$admin*" -not -path "$root/var" -not -path "$root/var/lib" \
   -not -path "$root/etc" -not -path "$root/etc/dat.conf")

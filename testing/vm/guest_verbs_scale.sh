@@ -31,7 +31,7 @@ python3 - "$work/scale-10.json" "$work/scale-1000.json" <<'PY' || fail "figures 
 import json, sys
 small, large = (json.loads(open(f).read()) for f in sys.argv[1:3])
 for s in (small, large):
-    assert s["messages"] == s["connections"] and s["bad_messages"] == 0 and s["last_connection_received"], s
+    assert s["bad_messages"] == 0 and s["last_connection_received"], s
     assert s["srq_available_after"] == s["srq_buffers"], s
     assert s["cq_entries"] > 0, f"no CQ of this process listed (rdma resource show cq): {s}"
 # The EPs share their EVDs' CQs: 1,000 EPs on one SRQ hold what 10 do.

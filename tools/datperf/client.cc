@@ -185,10 +185,14 @@ bool Client::Connect(std::uint64_t size, std::uint64_t iters, std::uint32_t wind
     if (status != DAT_SUCCESS) return error = DatError("waiting for connections to be established", status), false;
     const DAT_CONNECTION_EVENT_DATA& data = event.event_data.connect_event_data;
     if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
-      char what[128];
-      std::snprintf(what, sizeof what, "connecting to %s port %u: connection event 0x%x instead of ESTABLISHED",
-                    o_.host.c_str(), o_.port, static_cast<unsigned>(event.event_number));
-      return error = what, false;
+      error = "connecting to " + o_.host + " port " + std::to_string(o_.port) + ": " + EventName(event.event_number) +
+              " instead of ESTABLISHED";
+      if (event.event_number == DAT_CONNECTION_EVENT_UNREACHABLE)
+        error += " (is a datperf server listening there on that port, and does IA " + o_.ia_name +
+                 "'s address reach it? datinfo -v shows the address)";
+      else if (event.event_number == DAT_CONNECTION_EVENT_PEER_REJECTED)
+        error += " (the server rejected it: is it a datperf server of this version?)";
+      return false;
     }
     const auto it = by_ep.find(data.ep_handle);
     if (it == by_ep.end()) continue;

@@ -3,8 +3,11 @@
 #include "tools/datperf/dat_env.h"
 
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+
+#include "base/dat_names.h"
 
 namespace softdat::datperf {
 
@@ -33,6 +36,19 @@ std::string DatError(const char* what, DAT_RETURN status) {
   return text;
 }
 
+std::string OpenHint(DAT_RETURN status) {
+  // Only a name the registry does not know is about which dat.conf is read; any other failure
+  // is the provider's to explain (softdat logs why at the default level).
+  if (DAT_GET_TYPE(status) != DAT_PROVIDER_NOT_FOUND) return "";
+  const char* override_path = std::getenv("DAT_OVERRIDE");
+  const std::string file = override_path != nullptr && *override_path != '\0'
+                               ? std::string(override_path) + " (named by DAT_OVERRIDE)"
+                               : std::string("/etc/dat.conf");
+  return ": no IA of that name in " + file + "; datinfo -l lists its IAs";
+}
+
+std::string EventName(DAT_EVENT_NUMBER number) { return DatEventText(static_cast<std::uint32_t>(number)).text; }
+
 std::uint64_t NowUs() {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -47,8 +63,7 @@ bool DatEnv::Open(const std::string& ia_name, std::string& error) {
   DAT_RETURN status = dat_ia_open(const_cast<char*>(ia_name.c_str()), 64, &async_evd_, &ia_);
   if (status != DAT_SUCCESS) {
     ia_ = DAT_HANDLE_NULL;
-    error = DatError(("cannot open IA '" + ia_name + "'").c_str(), status) +
-            " (is it in the dat.conf in use? DAT_OVERRIDE names another one)";
+    error = DatError(("cannot open IA '" + ia_name + "'").c_str(), status) + OpenHint(status);
     return false;
   }
   status = dat_ia_query(ia_, nullptr, DAT_IA_FIELD_ALL, &ia_attr_, DAT_PROVIDER_FIELD_ALL, &provider_attr_);

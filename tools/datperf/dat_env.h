@@ -61,6 +61,13 @@ DAT_RETURN NextEvent(DAT_EVD_HANDLE evd, Reap reap, DAT_TIMEOUT timeout_us, DAT_
 // "what: DAT_MAJOR/DAT_MINOR" for a DAT_RETURN.
 std::string DatError(const char* what, DAT_RETURN status);
 
+// What to add to a failed dat_ia_open's message: for a name the registry does not know, which
+// dat.conf was read (DAT_OVERRIDE's or /etc/dat.conf); nothing for other failures.
+std::string OpenHint(DAT_RETURN status);
+
+// "DAT_CONNECTION_EVENT_UNREACHABLE", not 0x4008.
+std::string EventName(DAT_EVENT_NUMBER number);
+
 // Microseconds of a monotonic clock.
 std::uint64_t NowUs();
 

@@ -20,6 +20,7 @@ conf="$TEST_TMPDIR/dat.conf"
 {
   printf 'softdat-tcp u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1" ""\n' "$lib"
   printf 'softdat-poll u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1 progress=poll" ""\n' "$lib"
+  printf 'softdat-badopt u2.0 nonthreadsafe default %s softdat.2.0 "tcp 127.0.0.1 progress=bogus" ""\n' "$lib"
 } >"$conf"
 export DAT_OVERRIDE="$conf"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -100,12 +101,25 @@ echo "ok: --one-buffer streams, Writes and Reads in both modes, verified"
 
 # The command line: --help 0, a usage error 2, an IA that does not open 1 with one line saying why.
 "$datperf" --help | grep -q '^usage: datperf' || fail "--help"
-"$datperf" -V | grep -qE '^datperf \(softdat\) [0-9]+\.[0-9]+$' || fail "-V: $("$datperf" -V)"
+"$datperf" -V | grep -qE '^datperf \(softdat\) [0-9]+\.[0-9]+, commit ([0-9a-f]{12}|unknown)$' || fail "-V: $("$datperf" -V)"
 [[ $("$datperf" --version) == $("$datperf" -V) ]] || fail "--version differs from -V"
 status=0; "$datperf" -P softdat-tcp -t nonsense 2>"$TEST_TMPDIR/err" || status=$?
 [[ $status -eq 2 ]] || fail "usage error exit $status"
 grep -q 'datperf: ' "$TEST_TMPDIR/err" || fail "usage error says nothing"
 status=0; timeout 20 "$datperf" -P no-such-ia -h 127.0.0.1 -q 2>"$TEST_TMPDIR/err" || status=$?
 [[ $status -eq 1 ]] || fail "unknown IA exit $status"
-grep -q 'no-such-ia' "$TEST_TMPDIR/err" || fail "unknown IA not named: $(cat "$TEST_TMPDIR/err")"
+grep -q "cannot open IA 'no-such-ia': DAT_PROVIDER_NOT_FOUND.*: no IA of that name in $conf (named by DAT_OVERRIDE); datinfo -l lists its IAs" \
+  "$TEST_TMPDIR/err" || fail "unknown IA not named with the dat.conf read: $(cat "$TEST_TMPDIR/err")"
+# Which dat.conf only when that is the question: without DAT_OVERRIDE it is /etc/dat.conf; for an
+# IA that is there but does not open, the provider's own reason and no dat.conf hint.
+status=0; env -u DAT_OVERRIDE timeout 20 "$datperf" -P no-such-ia -h 127.0.0.1 -q 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 1 ]] && grep -q 'no IA of that name in /etc/dat.conf; datinfo -l' "$TEST_TMPDIR/err" &&
+  ! grep -q DAT_OVERRIDE "$TEST_TMPDIR/err" || fail "unknown IA without DAT_OVERRIDE: exit $status, $(cat "$TEST_TMPDIR/err")"
+status=0; timeout 20 "$datperf" -P softdat-badopt -h 127.0.0.1 -q 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 1 ]] && grep -q 'progress must be thread or poll, got "bogus"' "$TEST_TMPDIR/err" &&
+  ! grep -q 'dat.conf;\|DAT_OVERRIDE' "$TEST_TMPDIR/err" || fail "a bad option: exit $status, $(cat "$TEST_TMPDIR/err")"
+# Nobody listening: the event by its name, and what to check.
+status=0; timeout 30 "$datperf" -P softdat-tcp -h 127.0.0.1 -p $((port + 1)) -q 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 1 ]] && grep -q "connecting to 127.0.0.1 port $((port + 1)): DAT_CONNECTION_EVENT_UNREACHABLE instead of ESTABLISHED (is a datperf server listening there" \
+  "$TEST_TMPDIR/err" && ! grep -q '0x' "$TEST_TMPDIR/err" || fail "nobody listening: exit $status, $(cat "$TEST_TMPDIR/err")"
 echo "PASS"

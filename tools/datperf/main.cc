@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "base/version.h"
+#include "base/build_info.h"
 #include "tools/datperf/client.h"
 #include "tools/datperf/options.h"
 #include "tools/datperf/report.h"
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   switch (ParseOptions(argc, argv, options, error)) {
     case 0: break;
     case 3: std::fputs(Usage(), stdout); return 0;
-    case 4: std::printf("datperf (softdat) %s\n", softdat::kVersionText); return 0;
+    case 4: std::printf("datperf (softdat) %s, commit %s\n", softdat::kVersionText, softdat::kBuildCommit); return 0;
     default: std::fprintf(stderr, "datperf: %s; try --help\n", error.c_str()); return 2;
   }
   if (options.server) return RunServer(options);

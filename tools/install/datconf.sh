@@ -14,7 +14,11 @@
 #     take the first of two lines with one name);
 #   - removing takes out exactly the block (and the newline adding had to put after a last line
 #     that had none), and the backup too when it holds nothing the file does not (the file is
-#     then byte for byte what it was before softdat was added).
+#     then byte for byte what it was before softdat was added);
+#   - a source install (tools/dev install) and the Debian package may both be installed: the block
+#     records each installation ("# softdat: in use: LIBRARY (OWNER)" and "# softdat: also
+#     installed: ..."). The latest to install has the IAs; each says whom it took them from.
+#     Removing one gives the IAs to the other, and says so; removing the last takes the block out.
 #
 # SOFTDAT_SYSFS_INFINIBAND names the folder of RDMA devices (default /sys/class/infiniband),
 # so tests can offer a device the machine lacks.
@@ -72,15 +76,38 @@ softdat_conf_write() {
   rm -f "$_tmp"
 }
 
-# softdat_conf_add FILE LIBRARY: puts softdat's block (the lines of softdat_conf_lines) into FILE,
-# in place of the block it already has, else at its end. Prints what it did on stderr.
-softdat_conf_add() {
-  _file=$1
+# The installations registered in FILE's block, one a line: "in-use LIBRARY OWNER" first, then
+# "also LIBRARY OWNER" for each other installation. A block written before installations were
+# recorded counts as one, its lines' library's, in use.
+softdat_conf_registrations() {
+  [ -f "$1" ] || return 0
+  awk -v begin="$SOFTDAT_CONF_BEGIN" -v end="$SOFTDAT_CONF_END" '
+    $0 == begin { inside = 1; next }
+    inside && $0 == end { inside = 0; next }
+    !inside { next }
+    /^# softdat: in use: / { sub(/^# softdat: in use: /, ""); lib = $1; sub(/^[^ ]* \(/, ""); sub(/\)$/, "");
+                             used = "in-use " lib " " $0; next }
+    /^# softdat: also installed: / { sub(/^# softdat: also installed: /, ""); lib = $1; sub(/^[^ ]* \(/, "");
+                                     sub(/\)$/, ""); also[++n] = "also " lib " " $0; next }
+    /^#/ || NF < 5 { next }
+    first == "" { first = $5 }
+    END {
+      if (used == "" && first != "") used = "in-use " first " an earlier install"
+      if (used != "") print used
+      for (i = 1; i <= n; ++i) print also[i]
+    }' "$1"
+}
+
+# Writes FILE with softdat's block naming LIBRARY (OWNER) in use and the installations in OTHERS
+# ("LIBRARY OWNER" lines) as also installed: in place of the block FILE has, else at its end.
+# Idempotent; keeps the file as it was before softdat's first block as FILE.softdat-backup.
+softdat_conf_put() {
+  _file=$1 _lib=$2 _owner=$3 _others=$4
   _base=$(softdat_conf_without_block "$_file"; echo x)
   _base=${_base%x}
   # Names some line outside the block defines are that line's.
   _taken=$(printf '%s' "$_base" | awk '$1 !~ /^#/ && NF > 0 { print $1 }')
-  _lines=$(softdat_conf_lines "$2" | while IFS= read -r _line; do
+  _lines=$(softdat_conf_lines "$_lib" | while IFS= read -r _line; do
     _ia=${_line%% *}
     if printf '%s\n' "$_taken" | grep -qxF -- "$_ia"; then
       echo "softdat: $_file already defines $_ia; that line is kept and softdat adds none" >&2
@@ -88,7 +115,11 @@ softdat_conf_add() {
       printf '%s\n' "$_line"
     fi
   done)
-  _block=$(printf '%s\n%s\n%s' "$SOFTDAT_CONF_BEGIN" "$_lines" "$SOFTDAT_CONF_END" | grep -v '^$')
+  _registered=$(printf '# softdat: in use: %s (%s)\n' "$_lib" "$_owner"
+    printf '%s\n' "$_others" | while read -r _other_lib _other_owner; do
+      if [ -n "$_other_lib" ]; then printf '# softdat: also installed: %s (%s)\n' "$_other_lib" "$_other_owner"; fi
+    done)
+  _block=$(printf '%s\n%s\n%s\n%s' "$SOFTDAT_CONF_BEGIN" "$_registered" "$_lines" "$SOFTDAT_CONF_END" | grep -v '^$')
   # The new file: the old block's place taken by the new one, or the block appended.
   _new=$( { [ -f "$_file" ] && cat "$_file"; } | awk -v begin="$SOFTDAT_CONF_BEGIN" -v end="$SOFTDAT_CONF_END" -v block="$_block" '
     $0 == begin { inside = 1; if (!done) print block; done = 1; next }
@@ -105,16 +136,63 @@ softdat_conf_add() {
     echo "softdat: $_file saved as $_file.softdat-backup" >&2
   fi
   printf '%s' "$_new" | softdat_conf_write "$_file" || return 1
-  echo "softdat: $_file: softdat's lines added:" >&2
+  echo "softdat: $_file: softdat's lines, naming $_lib ($_owner):" >&2
   printf '%s\n' "$_lines" | sed 's/^/  /' >&2
 }
 
-# softdat_conf_remove FILE: takes softdat's block out of FILE (nothing else), then removes
-# FILE.softdat-backup when it now equals FILE, or FILE itself when it is left empty with no
-# backup (softdat_conf_add created it).
+# softdat_conf_add FILE LIBRARY [OWNER]: registers an installation of softdat (its LIBRARY, and
+# who installed it, in words: "tools/dev install, prefix /usr/local", "the Debian package") and
+# makes softdat's IAs name its library. Another installation the block names stays recorded and
+# is said: it takes the IAs back when this one is removed (softdat_conf_remove).
+softdat_conf_add() {
+  _file=$1 _lib=$2 _owner=${3:-$2}
+  _registrations=$(softdat_conf_registrations "$_file")
+  _others=$(printf '%s\n' "$_registrations" | while read -r _kind _other_lib _other_owner; do
+    if [ -n "$_other_lib" ] && [ "$_other_lib" != "$_lib" ]; then printf '%s %s\n' "$_other_lib" "$_other_owner"; fi
+  done)
+  _previous=$(printf '%s\n' "$_registrations" | awk '$1 == "in-use" { $1 = ""; sub(/^ /, ""); print }')
+  softdat_conf_put "$_file" "$_lib" "$_owner" "$_others" || return 1
+  case $_previous in
+    ""|"$_lib "*) ;;
+    *) echo "softdat: $_file: softdat's IAs now name $_lib ($_owner) instead of ${_previous%% *}" \
+         "(${_previous#* }), which stays installed and gets them back if this installation is removed" >&2 ;;
+  esac
+}
+
+# softdat_conf_remove FILE [LIBRARY]: the installation of LIBRARY is going away. When another
+# installation the block records remains (its library still there), softdat's IAs name that one
+# and it says so; otherwise (or with no LIBRARY) it takes out exactly the block, then removes
+# FILE.softdat-backup when it now equals FILE, or FILE itself when it is left empty with no backup
+# (softdat_conf_add created it).
 softdat_conf_remove() {
-  _file=$1
+  _file=$1 _lib=${2:-}
   [ -f "$_file" ] || return 0
+  if [ -n "$_lib" ] && grep -qxF -- "$SOFTDAT_CONF_BEGIN" "$_file"; then
+    _registrations=$(softdat_conf_registrations "$_file")
+    _in_use=$(printf '%s\n' "$_registrations" | awk '$1 == "in-use" { print $2 }')
+    # What remains: the other installations whose library is still there (a path that is gone
+    # was removed without telling us; a bare soname is the package's, which tells us).
+    _remaining=$(printf '%s\n' "$_registrations" | while read -r _kind _other_lib _other_owner; do
+      [ -n "$_other_lib" ] && [ "$_other_lib" != "$_lib" ] || continue
+      case $_other_lib in /*) [ -e "$_other_lib" ] || continue ;; esac
+      printf '%s %s\n' "$_other_lib" "$_other_owner"
+    done)
+    if [ -n "$_remaining" ]; then
+      if [ "$_in_use" = "$_lib" ]; then
+        _next=$(printf '%s\n' "$_remaining" | head -n 1)
+        softdat_conf_put "$_file" "${_next%% *}" "${_next#* }" "$(printf '%s\n' "$_remaining" | sed 1d)" || return 1
+        echo "softdat: $_file: softdat's IAs now name ${_next%% *} (${_next#* }), the installation that remains" >&2
+      else
+        _current=$(printf '%s\n' "$_registrations" | awk '$1 == "in-use" { $1 = ""; sub(/^ /, ""); print }')
+        softdat_conf_put "$_file" "${_current%% *}" "${_current#* }" "$(printf '%s\n' "$_remaining" |
+          while read -r _other_lib _other_owner; do
+            if [ "$_other_lib" != "${_current%% *}" ]; then printf '%s %s\n' "$_other_lib" "$_other_owner"; fi
+          done)" || return 1
+        echo "softdat: $_file: softdat's IAs stay with ${_current%% *} (${_current#* })" >&2
+      fi
+      return 0
+    fi
+  fi
   if ! grep -qxF -- "$SOFTDAT_CONF_BEGIN" "$_file"; then
     echo "softdat: $_file has no softdat lines; unchanged" >&2
   else

@@ -89,7 +89,7 @@ do_install() {
     printf '%s\n' "$text" >"$manifest"
   fi
   # After the manifest: if this fails, uninstall still finds every file.
-  softdat_conf_add "$dat_conf" "$prefix/lib/libsoftdat.so.2"
+  softdat_conf_add "$dat_conf" "$prefix/lib/libsoftdat.so.2" "tools/dev install, prefix $prefix"
 }
 
 do_uninstall() {
@@ -104,7 +104,7 @@ do_uninstall() {
   done <"$manifest"
   rm -f "$manifest"
   [[ -n $dat_conf ]] && conf=$dat_conf
-  [[ -n $conf ]] && softdat_conf_remove "$conf"
+  [[ -n $conf ]] && softdat_conf_remove "$conf" "$prefix/lib/libsoftdat.so.2"
   for path in "${dirs[@]}"; do rmdir "$path" 2>/dev/null || true; done
 }
 

@@ -15,7 +15,9 @@
 # Depends come from dpkg-shlibdeps, plus libdapl2 (the registry that loads the provider). The
 # maintainer scripts carry tools/install/datconf.sh whole: postinst (configure) adds softdat's
 # dat.conf block, prerm (remove) takes it out, the same idempotent way tools/dev install does,
-# under $DPKG_ROOT when dpkg installs into another root.
+# under $DPKG_ROOT when dpkg installs into another root; a source install's block is seen and
+# kept (datconf.sh). A file trigger on /etc/dat.conf runs postinst again when libdapl2 installs
+# a new dat.conf over softdat's edit.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -65,32 +67,69 @@ if [[ ${#examples[@]} -gt 0 ]]; then
   for file in "${examples[@]}"; do install -m 644 "$file" "$stage/usr/share/doc/$package/examples/"; done
 fi
 
-# A native package: its changelog is changelog.gz, in Debian's format, dated reproducibly.
-# The last commit's time (or base/version.h's, outside a git checkout), unless SOURCE_DATE_EPOCH says.
-epoch=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || stat -L -c %Y "$root/base/version.h")}
-date=$(date -R -d "@$epoch")
-# A placeholder until the project names its maintainer (lintian wants a well-formed address).
+# The project's address (the Maintainer field and the copyright file's Upstream-Contact).
 maintainer="softdat developers <softdat@users.noreply.github.com>"
-cat >"$work/changelog" <<CHANGELOG
-$package ($version) unstable; urgency=medium
 
-  * softdat $version: a DAT 2.0 (uDAPL) provider with SRQs over TCP and rdma-core,
-    registered in /etc/dat.conf on installation.
-
- -- $maintainer  $date
-CHANGELOG
+# A native package: its changelog is changelog.gz in Debian's format, made from NEWS.md (each
+# "## VERSION (YYYY-MM-DD)" heading an entry, each "- " item a "*" line), dated at noon UTC of
+# each release so that the package is reproducible. The newest entry must be base/version.h's.
+news_changelog() {
+  awk -v package="$package" -v maintainer="$maintainer" '
+    function close_entry() { if (open) { printf "\n -- %s  %s\n\n", maintainer, date; open = 0 } }
+    /^## [0-9]+\.[0-9]+ \([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]\)$/ {
+      close_entry()
+      version = $2; day = substr($3, 2, 10)
+      cmd = "date -R -u -d \"" day " 12:00\""; cmd | getline date; close(cmd)
+      printf "%s (%s) unstable; urgency=medium\n\n", package, version; open = 1; next
+    }
+    /^## / { close_entry(); next }
+    open && /^- / { sub(/^- /, ""); printf "  * %s\n", $0; next }
+    open && /^  [^ ]/ { sub(/^  /, ""); printf "    %s\n", $0; next }
+    END { close_entry() }' "$root/NEWS.md"
+}
+news_changelog >"$work/changelog"
+first=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$work/changelog")
+[[ $first == "$version" ]] || die "NEWS.md's newest release is '$first', base/version.h says $version"
 gzip -9n <"$work/changelog" >"$stage/usr/share/doc/$package/changelog.gz"
-cat >"$stage/usr/share/doc/$package/copyright" <<'COPYRIGHT'
+
+# The copyright file in Debian's machine-readable format: both licences, the BSD text whole from
+# LICENSE, the GPL by reference to Debian's copy (what Debian's policy asks for).
+bsd_text=$(awk '/^BSD 2-Clause License$/ { inside = 1; getline; next }
+  inside && /^====/ { exit }
+  inside && (NF || seen) { seen = 1; print }' "$root/LICENSE")
+[[ $bsd_text == *"Redistribution and use"* ]] || die "no BSD-2-Clause text in LICENSE"
+{
+  cat <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: softdat
-Comment: No license has been chosen for softdat yet; until one is, all rights are reserved by
- its authors.
+Upstream-Contact: $maintainer
+Comment: SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only. The recipient
+ may use softdat under either licence; LICENSE in the source holds both texts.
 
 Files: *
 Copyright: 2026 the softdat developers
-License: none
- All rights reserved: no license has been granted yet.
+License: BSD-2-clause or GPL-2
+
+License: BSD-2-clause
 COPYRIGHT
+  # A paragraph's continuation lines start with a space; an empty line is " .".
+  sed -e 's/^$/./' -e 's/^/ /' <<<"$bsd_text"
+  cat <<'COPYRIGHT'
+
+License: GPL-2
+ This program is free software; you can redistribute it and/or modify it
+ under the terms of the GNU General Public License version 2 as published by
+ the Free Software Foundation.
+ .
+ This program is distributed in the hope that it will be useful, but WITHOUT
+ ANY WARRANTY; without even the implied warranty of MERCHANTABILITY or FITNESS
+ FOR A PARTICULAR PURPOSE. See the GNU General Public License for more
+ details.
+ .
+ On Debian systems, the complete text of the GNU General Public License
+ version 2 can be found in "/usr/share/common-licenses/GPL-2".
+COPYRIGHT
+} >"$stage/usr/share/doc/$package/copyright"
 chmod 644 "$stage/usr/share/doc/$package/"{changelog.gz,copyright}
 
 # Depends: what the files link (dpkg-shlibdeps reads debian/control), and the registry.
@@ -118,9 +157,12 @@ maintainer_script() {  # maintainer_script NAME ACTIONS CALL
   } >"$stage/DEBIAN/$1"
   chmod 755 "$stage/DEBIAN/$1"
 }
-maintainer_script postinst configure 'softdat_conf_add "${DPKG_ROOT:-}/etc/dat.conf" libsoftdat.so.2'
-maintainer_script prerm 'remove|deconfigure' 'softdat_conf_remove "${DPKG_ROOT:-}/etc/dat.conf"'
-printf 'activate-noawait ldconfig\n' >"$stage/DEBIAN/triggers"
+# postinst runs on configure and when /etc/dat.conf, libdapl2's conffile, is installed anew (the
+# file trigger below): a libdapl2 upgrade whose new dat.conf the user takes has no softdat block,
+# and softdat puts it back; one whose file the user keeps already has it (unchanged).
+maintainer_script postinst 'configure|triggered' 'softdat_conf_add "${DPKG_ROOT:-}/etc/dat.conf" libsoftdat.so.2 "the Debian package softdat"'
+maintainer_script prerm 'remove|deconfigure' 'softdat_conf_remove "${DPKG_ROOT:-}/etc/dat.conf" libsoftdat.so.2'
+printf 'activate-noawait ldconfig\ninterest-noawait /etc/dat.conf\n' >"$stage/DEBIAN/triggers"
 printf 'libsoftdat 2 %s (>= %s)\n' "$package" "$version" >"$stage/DEBIAN/shlibs"
 chmod 644 "$stage/DEBIAN/triggers" "$stage/DEBIAN/shlibs"
 

@@ -24,12 +24,12 @@ Status Connection::ConnectOver(int fd, std::span<const std::uint8_t> private_dat
   if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
   {
-    std::lock_guard lock(io_mutex_);
+    IoLock lock(*this);
     socket_ = std::move(socket);
     private_data_.assign(private_data.begin(), private_data.end());
   }
   asio::post(io_, [self = shared_from_this()] {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     if (self->detached_ || self->phase_ != Phase::kIdle) return;
     self->phase_ = Phase::kConnecting;
     self->OnConnected({});  // as if the TCP connect had just completed

@@ -135,7 +135,7 @@ void Connection::ArmRead() {
   if (read_waiting_) return;
   read_waiting_ = true;
   socket_.async_wait(asio::socket_base::wait_read, [self = shared_from_this()](const boost::system::error_code& error) {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     if (self->detached_) return;
     self->read_waiting_ = false;
     if (error || self->phase_ == Phase::kEnded || self->rx_held_) return;
@@ -471,6 +471,7 @@ Connection::Frame Connection::FinishPayload(const wire::FpduHeader& header, std:
     const auto total = static_cast<std::uint32_t>(read.received);
     PopRead();
     events_->OnWorkDone(id, WorkStatus::kSuccess, total);
+    report_pending_ = true;
     if (phase_ == Phase::kEnded) return Frame::kEnded;
     PumpTx();  // a fenced Work or a Read held at the ORD may go now
     return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
@@ -488,6 +489,7 @@ Connection::Frame Connection::FinishPayload(const wire::FpduHeader& header, std:
   m.active = false;
   ++expected_msn_;
   events_->OnRecvDone(m.msn, WorkStatus::kSuccess, info);
+  report_pending_ = true;
   return phase_ == Phase::kEnded ? Frame::kEnded : Frame::kDone;
 }
 
@@ -503,6 +505,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
       return Fail(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
     }
     RecvTarget target;
+    report_pending_ = true;  // a buffer taken may cross a watermark
     switch (events_->AcquireRecv(header.msn, target)) {
       case RecvAcquire::kTaken:
         break;
@@ -535,6 +538,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
     RecvInfo info;
     info.length = static_cast<std::uint32_t>(m.received);
     events_->OnRecvDone(m.msn, WorkStatus::kLocalLength, info);
+    report_pending_ = true;
     return Fail(wire::term::kMessageTooLong);
   }
   out.segments = m.target.segments;
@@ -549,7 +553,7 @@ void Connection::StartRnrTimer() {
   const std::uint32_t generation = ++rnr_generation_;
   rnr_timer_.expires_after(std::chrono::milliseconds(options_.rnr_timeout_ms));
   rnr_timer_.async_wait([self = shared_from_this(), generation](const boost::system::error_code& error) {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     if (error || self->detached_ || generation != self->rnr_generation_ || !self->rnr_armed_) return;
     self->rnr_armed_ = false;
     if (!self->rx_held_ || self->phase_ == Phase::kEnded) return;
@@ -628,6 +632,7 @@ Connection::Frame Connection::BeginReadResponse(const wire::FpduHeader& header, 
     const std::uint64_t id = read.work.id;
     PopRead();
     events_->OnWorkDone(id, WorkStatus::kBadResponse, 0);
+    report_pending_ = true;
     return Fail(matches ? wire::term::kDdpTaggedBounds : wire::term::kDdpTaggedInvalidStag);
   }
   out.segments = read.work.local;
@@ -646,6 +651,7 @@ Connection::Frame Connection::OnTerminate(const std::uint8_t* payload, std::uint
     const std::uint64_t id = reads_[reads_head_].work.id;
     PopRead();
     events_->OnWorkDone(id, WorkStatus::kRemoteAccess, 0);
+    report_pending_ = true;
   }
   End(ConnectionEnd::kBroken);
   return Frame::kEnded;

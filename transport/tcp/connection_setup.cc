@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "base/log.h"
@@ -60,9 +62,13 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       responses_(AtLeastOne(config.max_rdma_read_in)),
       reads_(AtLeastOne(config.max_rdma_read_out)) {
   private_data_.reserve(wire::kMaxMpaPrivateData);
+  options_.buffers->live_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
-Connection::~Connection() { ReleaseRx(); }
+Connection::~Connection() {
+  ReleaseRx();
+  options_.buffers->live_connections.fetch_sub(1, std::memory_order_relaxed);
+}
 
 Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                            std::uint64_t timeout_us) {
@@ -82,7 +88,7 @@ Status Connection::Accept(asio::ip::tcp::socket socket, const wire::MpaFrame& re
   if (private_data.size() > options_.max_private_data) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (started_.exchange(true)) return Status(Code::kInvalidState, Detail::kEpConnected);
   {
-    std::lock_guard lock(io_mutex_);
+    IoLock lock(*this);
     socket_ = std::move(socket);
     private_data_.assign(private_data.begin(), private_data.end());
   }
@@ -120,15 +126,33 @@ void Connection::Detach() {
     std::lock_guard lock(io_mutex_);
     detached_ = true;
     events_ = nullptr;
+    report_pending_ = false;
   }
+  // A delivery that began before is the last event of this endpoint: wait for it. It takes no
+  // lock of ours and runs no consumer code (CNO agents are deferred), so it ends on its own.
+  while (delivering_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   asio::post(io_, [self = shared_from_this()] {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     self->phase_ = Phase::kEnded;
     self->ended_ = true;
     self->timer_.cancel();
     self->rnr_timer_.cancel();
     self->CloseSocket();
   });
+}
+
+void Connection::UnlockAndDeliver() {
+  EndpointEvents* deliver = nullptr;
+  if (report_pending_ && events_ != nullptr) {
+    deliver = events_;
+    // Under io_mutex_: a Detach that takes the mutex next sees it and waits for the delivery.
+    delivering_.fetch_add(1, std::memory_order_relaxed);
+  }
+  report_pending_ = false;
+  io_mutex_.unlock();
+  if (deliver == nullptr) return;
+  deliver->Deliver();
+  delivering_.fetch_sub(1, std::memory_order_release);
 }
 
 sockaddr_in Connection::local_address() const {
@@ -167,7 +191,7 @@ void Connection::RecordAddresses() {
 }
 
 void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
-  std::lock_guard lock(io_mutex_);
+  IoLock lock(*this);
   {
     std::lock_guard address_lock(address_mutex_);  // for log lines before the socket connects
     remote_ = remote;
@@ -210,7 +234,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
     const std::uint64_t capped = std::min<std::uint64_t>(timeout_us, 365ull * 24 * 3600 * 1000000);
     timer_.expires_after(std::chrono::microseconds(capped));
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-      std::lock_guard lock(self->io_mutex_);
+      IoLock lock(*self);
       if (error || self->detached_) return;
       if (self->phase_ != Phase::kConnecting && self->phase_ != Phase::kAwaitReply) return;
       SOFTDAT_LOG(kInfo, "tcp %s: connect timed out", self->Describe().data());
@@ -219,7 +243,7 @@ void Connection::StartConnect(sockaddr_in remote, std::uint64_t timeout_us) {
   }
   asio::ip::tcp::endpoint to(asio::ip::address_v4(ntohl(remote.sin_addr.s_addr)), ntohs(remote.sin_port));
   socket_.async_connect(to, [self = shared_from_this()](const boost::system::error_code& error) {
-    std::lock_guard lock(self->io_mutex_);
+    IoLock lock(*self);
     if (self->detached_ || self->phase_ != Phase::kConnecting) return;
     self->OnConnected(error);
   });
@@ -350,7 +374,7 @@ Connection::Frame Connection::ReadMpaReply() {
 }
 
 void Connection::StartAccept(wire::MpaFrame request) {
-  std::lock_guard lock(io_mutex_);
+  IoLock lock(*this);
   if (detached_ || phase_ != Phase::kIdle) {
     CloseSocket();
     return;
@@ -400,7 +424,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
     phase_ = Phase::kAwaitRtr;
     timer_.expires_after(kRtrTimeout);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-      std::lock_guard lock(self->io_mutex_);
+      IoLock lock(*self);
       if (error || self->detached_ || self->phase_ != Phase::kAwaitRtr) return;
       SOFTDAT_LOG(kWarn, "tcp %s: accept failed: no ready-to-receive FPDU from the peer", self->Describe().data());
       self->End(ConnectionEnd::kAcceptFailed);
@@ -418,6 +442,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
 void Connection::Establish(std::span<const std::uint8_t> private_data) {
   phase_ = Phase::kEstablished;
   if (events_ != nullptr) events_->OnEstablished(private_data);
+  report_pending_ = true;
 }
 
 void Connection::StartPolling() {
@@ -433,13 +458,14 @@ void Connection::StopReading() {
 }
 
 bool Connection::PollIo(bool wait) {
-  std::unique_lock lock(io_mutex_, std::defer_lock);
-  if (wait) {
-    lock.lock();
-  } else if (!lock.try_lock()) {
-    return false;  // its holder is at it; a level-triggered PollSet reports it again if need be
-  }
-  if (detached_ || rx_held_) return false;
+  IoLock lock(*this, wait);
+  // Without `wait`, a busy connection is left to its holder; a level-triggered PollSet reports it
+  // again if need be.
+  if (!lock.owns_lock()) return false;
+  if (detached_) return false;
+  // A connection held for a receive buffer is reported only when its peer ended the connection
+  // or the socket failed (PollSet::SetReading).
+  if (rx_held_) return EndIfPeerGone();
   if (phase_ != Phase::kAwaitReply && phase_ != Phase::kAwaitRtr && phase_ != Phase::kEstablished &&
       phase_ != Phase::kClosing)
     return false;
@@ -453,8 +479,27 @@ bool Connection::PollIo(bool wait) {
   return rx_reads_ != reads;  // something arrived (a poll that found nothing moved nothing)
 }
 
+// The messages waiting for receive buffers are the peer's last: it closed (or died, and its kernel
+// closed for it) or the socket failed (a reset, the keepalive or user timeout). An RNIC's
+// connection in RNR retry ends with its peer; the waiting messages are discarded, never delivered
+// after the end (they took no buffer), and the end is BROKEN: what the peer sent did not all
+// arrive. Without this the connection waited for a buffer forever and its EP never heard of the
+// end (a dead client of an overloaded SRQ server leaked an EP for good).
+bool Connection::EndIfPeerGone() {
+  pollfd p{socket_.native_handle(), POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) return false;
+  int error = 0;
+  socklen_t length = sizeof error;
+  (void)::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
+  SOFTDAT_LOG(kInfo, "tcp %s: the peer %s while message %u waited for a receive buffer; the waiting messages "
+              "are discarded", Describe().data(), error != 0 ? std::strerror(error) : "closed the connection",
+              expected_msn_);
+  End(ConnectionEnd::kBroken);
+  return true;
+}
+
 bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {
-  std::lock_guard lock(io_mutex_);
+  IoLock lock(*this);
   if (detached_ || phase_ == Phase::kEnded || phase_ == Phase::kIdle) {
     kick_pending_ = false;
     return true;
@@ -496,7 +541,7 @@ void Connection::BeginClose() {
       phase_ = Phase::kClosing;
       timer_.expires_after(kCloseLinger);
       timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-        std::lock_guard lock(self->io_mutex_);
+        IoLock lock(*self);
         if (error || self->detached_ || self->phase_ != Phase::kClosing) return;
         SOFTDAT_LOG(kInfo, "tcp %s: graceful disconnect did not finish in time; closing", self->Describe().data());
         self->End(ConnectionEnd::kDisconnected);
@@ -535,6 +580,7 @@ void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_da
   rx_small_ = false;
   rx_start_ = rx_end_ = 0;
   if (events_ != nullptr) events_->OnEnded(why, private_data);
+  report_pending_ = true;
   if (rx != nullptr) rx_pool.Release(rx);
 }
 

@@ -62,7 +62,10 @@ wire::Opcode SendOpcode(const Work& work) {
 }  // namespace
 
 Status Connection::Post(const Work& work) {
-  if (ended_.load(std::memory_order_acquire)) return Status(Code::kInvalidState, Detail::kEpDisconnected);
+  // The connection ended and its OnEnded is on its way (core holds the EP's state lock around
+  // this call, so it has not run yet): the Work is accepted and left for that end to flush, as
+  // core promises (the end flushes the request, or the request sees the end).
+  if (ended_.load(std::memory_order_acquire)) return Status::Ok();
   {
     std::lock_guard lock(post_mutex_);
     const std::uint32_t count = posted_count_.load(std::memory_order_relaxed);
@@ -97,6 +100,8 @@ Status Connection::Post(const Work& work) {
   // each Work alone would split the batches every drain builds.
   // Request-response traffic (a read since the last write), like every ping-pong message, and an
   // occasional Send go out at once.
+  // Post reports nothing (in_post_: failures wait for the next poll), so it takes io_mutex_
+  // plainly; core holds its EP locks around this call, and a delivery here would post under them.
   if (io_mutex_.try_lock()) {
     std::lock_guard lock(io_mutex_, std::adopt_lock);
     if (!detached_ && (phase_ == Phase::kEstablished || phase_ == Phase::kClosing) && !write_waiting_ &&
@@ -320,7 +325,7 @@ bool Connection::FlushTx() {
     case TxBatch::Write::kBlocked:
       write_waiting_ = true;
       socket_.async_wait(asio::socket_base::wait_write, [self = shared_from_this()](const boost::system::error_code& error) {
-        std::lock_guard lock(self->io_mutex_);
+        IoLock lock(*self);
         if (self->detached_) return;
         self->write_waiting_ = false;
         if (error || self->phase_ == Phase::kEnded) return;
@@ -349,6 +354,7 @@ void Connection::CompleteWritten() {
   for (std::size_t i = 0; i < count && events_ != nullptr; ++i) {
     events_->OnWorkDone(written_ids_[i], WorkStatus::kSuccess, written_lengths_[i]);
   }
+  report_pending_ = true;
   // The ones still waiting move to the front (a few at most: one batch's worth).
   const std::size_t waiting = written_count_ - count;
   for (std::size_t i = 0; i < waiting; ++i) {

@@ -16,6 +16,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
+
 namespace softdat::transport::tcp {
 
 class Connection;
@@ -60,14 +62,17 @@ class KickQueue {
  private:
   void Arm();
   void Wake();
+  // Queues a connection whose drain deferred it again; runs it later when the ring is full.
   void Requeue(std::shared_ptr<Connection> connection);
+  bool RunOne(Connection& connection, bool consumer, std::uint64_t ia_last_write_ns);
+  void RunLater(std::shared_ptr<Connection> connection);
 
   boost::asio::io_context& io_;
   int fd_ = -1;
   boost::asio::posix::stream_descriptor descriptor_;
   std::function<bool()> needs_wake_;
   Run run_;
-  std::mutex mutex_;
+  softdat::Mutex mutex_;
   std::vector<std::shared_ptr<Connection>> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;

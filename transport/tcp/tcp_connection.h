@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "transport/endpoint.h"
 #include "transport/tcp/block_pool.h"
@@ -183,6 +184,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Placement placement;
   };
 
+  // io_mutex_, taken for a section of the progress context; on release, what the section
+  // reported to the EndpointEvents is delivered (EndpointEvents::Deliver) with no lock held.
+  class IoLock {
+   public:
+    explicit IoLock(Connection& connection, bool wait = true) : connection_(connection) {
+      if (wait) {
+        connection_.io_mutex_.lock();
+        owns_ = true;
+      } else {
+        owns_ = connection_.io_mutex_.try_lock();
+      }
+    }
+    ~IoLock() {
+      if (owns_) connection_.UnlockAndDeliver();
+    }
+    IoLock(const IoLock&) = delete;
+    IoLock& operator=(const IoLock&) = delete;
+    bool owns_lock() const { return owns_; }
+
+   private:
+    Connection& connection_;
+    bool owns_ = false;
+  };
+  void UnlockAndDeliver();
+
   // Setup (connection_setup.cc).
   void StartConnect(sockaddr_in remote, std::uint64_t timeout_us);
   void OnConnected(const boost::system::error_code& error);
@@ -214,6 +240,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ApplyCongestion();     // the IA's congestion= on the connected socket (after RecordAddresses)
   void StartPolling();   // the socket is connected: into the transport's PollSet
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
+  bool EndIfPeerGone();  // held, and reported: ends the connection if the peer did (true then)
 
   // Transmission (connection_tx.cc).
   void PumpTx();        // PumpBatches, then gives the send blocks back if all is written
@@ -268,7 +295,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const EndpointConfig config_;
 
   // Consumer side: posted Work waiting for the progress context.
-  std::mutex post_mutex_;
+  softdat::Mutex post_mutex_;
   std::vector<PostedWork> posted_;  // a ring of max_send_work slots
   InlineRing inline_;
   std::uint32_t posted_head_ = 0;
@@ -285,9 +312,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::atomic<bool> ended_{false};
 
   // Progress context, under io_mutex_.
-  std::mutex io_mutex_;
+  softdat::Mutex io_mutex_;
   bool detached_ = false;
   EndpointEvents* events_;
+  bool report_pending_ = false;  // an event was reported: IoLock delivers when it unlocks
+  std::atomic<int> delivering_{0};  // deliveries running after their IoLock released io_mutex_
   Phase phase_ = Phase::kIdle;
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;      // connect timeout, RTR wait, graceful close linger
@@ -346,7 +375,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint32_t expected_msn_ = 1;
   std::uint32_t expected_read_msn_ = 1;
 
-  mutable std::mutex address_mutex_;
+  mutable softdat::Mutex address_mutex_;
   sockaddr_in local_{};
   sockaddr_in remote_{};
 };

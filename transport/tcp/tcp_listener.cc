@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "base/log.h"
 #include "transport/tcp/socket_fd.h"
@@ -70,10 +71,11 @@ void ListenerCore::Start() {
 }
 
 void ListenerCore::Stop() {
-  {
-    std::lock_guard lock(mutex_);
-    events_ = nullptr;
-  }
+  // Sequentially consistent with Deliver's count and load: either Deliver saw null, or this sees
+  // its count and waits. A report runs no consumer code (CNO agents are deferred) and takes no
+  // lock of ours, so it ends without this thread.
+  events_.store(nullptr, std::memory_order_seq_cst);
+  while (calling_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   asio::post(io_, [self = shared_from_this()] {
     boost::system::error_code ignored;
     self->acceptor_.close(ignored);
@@ -172,9 +174,11 @@ void ListenerCore::Deliver(const std::shared_ptr<RequestReader>& reader) {
   std::vector<std::uint8_t> private_data(data, data + reader->frame.private_data_length);
   auto request = std::make_unique<TcpPendingConnection>(std::move(reader->socket), reader->frame,
                                                         std::move(private_data));
-  std::lock_guard lock(mutex_);
-  if (events_ == nullptr) return;  // stopped: the request is refused as it is destroyed
-  events_->OnConnectRequest(std::move(request));
+  calling_.fetch_add(1, std::memory_order_seq_cst);
+  ListenEvents* events = events_.load(std::memory_order_seq_cst);
+  // Stopped: the request is refused as it is destroyed.
+  if (events != nullptr) events->OnConnectRequest(std::move(request));
+  calling_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 TcpPendingConnection::TcpPendingConnection(asio::ip::tcp::socket socket, const wire::MpaFrame& request,

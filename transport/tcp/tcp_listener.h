@@ -6,6 +6,7 @@
 // or rejects.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "transport/listener.h"
 #include "transport/tcp/tcp_connection.h"
 #include "transport/tcp/wire.h"
@@ -42,8 +44,10 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
 
   asio::io_context& io_;
   asio::ip::tcp::acceptor acceptor_;  // progress context only
-  std::mutex mutex_;
-  ListenEvents* events_;              // under mutex_; null once stopped
+  // Null once stopped. A request is reported with no lock held (the consumer's EVD gets the event):
+  // Stop clears events_ and waits for a report that saw it set (calling_) to end.
+  std::atomic<ListenEvents*> events_;
+  std::atomic<int> calling_{0};
   int reading_ = 0;                   // progress context only
   bool accept_paused_ = false;        // progress context only: reading_ reached the bound
   bool starved_ = false;              // progress context only: accept ran out of descriptors

@@ -20,7 +20,9 @@
 #include <exception>
 #include <new>
 #include <system_error>
+#include <thread>
 
+#include "base/deferred_calls.h"
 #include "base/log.h"
 #include "transport/tcp/mono_clock.h"
 #include "transport/tcp/tcp_endpoint.h"
@@ -228,7 +230,7 @@ void TcpTransport::Park() {
     }
     // A consumer may be running handlers (RunAsio) that it began while this thread was parked:
     // let it finish before this thread runs any (they share handler state, e.g. poll_armed_).
-    { std::lock_guard consumers_done(asio_mutex_); }
+    while (asio_turn_.load(std::memory_order_acquire)) std::this_thread::yield();
     if (stopping_.load()) return;
     park_armed_.store(false, std::memory_order_release);
     // A consumer that polled again between the look and the store asked for nothing: look again.
@@ -260,24 +262,30 @@ bool TcpTransport::PollReady(bool wait) noexcept {
 }
 
 bool TcpTransport::RunAsio() noexcept {
-  std::unique_lock lock(asio_mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return false;
-  // With a progress thread, only while it is parked (it waits for this lock before it runs
+  // A turn, not a lock: the handlers deliver events, which no softdat lock may be held across.
+  if (asio_turn_.exchange(true, std::memory_order_acquire)) return false;
+  bool ran = false;
+  // With a progress thread, only while it is parked (it waits for the turn before it runs
   // handlers again).
-  if (!busy_poll_ && !parked_.load(std::memory_order_acquire)) return false;
-  try {
-    return io_.poll() > 0;
-  } catch (const std::exception& e) {
-    SOFTDAT_LOG(kError, "tcp: progress caught an exception: %s", e.what());
-    return true;
+  if (busy_poll_ || parked_.load(std::memory_order_acquire)) {
+    try {
+      ran = io_.poll() > 0;
+    } catch (const std::exception& e) {
+      SOFTDAT_LOG(kError, "tcp: progress caught an exception: %s", e.what());
+      ran = true;
+    }
   }
+  asio_turn_.store(false, std::memory_order_release);
+  return ran;
 }
 
 void TcpTransport::Run() noexcept {
   pthread_setname_np(pthread_self(), "softdat-tcp");
   while (!stopping_.load()) {
     try {
-      io_.run();
+      // One handler at a time: between two is this thread's safe point (base/deferred_calls.h),
+      // where CNO agents that its deliveries triggered run with no lock held.
+      while (io_.run_one()) RunDeferredCalls();
     } catch (const std::exception& e) {
       SOFTDAT_LOG(kError, "tcp: progress thread caught an exception: %s", e.what());
     }
@@ -352,14 +360,13 @@ Status TcpTransport::CreateDeviceSrq(ProtectionDomain&, std::uint32_t, std::uint
 Status TcpTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
                                     std::unique_ptr<Endpoint>& out) {
   ConnectionBuffers& shared = *connection_options_.buffers;
-  const std::uint32_t live = shared.live_endpoints.fetch_add(1, std::memory_order_relaxed) + 1;
+  const std::uint32_t live = shared.live_connections.load(std::memory_order_relaxed) + 1;
   try {
-    // Room in the kick ring for every endpoint, so a kick never falls back to an allocation.
+    // Room in the kick ring for every connection alive, so a kick never falls back to an
+    // allocation (KickQueue::RunLater).
     if (!kicks_.Reserve(live)) throw std::bad_alloc();
-    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events),
-                                        shared.live_endpoints);
+    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events));
   } catch (const std::bad_alloc&) {
-    shared.live_endpoints.fetch_sub(1, std::memory_order_relaxed);
     SOFTDAT_LOG(kWarn, "tcp: no memory for endpoint %u of this IA", live);
     return Status(Code::kInsufficientResources, Detail::kMemory);
   }

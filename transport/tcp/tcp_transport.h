@@ -31,6 +31,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/mutex.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/poll_set.h"
 #include "transport/tcp/tcp_connection.h"
@@ -96,11 +97,11 @@ class TcpTransport final : public Transport {
   asio::posix::stream_descriptor poll_descriptor_;  // the PollSet's epoll fd, in the io_context
   std::atomic<bool> park_armed_{false};  // the progress thread parks (or is about to): consumers polled
   std::atomic<bool> parked_{false};      // it is parked: consumers run the io_context's handlers
-  std::mutex park_mutex_;
-  std::condition_variable park_cv_;      // wakes the parked thread (Pause, the destructor)
+  softdat::Mutex park_mutex_;
+  std::condition_variable_any park_cv_;      // wakes the parked thread (Pause, the destructor)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
-  std::mutex asio_mutex_;  // one consumer thread at a time runs the io_context's handlers
+  std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers
   std::atomic<std::uint64_t> consumer_poll_ns_{0};  // when a consumer last drove progress
   std::atomic<std::uint32_t> progress_calls_{0};
   std::atomic<bool> stopping_{false};

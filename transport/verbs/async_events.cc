@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One async event reader per device context, shared by the IAs of a process (async_events.h).
+#include "base/mutex.h"
 #include "transport/verbs/async_events.h"
 
 #include <fcntl.h>
@@ -12,7 +13,7 @@
 namespace softdat::transport::verbs {
 
 std::shared_ptr<AsyncEventRouter> AsyncEventRouter::For(ibv_context* context) {
-  static std::mutex registry_mutex;
+  static softdat::Mutex registry_mutex;
   static std::vector<std::weak_ptr<AsyncEventRouter>> registry;
   std::lock_guard lock(registry_mutex);
   std::erase_if(registry, [](const std::weak_ptr<AsyncEventRouter>& r) { return r.expired(); });

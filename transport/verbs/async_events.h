@@ -19,6 +19,8 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace softdat::transport::verbs {
 
 // A transport whose progress delivers async events (VerbsTransport).
@@ -74,7 +76,7 @@ class AsyncEventRouter {
   };
 
   ibv_context* const context_;
-  std::mutex mutex_;
+  softdat::Mutex mutex_;
   std::deque<Entry> queue_;  // guarded by mutex_
 };
 

@@ -18,6 +18,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace softdat::transport::verbs {
 
 class Turn {
@@ -59,8 +61,8 @@ class Turn {
 
   std::atomic<pid_t> holder_{0};  // the holder's thread id, 0 when free
   std::atomic<int> waiters_{0};
-  std::mutex mutex_;
-  std::condition_variable released_;
+  softdat::Mutex mutex_;  // only for waiting out a holder; never held while anything else runs
+  std::condition_variable_any released_;
 };
 
 // Takes a turn for a scope, if it is free.

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "base/mutex.h"
 #include "transport/completion_queue.h"
 #include "transport/verbs/async_events.h"
 #include "transport/verbs/turn.h"
@@ -67,7 +68,7 @@ class VerbsCq final : public CompletionQueue, public AsyncTarget {
   std::atomic<std::uint32_t> capacity_{0};
   Turn turn_;
   bool watched_ = false;  // control path only
-  std::mutex table_mutex_;
+  softdat::Mutex table_mutex_;
   std::unordered_map<std::uint32_t, VerbsEndpoint*> endpoints_;  // by qp_num, under table_mutex_
 };
 

@@ -431,6 +431,7 @@ void VerbsEndpoint::OnCmEvent(const CmEvent& e) {
         events_->OnEstablished(Data(e));
       else
         events_->OnEstablished({});
+      events_->Deliver();
       return;
     }
     case RDMA_CM_EVENT_REJECTED: {
@@ -561,6 +562,7 @@ bool VerbsEndpoint::Finish() {
   LeaveCqs();
   ended_reported_.store(true, std::memory_order_release);
   events_->OnEnded(end_why_, {end_data_, end_data_length_});
+  events_->Deliver();
   return true;
 }
 
@@ -583,6 +585,7 @@ void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
   if (failed)
     SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
   events_->OnWorkDone(posted.id, status, status == WorkStatus::kSuccess ? posted.length : 0);
+  events_->Deliver();  // on this thread: a consumer's dequeue takes the event it makes
   if (failed) Break();
 }
 
@@ -610,6 +613,7 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
   if (failed)
     SOFTDAT_LOG(kInfo, "verbs: receive completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
   events_->OnDeviceRecvDone(recv_id, status, info);
+  events_->Deliver();  // on this thread: a consumer's dequeue takes the event it makes
   if (failed) Break();
 }
 

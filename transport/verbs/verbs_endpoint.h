@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/verbs/private_data.h"
 #include "transport/verbs/verbs_device.h"
@@ -169,7 +170,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   // A completion with an error (on a polling thread): the progress breaks the connection.
   std::atomic<bool> break_requested_{false};
 
-  mutable std::mutex mutex_;  // guards what follows; never held while an event runs
+  mutable softdat::Mutex mutex_;  // guards what follows; never held while an event runs
   State state_ = State::kIdle;
   ibv_qp* qp_ = nullptr;
   VerbsCq* send_cq_ = nullptr;  // null: the transport's own

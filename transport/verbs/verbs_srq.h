@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/mutex.h"
 #include "transport/device_resources.h"
 #include "transport/verbs/async_events.h"
 
@@ -44,7 +45,7 @@ class VerbsSrq final : public DeviceSrq, public AsyncTarget {
   ibv_srq* srq_ = nullptr;
   std::uint32_t max_work_ = 0;
   std::uint32_t max_segments_;
-  std::mutex post_mutex_;  // guards sge_ (preallocated so posting never allocates)
+  softdat::Mutex post_mutex_;  // guards sge_ (preallocated so posting never allocates)
   std::unique_ptr<ibv_sge[]> sge_;
 };
 

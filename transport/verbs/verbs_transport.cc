@@ -15,6 +15,7 @@
 #include <cstring>
 #include <thread>
 
+#include "base/deferred_calls.h"
 #include "base/log.h"
 #include "transport/verbs/verbs_cq.h"
 #include "transport/verbs/verbs_endpoint.h"
@@ -233,6 +234,7 @@ void VerbsTransport::Run() {
     }
     DrainAll(timers);
     turn_.Release();
+    RunDeferredCalls();  // this thread's safe point: CNO agents its deliveries triggered
   }
 }
 

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "transport/transport.h"
 #include "transport/verbs/async_events.h"
 #include "transport/verbs/turn.h"
@@ -122,10 +123,10 @@ class VerbsTransport final : public Transport, public AsyncSink {
   int wake_fd_ = -1;
   mutable Turn turn_;
   std::atomic<std::uint64_t> generation_{1};
-  std::mutex own_cq_mutex_;
+  softdat::Mutex own_cq_mutex_;
   std::unique_ptr<VerbsCq> own_cq_;  // under own_cq_mutex_ until made, then fixed
   std::atomic<VerbsCq*> own_cq_made_{nullptr};
-  std::mutex service_mutex_;
+  softdat::Mutex service_mutex_;
   std::vector<VerbsEndpoint*> service_;    // asked for service, under service_mutex_
   std::vector<VerbsEndpoint*> deadlines_;  // waiting for a deadline, under service_mutex_
   std::vector<VerbsCq*> watched_;          // under service_mutex_
