@@ -2,7 +2,7 @@
 // One side of the scale test: N connections into one server whose EPs share one SRQ of 256
 // buffers, through the stock registry. Each side prints one JSON line of figures.
 //
-//   scale_peer server IA PORT N        accepts N connections, then takes kPerConnection 4 KiB
+//   scale_peer server IA PORT N [Q]    accepts N connections (Q: the receive EVD's length), then takes kPerConnection 4 KiB
 //                                      messages from each (the SRQ reposted as it goes),
 //                                      checking every byte
 //   scale_peer client IA HOST PORT N   opens N connections, then sends kPerConnection messages on
@@ -229,16 +229,16 @@ bool Intact(const std::uint8_t* at, std::uint32_t& index) {
   return true;
 }
 
-int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
+int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n, DAT_COUNT recv_qlen) {
   RaiseFdLimit(n);
   const double start_open = Seconds();
   Ia ia(ia_name);
   const DAT_COUNT qlen = static_cast<DAT_COUNT>(n + 1024);
   DAT_EVD_HANDLE cr_evd = ia.Evd(DAT_EVD_CR_FLAG, qlen);
   DAT_EVD_HANDLE conn_evd = ia.Evd(DAT_EVD_CONNECTION_FLAG, 2 * qlen);
-  // The SRQ bounds what can complete unreaped (its buffers are reposted as they are reaped): the
-  // receive EVD needs no more, whatever N is.
-  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, 2 * kSrqBuffers);
+  // A device's CQ is the receive EVD's length: the verbs scale case gives one that does not grow
+  // with N (recv_qlen), to show that the CQ does not either.
+  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, recv_qlen != 0 ? recv_qlen : qlen);
   DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, 64);
   DAT_SRQ_ATTR srq_attr{};
   srq_attr.max_recv_dtos = kSrqBuffers;
@@ -408,10 +408,11 @@ int Client(const char* ia_name, const char* host, DAT_CONN_QUAL port, std::size_
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::strcmp(argv[1], "server") == 0)
-    return Server(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
+  if ((argc == 5 || argc == 6) && std::strcmp(argv[1], "server") == 0)
+    return Server(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10),
+                  argc == 6 ? static_cast<DAT_COUNT>(std::strtol(argv[5], nullptr, 10)) : 0);
   if (argc == 6 && std::strcmp(argv[1], "client") == 0)
     return Client(argv[2], argv[3], std::strtoull(argv[4], nullptr, 10), std::strtoull(argv[5], nullptr, 10));
-  std::fprintf(stderr, "usage: scale_peer server IA PORT N | scale_peer client IA HOST PORT N\n");
+  std::fprintf(stderr, "usage: scale_peer server IA PORT N [RECV_EVD_QLEN] | scale_peer client IA HOST PORT N\n");
   return 2;
 }

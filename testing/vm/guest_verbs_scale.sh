@@ -14,7 +14,8 @@ export DAT_OVERRIDE=$conf
 fail() { echo "FAIL: $*"; exit 1; }
 run() {  # run N: one server/client pair; the server's JSON line in $work/scale-N.json
   local n=$1 port=$((47600 + $1 % 100))
-  timeout 600 "$peer" server "$ia" "$port" "$n" >"$work/scale-$n.json" 2>"$work/scale-$n.server.err" &
+  # One receive EVD length for every N: the SRQ's 256 buffers bound what completes unreaped.
+  timeout 600 "$peer" server "$ia" "$port" "$n" 2048 >"$work/scale-$n.json" 2>"$work/scale-$n.server.err" &
   local server=$!
   for _ in $(seq 300); do grep -q serving "$work/scale-$n.server.err" 2>/dev/null && break; sleep 0.1; done
   sleep 1  # the PSP is an rdma_cm listener: nothing to poll for
