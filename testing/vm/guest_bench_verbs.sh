@@ -7,7 +7,9 @@
 #   RESULT <round> <device> <stack> <figure> <value>
 # with latencies in µs (half a round trip, as dtest and perftest both report) and bandwidths in
 # MB/s. A run that fails prints "FAILED <round> <device> <stack> <figure>" and its log's tail.
-# Usage (inside the VM only): guest_bench_verbs.sh ROUNDS NAME=LIBRARY [NAME=LIBRARY...]
+# With DATPERF set (a datperf binary), each DAT stack also runs datperf's 8 B Send ping-pong
+# (2,000 round trips, reaping by spinning on dat_evd_dequeue: its p50), steadier than dtest's 100.
+# Usage (inside the VM only): [DATPERF=path] guest_bench_verbs.sh ROUNDS NAME=LIBRARY [NAME=LIBRARY...]
 set -uo pipefail
 
 if [ "${SOFTDAT_VM:-}" != 1 ]; then
@@ -88,6 +90,12 @@ dtest_stack() {  # dtest_stack ROUND DEVICE STACK CONF
     env DAT_OVERRIDE="$conf" dtest -p -P bench -h "${ip[$dev]}" -B $large_burst -b 65536
   result "$r" "$dev" "$stack" send_lat_64k "$(dtest_pingpong Message "$log")" "$log"
   result "$r" "$dev" "$stack" write_bw_64k "$(dtest_write_bw "$log")" "$log"
+  if [ -n "${DATPERF:-}" ]; then
+    log=$work/$r-$dev-$stack-datperf8.log
+    run_pair "$log" 0 env DAT_OVERRIDE="$conf" "$DATPERF" -P bench --once --reap dequeue -q -- \
+      env DAT_OVERRIDE="$conf" "$DATPERF" -P bench -h "${ip[$dev]}" -t lat -s 8 -n 2000 --reap dequeue -q
+    result "$r" "$dev" "$stack" datperf_lat_8 "$(awk '$1 == "lat" && $3 == "B" {print $7}' "$log" | tail -1)" "$log"
+  fi
 }
 
 # perftest through rdma_cm (-R: the only way on iWARP, and GID-free on RoCE), which listens on
