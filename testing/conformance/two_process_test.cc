@@ -96,6 +96,10 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
 // for good, in both progress modes. It ends (BROKEN: the waiting messages are discarded), nothing
 // more is delivered, and the SRQ keeps its buffers.
 TEST_F(TwoProcesses, APeerKilledWhileItsMessagesWaitForSrqBuffersEndsTheConnection) {
+  // On a device a Send completes only once the peer took it (RC), so the peer cannot finish its
+  // Sends while they wait for buffers: testing/vm/peer_death pins the device's case.
+  if (ProviderSays("SOFTDAT_TRANSPORT", "verbs"))
+    GTEST_SKIP() << "a device's Sends wait for the receiver's buffers (testing/vm/guest_peer_death.sh)";
   constexpr int kBuffers = 2;
   constexpr int kMessages = 20;
   DAT_SRQ_HANDLE srq;
