@@ -67,12 +67,12 @@ struct alignas(kLine) SideControl {
   // reads it to find room and to complete Sends its peer pulled.
   alignas(kLine) std::uint64_t consumed;
   // Odd while this side's one-sided access into the peer's memory (cross-memory attach) is in
-  // flight: bumped to odd before the access checks the peer's key table and alive word, to even
+  // flight: bumped to odd before the access checks the peer's key table and ended word, to even
   // after the copy. The peer's revocations wait for an odd value to change (key_table.h).
   alignas(kLine) std::uint64_t access;
-  // 1 while this side's connection is established; 0 once it ended. A one-sided access by the
-  // peer checks it after announcing itself (same rule as a key).
-  alignas(kLine) std::uint32_t alive;
+  // 0 while this side may be accessed; 1 once its connection ended. A one-sided access by the
+  // peer checks it after announcing itself (the rule of key_table.h).
+  alignas(kLine) std::uint32_t ended;
   // MSN of a pulled Send whose pull the kernel refused this side (0: none): the peer sends that
   // message's bytes again through the ring.
   alignas(kLine) std::uint32_t pull_refused;
