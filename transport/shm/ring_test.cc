@@ -216,18 +216,28 @@ TEST(Ring, AProducerAndAConsumerThreadOnTwoMappings) {
   RingReader reader;
   writer.Attach(producer_view.data() + kPage, kBytes, reinterpret_cast<std::uint64_t*>(producer_view.data()));
   reader.Attach(consumer_view.data() + kPage, kBytes, reinterpret_cast<std::uint64_t*>(consumer_view.data()));
-  constexpr std::uint32_t kCount = 200000;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  constexpr std::uint32_t kCount = 50000;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // Each side yields when it finds nothing to do: two spinning threads on a shared two-core
+  // machine (and under TSan) would otherwise starve each other.
   std::thread consumer([&] {
     std::uint32_t read = 0;
     while (read < kCount && std::chrono::steady_clock::now() < deadline) {
-      if (ReadOne(reader, read + 1, LengthOf(read, 300))) ++read;
+      if (ReadOne(reader, read + 1, LengthOf(read, 300))) {
+        ++read;
+      } else {
+        std::this_thread::yield();
+      }
     }
     EXPECT_EQ(read, kCount);
   });
   std::uint32_t written = 0;
   while (written < kCount && std::chrono::steady_clock::now() < deadline) {
-    if (WriteOne(writer, written + 1, LengthOf(written, 300))) ++written;
+    if (WriteOne(writer, written + 1, LengthOf(written, 300))) {
+      ++written;
+    } else {
+      std::this_thread::yield();
+    }
   }
   consumer.join();
   EXPECT_EQ(written, kCount);
