@@ -14,10 +14,14 @@
 //
 // Threads. Consumer calls may come from any thread (DAT marks most of them MT-unsafe per EP;
 // softdat makes them safe anyway). The transport calls the EndpointEvents from its progress
-// context. Three locks, always taken in this order and never held while calling into the
+// context. Four locks, always taken in this order and never held while calling into the
 // transport's blocking paths or into an EVD:
-//   post_mutex_   serializes posts of requests (the request queue's tail has one writer)
-//   mutex_        state, connection bookkeeping, watermarks
+//   resources_mutex_  the transport endpoint, the receive source and the attributes, which
+//                     dat_ep_modify and dat_ep_reset replace (exclusive) while every other consumer
+//                     call that uses them holds it shared; posts of requests hold post_mutex_
+//                     instead, which the replacement also takes
+//   post_mutex_       serializes posts of requests (the request queue's tail has one writer)
+//   mutex_            state, connection bookkeeping, watermarks
 //   (queues' own internal mutexes)
 // Events reach EVDs only through Deliver(), run by one thread at a time (DeliveryTurn) with no
 // lock held, because an EVD may call a CNO proxy agent — consumer code that may call back in.
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "base/mutex.h"
 #include "base/status.h"
@@ -205,9 +210,12 @@ class Ep : public HandleHeader {
   // a hard crossing breaks the connection.
   void ActOnWatermarks(srq::ReceiveSource::Crossing crossed);
   bool ConnectedForWatermarks() const;  // under mutex_
-  Status PostRequest(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
+  // The checks of a request post and the post, under post_mutex_ (which dat_ep_modify takes to
+  // change the attributes); delivers a flush after releasing it.
+  Status PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
                      DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                      bool invalidate, DAT_RMR_CONTEXT invalidate_key);
+  // Under post_mutex_.
   Status PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
                            DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                            bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed);
@@ -255,6 +263,7 @@ class Ep : public HandleHeader {
   std::unique_ptr<RequestQueue> requests_;
   std::unique_ptr<srq::ReceiveSource> receive_;
 
+  mutable softdat::SharedMutex resources_mutex_;
   softdat::Mutex post_mutex_;
   mutable softdat::Mutex mutex_;
   std::atomic<DAT_EP_STATE> state_{DAT_EP_STATE_UNCONNECTED};

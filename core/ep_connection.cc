@@ -85,6 +85,7 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   std::memcpy(&address, remote, sizeof address);
   if (const std::string why = LoopbackCannotReach(ia_->address(), address); !why.empty())
     SOFTDAT_LOG(kWarn, "dat_ep_connect(%s): %s", ia_->name().c_str(), why.c_str());
+  std::shared_lock resources(resources_mutex_);  // dat_ep_modify may not replace endpoint_ meanwhile
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -131,6 +132,7 @@ Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT pri
       static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
     return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
+  std::shared_lock resources(resources_mutex_);
   DAT_EP_STATE before;
   {
     std::lock_guard lock(mutex_);
@@ -196,6 +198,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
   bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
+  std::shared_lock resources(resources_mutex_);
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -224,6 +227,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
 }
 
 Status Ep::Reset() {
+  std::unique_lock resources(resources_mutex_);  // the one owner of the swap (see Modify)
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();

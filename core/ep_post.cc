@@ -29,6 +29,7 @@ transport::RecvTarget TargetOf(const srq::RecvBuffer& buffer) {
 
 Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags) {
+  std::shared_lock resources(resources_mutex_);  // dat_ep_modify may not replace receive_ meanwhile
   if (Status postable = receive_->CanPost(); !postable.ok()) return postable;
   if (num_segments < 0 || num_segments > attr_.max_recv_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
@@ -58,7 +59,8 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
     current = state();
   }
   if (current == DAT_EP_STATE_DISCONNECTED) {
-    Deliver();  // "the posted Recv is immediately flushed to recv_evd_handle"
+    resources.unlock();  // an EVD post runs with no lock held
+    Deliver();           // "the posted Recv is immediately flushed to recv_evd_handle"
   } else if (posted.resumes && (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING)) {
     endpoint_->RecvBuffersAvailable();  // only when a message waits for this buffer
   }
@@ -86,39 +88,42 @@ Status Ep::PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> 
 
 Status Ep::PostSend(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags, bool invalidate, DAT_RMR_CONTEXT invalidate_key) {
-  if (num_segments < 0 || num_segments > attr_.max_request_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  return PostRequest(DAT_DTO_SEND, {local_iov, static_cast<std::size_t>(num_segments)}, cookie, nullptr, flags,
-                     invalidate, invalidate_key);
+  return PostRequest(DAT_DTO_SEND, num_segments, local_iov, cookie, nullptr, flags, invalidate, invalidate_key);
 }
 
 Status Ep::PostRdma(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
                     DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote_iov, DAT_COMPLETION_FLAGS flags) {
-  const DAT_COUNT max_iov = operation == DAT_DTO_RDMA_READ ? attr_.max_rdma_read_iov : attr_.max_rdma_write_iov;
-  if (num_segments < 0 || num_segments > max_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  if (remote_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
-  if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
-  return PostRequest(operation, {local_iov, static_cast<std::size_t>(num_segments)}, cookie, remote_iov, flags,
-                     false, 0);
+  return PostRequest(operation, num_segments, local_iov, cookie, remote_iov, flags, false, 0);
 }
 
-Status Ep::PostRequest(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov, DAT_DTO_COOKIE cookie,
-                       const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags, bool invalidate,
-                       DAT_RMR_CONTEXT invalidate_key) {
-  if ((flags & ~kRequestPostFlags) != 0 ||
-      ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
-       (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0) ||
-      (operation != DAT_DTO_SEND && (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)))
-    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
-  if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
-
+Status Ep::PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
+                       DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
+                       bool invalidate, DAT_RMR_CONTEXT invalidate_key) {
   bool flushed = false;
-  if (Status status = PostRequestLocked(operation, local_iov, cookie, remote, flags, invalidate, invalidate_key,
-                                        flushed);
-      !status.ok())
-    return status;
-  // Outside every lock: delivery may run a CNO agent, which may post again.
+  {
+    // The post lock from the first check on: dat_ep_modify changes the attributes under it.
+    std::lock_guard post(post_mutex_);
+    const DAT_COUNT max_iov = operation == DAT_DTO_SEND        ? attr_.max_request_iov
+                              : operation == DAT_DTO_RDMA_READ ? attr_.max_rdma_read_iov
+                                                               : attr_.max_rdma_write_iov;
+    if (num_segments < 0 || num_segments > max_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+    if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
+    if (operation != DAT_DTO_SEND) {
+      if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+      if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
+    }
+    if ((flags & ~kRequestPostFlags) != 0 ||
+        ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
+         (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0) ||
+        (operation != DAT_DTO_SEND && (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)))
+      return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+    if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
+    if (Status status = PostRequestLocked(operation, {local_iov, static_cast<std::size_t>(num_segments)}, cookie,
+                                          remote, flags, invalidate, invalidate_key, flushed);
+        !status.ok())
+      return status;
+  }
+  // Outside every lock: delivery posts to EVDs.
   if (flushed) Deliver();
   return Status::Ok();
 }
@@ -126,7 +131,6 @@ Status Ep::PostRequest(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> loca
 Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
                              DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
                              bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed) {
-  std::lock_guard post(post_mutex_);
   RequestQueue::Request* request = requests_->Reserve();
   if (request == nullptr) return Status(Code::kInsufficientResources);
   const LocalUse use = operation == DAT_DTO_RDMA_READ ? LocalUse::kReceive : LocalUse::kTransmit;
@@ -320,11 +324,13 @@ transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t a
 }
 
 Status Ep::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const {
+  std::shared_lock resources(resources_mutex_);
   receive_->RecvQuery(nbufs_allocated, bufs_alloc_span);
   return Status::Ok();
 }
 
 Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark) {
+  std::shared_lock resources(resources_mutex_);
   bool connected;
   {
     std::lock_guard lock(mutex_);
@@ -337,7 +343,8 @@ Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_water
   // "If the new high watermark values are below the current number of Receive DTOs at EP, an
   // asynchronous event will be generated immediately."
   ActOnWatermarks(crossed);
-  Deliver(0);  // the consumer's own call: what the crossing made ready goes out now
+  resources.unlock();  // an EVD post runs with no lock held
+  Deliver(0);          // the consumer's own call: what the crossing made ready goes out now
   return Status::Ok();
 }
 
