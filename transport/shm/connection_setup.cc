@@ -235,7 +235,15 @@ void Connection::MaybeFinishClose() {
     SendClose(CloseReason::kGraceful, 0);
     ::shutdown(socket_.get(), SHUT_WR);
   }
-  if (!peer_eof_ || held_.load(std::memory_order_relaxed)) return;  // a held Send waits for its buffer (or the RNR timer)
+  if (!peer_eof_) return;
+  if (held_.load(std::memory_order_relaxed)) {
+    // As an RNIC's connection in RNR retry dies with its peer: the waiting Sends took no buffer
+    // and are dropped.
+    SOFTDAT_LOG(kInfo, "shm: process %d ended the connection while its Send MSN %u waited for a receive buffer",
+                static_cast<int>(peer_pid_), expected_msn_);
+    End(ConnectionEnd::kBroken);
+    return;
+  }
   if (reader_.Ready()) return;  // records are left: the next Poll reads them
   if (rx_.active) {
     SOFTDAT_LOG(kInfo, "shm: process %d closed the connection in the middle of a message", static_cast<int>(peer_pid_));

@@ -235,6 +235,33 @@ TEST(ShmConnection, ASendWithoutABufferWaitsInTheRingAndTheSenderWaitsToo) {
   for (const auto& sink : sinks) EXPECT_EQ(sink, source);
 }
 
+// The peer ends while its Send waits for a buffer: the connection breaks (the Send took no
+// buffer and is dropped), as a held TCP connection that sees its peer's FIN.
+TEST(ShmConnection, ThePeersEndWhileASendWaitsForABufferBreaksTheConnection) {
+  Fixture f;
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> source = Bytes(10, 3);
+  const Segment out[] = {SegmentOver(source)};
+  ASSERT_TRUE(f.active->Post(SendOf(1, out)).ok());
+  ASSERT_TRUE(f.Until([&] { return f.passive.events->Get(f.passive.events->not_ready) == 1; }));
+  f.active->Disconnect(true);
+  ASSERT_TRUE(f.BothEnded());
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->ended), ConnectionEnd::kBroken);
+  EXPECT_TRUE(f.passive.events->Get(f.passive.events->recvs).empty());
+}
+
+// A Work posted after the end (before core heard of it) is accepted and left to the end's flush.
+TEST(ShmConnection, APostThatMeetsTheEndIsLeftToItsFlush) {
+  Fixture f;
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> source = Bytes(10, 3);
+  const Segment out[] = {SegmentOver(source)};
+  f.active.events->on_ended = [&] { EXPECT_TRUE(f.active->Post(SendOf(7, out)).ok()); };
+  f.passive->Disconnect(false);
+  ASSERT_TRUE(f.BothEnded());
+  EXPECT_TRUE(f.active.events->Get(f.active.events->work_done).empty());
+}
+
 TEST(ShmConnection, TheRnrTimeoutBreaksTheConnection) {
   PairConfig config;
   config.options.rnr_timeout_ms = 20;

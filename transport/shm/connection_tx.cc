@@ -29,6 +29,9 @@ constexpr std::size_t kMaxIovecs = kMaxPullSegments;
 }  // namespace
 
 Status Connection::Post(const Work& work) {
+  // The connection ended and its OnEnded is on its way (core holds the EP's state lock around
+  // this call, so it has not run yet): the Work is left for that end to flush, as core promises.
+  if (ended_.load(std::memory_order_acquire)) return Status::Ok();
   {
     std::lock_guard lock(post_mutex_);
     const std::uint64_t tail = post_tail_.load(std::memory_order_relaxed);
