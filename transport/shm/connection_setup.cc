@@ -69,7 +69,8 @@ void Connection::Kick() {
 }
 
 void Connection::Note(std::uint32_t bits) {
-  notes_.fetch_or(bits, std::memory_order_release);
+  // A note already left needs no second write (a stream of Posts leaves the same one each time).
+  if ((notes_.load(std::memory_order_relaxed) & bits) != bits) notes_.fetch_or(bits, std::memory_order_release);
   Kick();
 }
 
