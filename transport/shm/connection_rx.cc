@@ -71,16 +71,20 @@ Connection::Rx Connection::StartMessage(const RecordHeader& header) {
   }
   RecvTarget target;
   report_pending_ = true;  // a buffer taken may cross a watermark
+  // Held from before the question: a RecvBuffersAvailable that comes while core answers "not
+  // ready" must find the flag set, or its note would be dropped and the Send stay held.
+  held_.store(true, std::memory_order_seq_cst);
   switch (events_->AcquireRecv(header.msn, target)) {
     case RecvAcquire::kTaken:
       break;
     case RecvAcquire::kNotReady:
-      held_.store(true, std::memory_order_relaxed);
       ArmRnr();
       return Rx::kHeld;
     case RecvAcquire::kRefused:
+      held_.store(false, std::memory_order_relaxed);
       return Fail("a Send that may not take a receive buffer");
   }
+  held_.store(false, std::memory_order_relaxed);
   rnr_deadline_ns_ = 0;
   if (header.total > target.capacity) {
     SOFTDAT_LOG(kInfo, "shm: Send MSN %u of %u bytes is longer than its receive buffer (%llu bytes)", header.msn, header.total,

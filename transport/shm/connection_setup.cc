@@ -75,8 +75,9 @@ void Connection::Note(std::uint32_t bits) {
 }
 
 void Connection::RecvBuffersAvailable() {
-  // Cheap when nothing waits: the note matters only to a held Send.
-  if (!held_.load(std::memory_order_acquire)) return;
+  // Cheap when nothing waits: the note matters only to a held Send (held_ is set before core is
+  // asked, so a buffer posted while it answers is not missed).
+  if (!held_.load(std::memory_order_seq_cst)) return;
   Note(kNoteRecvAvailable);
 }
 
@@ -251,6 +252,8 @@ void Connection::MaybeFinishClose() {
     End(ConnectionEnd::kBroken);
     return;
   }
+  if (!peer_closed_)
+    SOFTDAT_LOG(kInfo, "shm: process %d ended the connection without a close notice (it exited or died)", static_cast<int>(peer_pid_));
   End(ConnectionEnd::kDisconnected);
 }
 

@@ -26,6 +26,7 @@ using testing::PairConfig;
 using testing::SegmentOver;
 using testing::Side;
 using transport::testing::Bytes;
+using transport::testing::RecordingEvents;
 using transport::testing::SmallEndpointConfig;
 
 constexpr std::uint32_t kKey = (3u << 8) | 1;
@@ -260,6 +261,49 @@ TEST(ShmConnection, APostThatMeetsTheEndIsLeftToItsFlush) {
   f.passive->Disconnect(false);
   ASSERT_TRUE(f.BothEnded());
   EXPECT_TRUE(f.active.events->Get(f.active.events->work_done).empty());
+}
+
+// Reports to a recorder, but the first time a Send asks for a buffer, one is posted (and
+// RecvBuffersAvailable called) while core is still answering "not ready": the race of a consumer
+// posting while the transport asks.
+class PostsWhileAsked final : public EndpointEvents {
+ public:
+  PostsWhileAsked(RecordingEvents& recorder, std::span<const Segment> buffer) : recorder_(recorder), buffer_(buffer) {}
+  void OnEstablished(std::span<const std::uint8_t> data) override { recorder_.OnEstablished(data); }
+  void OnEnded(ConnectionEnd why, std::span<const std::uint8_t> data) override { recorder_.OnEnded(why, data); }
+  RecvAcquire AcquireRecv(std::uint32_t msn, RecvTarget& target) override {
+    if (raced_) return recorder_.AcquireRecv(msn, target);
+    raced_ = true;
+    recorder_.AddBuffer(buffer_);
+    connection->RecvBuffersAvailable();
+    return RecvAcquire::kNotReady;
+  }
+  void OnRecvDone(std::uint32_t msn, WorkStatus status, const RecvInfo& info) override { recorder_.OnRecvDone(msn, status, info); }
+  void OnDeviceRecvDone(std::uint64_t, WorkStatus, const RecvInfo&) override {}
+  void OnWorkDone(std::uint64_t id, WorkStatus status, std::uint32_t length) override { recorder_.OnWorkDone(id, status, length); }
+  RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length, RemoteAccess access) override {
+    return recorder_.ResolveRemote(key, address, length, access);
+  }
+  Connection* connection = nullptr;
+
+ private:
+  RecordingEvents& recorder_;
+  std::span<const Segment> buffer_;
+  bool raced_ = false;
+};
+
+TEST(ShmConnection, ABufferPostedWhileCoreAnswersNotReadyIsNotMissed) {
+  std::vector<std::uint8_t> source = Bytes(10, 3), sink(10);
+  const Segment out[] = {SegmentOver(source)}, in[] = {SegmentOver(sink)};
+  RecordingEvents recorder;
+  PostsWhileAsked events(recorder, in);
+  PairConfig config;
+  config.passive_events = &events;
+  Fixture f(config);
+  events.connection = f.passive.connection.get();
+  ASSERT_TRUE(f.active->Post(SendOf(1, out)).ok());
+  ASSERT_TRUE(f.Until([&] { return recorder.Get(recorder.recvs).size() == 1; }));
+  EXPECT_EQ(sink, source);
 }
 
 TEST(ShmConnection, TheRnrTimeoutBreaksTheConnection) {

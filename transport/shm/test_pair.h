@@ -52,6 +52,8 @@ struct PairConfig {
   // The passive side's pulls fail as if its kernel refused them after the probe passed (its
   // peer was told it attaches): the resend path.
   bool passive_refuses_pulls = false;
+  // Events the passive connection reports to instead of its recorder (a test's wrapper).
+  EndpointEvents* passive_events = nullptr;
 };
 
 inline bool WaitReadable(int fd, int timeout_ms = 30000) {
@@ -131,7 +133,8 @@ inline bool MakePair(const PairConfig& c, Side& active, Side& passive) {
   passive.segment = p.segment.data();
   active.geometry = passive.geometry = c.geometry;
   active.connection = std::make_unique<Connection>(std::move(a), c.config, c.options, *active.table, active.events.get(), nullptr);
-  passive.connection = std::make_unique<Connection>(std::move(p), c.config, c.options, *passive.table, passive.events.get(), nullptr);
+  passive.connection = std::make_unique<Connection>(std::move(p), c.config, c.options, *passive.table,
+                                                    c.passive_events != nullptr ? c.passive_events : passive.events.get(), nullptr);
   return true;
 }
 
