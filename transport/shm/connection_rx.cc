@@ -72,8 +72,10 @@ Connection::Rx Connection::StartMessage(const RecordHeader& header) {
   RecvTarget target;
   report_pending_ = true;  // a buffer taken may cross a watermark
   // Held from before the question: a RecvBuffersAvailable that comes while core answers "not
-  // ready" must find the flag set, or its note would be dropped and the Send stay held.
-  held_.store(true, std::memory_order_seq_cst);
+  // ready" must find the flag set, or its note would be dropped and the Send stay held. (Core
+  // answers under its receive source's lock, which the consumer's post takes before it calls
+  // RecvBuffersAvailable: that orders this store before its load.)
+  held_.store(true, std::memory_order_release);
   switch (events_->AcquireRecv(header.msn, target)) {
     case RecvAcquire::kTaken:
       break;

@@ -77,7 +77,7 @@ void Connection::Note(std::uint32_t bits) {
 void Connection::RecvBuffersAvailable() {
   // Cheap when nothing waits: the note matters only to a held Send (held_ is set before core is
   // asked, so a buffer posted while it answers is not missed).
-  if (!held_.load(std::memory_order_seq_cst)) return;
+  if (!held_.load(std::memory_order_acquire)) return;
   Note(kNoteRecvAvailable);
 }
 
