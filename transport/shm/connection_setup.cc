@@ -137,8 +137,10 @@ void Connection::UnlockAndDeliver() {
 }
 
 bool Connection::PollLocked() {
-  kick_pending_.store(false, std::memory_order_relaxed);
-  const std::uint32_t notes = notes_.exchange(0, std::memory_order_acq_rel);
+  if (kick_pending_.load(std::memory_order_relaxed)) kick_pending_.store(false, std::memory_order_relaxed);
+  // Most polls find no note: a load, not a locked exchange, for them.
+  const std::uint32_t notes =
+      notes_.load(std::memory_order_relaxed) != 0 ? notes_.exchange(0, std::memory_order_acq_rel) : 0;
   if (detached_ || phase_ == Phase::kEnded) return false;
   bool moved = false;
   if (notes & kNoteStart) {
