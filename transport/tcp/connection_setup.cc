@@ -232,6 +232,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
   ApplySocketOptions();
   RecordAddresses();
   ApplyCongestion();
+  SOFTDAT_LOG(kInfo, "tcp %s: over TCP", Describe().data());  // the same-host path says "shared memory"
   StartPolling();
   SendMpaRequest();
 }
@@ -305,6 +306,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
   ApplySocketOptions();
   RecordAddresses();
   ApplyCongestion();
+  SOFTDAT_LOG(kInfo, "tcp %s: over TCP", Describe().data());
   StartPolling();
 
   wire::MpaFrame reply;

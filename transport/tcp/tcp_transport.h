@@ -18,6 +18,10 @@
 //    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
 //    once when a consumer about to sleep says so (Pause()). So an arrival or a posted Work waits
 //    for someone handoff_us at most, whatever the consumer does.
+// Same-host connections (shm=auto; local_path.h) are polled with the sockets: each poll looks at
+// their rings first (loads, no syscall), their sockets are in the PollSet (doorbells, the peer's
+// end), and the progress thread announces its sleep to their peers first (RunOne), so that they
+// ring a doorbell; the guarantees above hold for them alike.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
@@ -37,6 +41,7 @@
 
 #include "base/mutex.h"
 #include "transport/tcp/kick_queue.h"
+#include "transport/tcp/local_path.h"
 #include "transport/tcp/poll_set.h"
 #include "transport/tcp/spare_cpu.h"
 #include "transport/tcp/connection.h"
@@ -63,6 +68,9 @@ class TcpTransport final : public Transport {
   bool Progress() noexcept override;
   // True once kDueDepth connections hold Work back for the next drain (see Progress).
   bool ProgressDue() const noexcept override;
+  // The same-host path's key table (LocalPaths): what peers' one-sided RDMA checks.
+  void PublishKey(const PublishedKey& key) override;
+  void RevokeKey(std::uint32_t key) override;
   // Connections queued for a drain at which a consumer reaping events drains them before it
   // reaps on. A consumer answering each completion with a post over 1,000 connections otherwise
   // reaps thousands of completions, posts as many Sends into inline copies, and only then, its
@@ -78,6 +86,7 @@ class TcpTransport final : public Transport {
  private:
   friend struct TcpTransportTestAccess;  // test_seams.h
   void Run() noexcept;
+  bool RunOne();  // progress thread: one handler, sleeping for it if none is ready
   void Watch() noexcept;  // progress=poll: warns of data that waits for a DAT call
   // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
   bool PollReady(bool wait) noexcept;
@@ -111,6 +120,9 @@ class TcpTransport final : public Transport {
   SpareCpu spare_cpu_;  // progress thread: may it busy-poll (SpinAfterTraffic)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
+  std::unique_ptr<LocalPaths> local_;  // shm=auto: the same-host path (null: TCP only)
+  std::atomic<std::uint32_t> pd_numbers_{0};
+  std::atomic<std::uint32_t> indirect_polls_{0};  // consumer polls of a PollSet of same-host sockets only
   std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers
   std::atomic<std::uint32_t> progress_calls_{0};
   std::atomic<bool> stopping_{false};
