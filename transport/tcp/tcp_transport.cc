@@ -249,9 +249,9 @@ void TcpTransport::ArmParkFromConsumer() {
 
 // Progress thread, while consumers poll. It waits on a condition variable, not in the
 // io_context: Asio keeps every connected socket in its epoll set, edge-triggered, so a progress
-// thread in io_context::run() was woken by every arrival, only to find nothing to do, and on 2
-// CPUs each wake-up preempted a spinning consumer (0.7 wake-ups per 8 B round trip, 2.4x the
-// busy-poll latency). Meanwhile the consumers run the io_context's handlers (Progress). It sleeps
+// thread in io_context::run() would be woken by every arrival only to find nothing to do, and on
+// a small machine each wake-up preempts a spinning consumer (PERFORMANCE.md, "Progress").
+// Meanwhile the consumers run the io_context's handlers (Progress). It sleeps
 // until handoff_us after the consumers' last poll and takes the sockets back then, or at once
 // when a consumer about to sleep says so (Pause): a consumer that stops polling without a word
 // (its dequeue loop ended, it spins on memory now) leaves arrivals and posted Work handoff_us at
