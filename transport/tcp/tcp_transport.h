@@ -64,11 +64,9 @@ class TcpTransport final : public Transport {
   // True once kDueDepth connections hold Work back for the next drain (see Progress).
   bool ProgressDue() const noexcept override;
   // Connections queued for a drain at which a consumer reaping events drains them before it
-  // reaps on. A consumer answering each completion with a post over 1,000 connections otherwise
-  // reaps thousands of completions, posts as many Sends into inline copies, and only then, its
-  // EVD empty, writes them: 16 MB later, from memory instead of the cache (the SRQ fan-in
-  // client: 6.6% of its samples in that copy, 2.1% with drains every 32 connections). 32
-  // connections of four 4 KiB Sends are 512 KiB of copies.
+  // reaps on: one answering each completion with a post over many connections would otherwise
+  // write its copies only once its EVD is empty, from memory instead of the cache (32
+  // connections of four 4 KiB Sends are 512 KiB of copies; PERFORMANCE.md, "SRQ fan-in and many connections").
   static constexpr std::size_t kDueDepth = 32;
   void Pause() noexcept override;
 
