@@ -85,6 +85,9 @@ class TcpTransport final : public Transport {
   // nothing to do, or consumers start polling.
   void SpinAfterTraffic();
   void ArmParkFromConsumer();
+  void BeginConsumerSpell();
+  void WatchConsumers();
+  void EndConsumerSpell();
   void Park();
   bool RunAsio() noexcept;
 
@@ -109,6 +112,11 @@ class TcpTransport final : public Transport {
   SpareCpu spare_cpu_;  // progress thread: may it busy-poll (SpinAfterTraffic)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
+  // A consumer polled within handoff_us: kicks do not wake the progress thread, and the watch
+  // (a timer in the io_context, at the last poll + handoff_us) drains what they leave.
+  std::atomic<bool> consumers_active_{false};
+  asio::steady_timer consumer_watch_;
+  bool watching_consumers_ = false;  // io_context handlers only
   std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers
   std::atomic<std::uint32_t> progress_calls_{0};
   std::atomic<bool> stopping_{false};
