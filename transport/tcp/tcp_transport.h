@@ -16,8 +16,10 @@
 //    io_context (Asio's edge-triggered epoll would wake it for every arrival the consumer takes
 //    anyway, and on a small machine each wake-up preempts a spinning consumer); the parked thread
 //    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
-//    once when a consumer about to sleep says so (Pause()). So an arrival or a posted Work waits
-//    for someone handoff_us at most, whatever the consumer does.
+//    once when a consumer about to sleep says so (Pause()). Kicks wake the thread only when no
+//    consumer polled within handoff_us (a polling consumer drains them with what it posted
+//    meanwhile); a timer at the last poll + handoff_us drains what it left (WatchConsumers). So
+//    an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer does.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
