@@ -16,8 +16,10 @@
 //    io_context (Asio's edge-triggered epoll would wake it for every arrival the consumer takes
 //    anyway, and on a small machine each wake-up preempts a spinning consumer); the parked thread
 //    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
-//    once when a consumer about to sleep says so (Pause()). So an arrival or a posted Work waits
-//    for someone handoff_us at most, whatever the consumer does.
+//    once when a consumer about to sleep says so (Pause()). Kicks wake the thread only when no
+//    consumer polled within handoff_us (a polling consumer drains them with what it posted
+//    meanwhile); a timer at the last poll + handoff_us drains what it left (WatchConsumers). So
+//    an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer does.
 // Same-host connections (shm=auto; local_path.h) are polled with the sockets: each poll looks at
 // their rings first (loads, no syscall), their sockets are in the PollSet (doorbells, the peer's
 // end), and the progress thread announces its sleep to their peers first (RunOne), so that they
@@ -72,11 +74,9 @@ class TcpTransport final : public Transport {
   void PublishKey(const PublishedKey& key) override;
   void RevokeKey(std::uint32_t key) override;
   // Connections queued for a drain at which a consumer reaping events drains them before it
-  // reaps on. A consumer answering each completion with a post over 1,000 connections otherwise
-  // reaps thousands of completions, posts as many Sends into inline copies, and only then, its
-  // EVD empty, writes them: 16 MB later, from memory instead of the cache (the SRQ fan-in
-  // client: 6.6% of its samples in that copy, 2.1% with drains every 32 connections). 32
-  // connections of four 4 KiB Sends are 512 KiB of copies.
+  // reaps on: one answering each completion with a post over many connections would otherwise
+  // write its copies only once its EVD is empty, from memory instead of the cache (32
+  // connections of four 4 KiB Sends are 512 KiB of copies; PERFORMANCE.md, "SRQ fan-in and many connections").
   static constexpr std::size_t kDueDepth = 32;
   void Pause() noexcept override;
 
@@ -96,6 +96,9 @@ class TcpTransport final : public Transport {
   // nothing to do, or consumers start polling.
   void SpinAfterTraffic();
   void ArmParkFromConsumer();
+  void BeginConsumerSpell();
+  void WatchConsumers();
+  void EndConsumerSpell();
   void Park();
   bool RunAsio() noexcept;
 
@@ -123,6 +126,11 @@ class TcpTransport final : public Transport {
   std::unique_ptr<LocalPaths> local_;  // shm=auto: the same-host path (null: TCP only)
   std::atomic<std::uint32_t> pd_numbers_{0};
   std::atomic<std::uint32_t> indirect_polls_{0};  // consumer polls of a PollSet of same-host sockets only
+  // A consumer polled within handoff_us: kicks do not wake the progress thread, and the watch
+  // (a timer in the io_context, at the last poll + handoff_us) drains what they leave.
+  std::atomic<bool> consumers_active_{false};
+  asio::steady_timer consumer_watch_;
+  bool watching_consumers_ = false;  // io_context handlers only
   std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers
   std::atomic<std::uint32_t> progress_calls_{0};
   std::atomic<bool> stopping_{false};
