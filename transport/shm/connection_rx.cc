@@ -21,6 +21,10 @@ namespace {
 
 // Records one poll reads before it lets the poller go on.
 constexpr int kRecordBudget = 256;
+// Bytes of a pulled Send one poll copies: a large Send takes several polls, so that one
+// connection's 32 MiB copy does not hold up the others (and the receive buffer is seen taken
+// before the message completes, as over TCP).
+constexpr std::uint64_t kPullPerPoll = 4 << 20;
 
 RecvInfo InfoOf(const RecordHeader& header, std::uint32_t length) {
   RecvInfo info;
@@ -54,7 +58,8 @@ bool Connection::ReadRecords() {
       case Opcode::kPad: rx = Fail("a pad where a record belongs"); break;
     }
     if (rx == Rx::kEnded) return true;
-    if (rx == Rx::kHeld) break;
+    if (rx == Rx::kPartial) moved = true;
+    if (rx == Rx::kHeld || rx == Rx::kPartial) break;
     reader_.Consume(header);
     moved = true;
   }
@@ -123,41 +128,56 @@ Connection::Rx Connection::OnSend(const RecordHeader& header, const std::uint8_t
 }
 
 Connection::Rx Connection::OnPull(const RecordHeader& header, const std::uint8_t* payload) {
-  if (rx_.active) return Fail("a pull record inside another Send");
-  const std::uint16_t count = header.segments;
-  if (count == 0 || count > kMaxPullSegments || header.length != count * sizeof(PullSegment) ||
-      (header.flags & kFlagLast) == 0)
-    return Fail("a malformed pull record");
-  PullSegment pieces[kMaxPullSegments];
-  std::memcpy(pieces, payload, header.length);  // once: the peer may change the ring under us
-  std::uint64_t sum = 0;
-  iovec remote[kMaxPullSegments];
-  for (std::uint16_t i = 0; i < count; ++i) {
-    if (pieces[i].length > header.total) return Fail("a pull record whose pieces exceed its length");
-    sum += pieces[i].length;
-    remote[i] = iovec{reinterpret_cast<void*>(pieces[i].address), static_cast<std::size_t>(pieces[i].length)};
+  if (rx_.active && !rx_.pulling) return Fail("a pull record inside another Send");
+  if (!rx_.active) {
+    const std::uint16_t count = header.segments;
+    if (count == 0 || count > kMaxPullSegments || header.length != count * sizeof(PullSegment) ||
+        (header.flags & kFlagLast) == 0)
+      return Fail("a malformed pull record");
+    PullSegment pieces[kMaxPullSegments];
+    std::memcpy(pieces, payload, header.length);  // once: the peer may change the ring under us
+    std::uint64_t sum = 0;
+    for (std::uint16_t i = 0; i < count; ++i) {
+      if (pieces[i].length > header.total) return Fail("a pull record whose pieces exceed its length");
+      sum += pieces[i].length;
+    }
+    if (sum != header.total) return Fail("a pull record whose pieces disagree with its length");
+    if (Rx rx = StartMessage(header); rx != Rx::kDone) return rx;
+    rx_.pulling = true;
+    rx_.pull_count = count;
+    for (std::uint16_t i = 0; i < count; ++i)
+      rx_.pull_from[i] = Segment{pieces[i].address, static_cast<std::uint32_t>(pieces[i].length), 0};
+  } else if (header.msn != rx_.msn || header.total != rx_.total || header.opcode != Opcode::kSendPull) {
+    return Fail("a pull record that changed while it was being copied");
   }
-  if (sum != header.total) return Fail("a pull record whose pieces disagree with its length");
-  if (Rx rx = StartMessage(header); rx != Rx::kDone) return rx;
+  const std::uint64_t n = std::min<std::uint64_t>(kPullPerPoll, rx_.total - rx_.received);
   CmaResult result = CmaResult::kRefused;
   iovec local[kMaxPullSegments];
-  const std::size_t local_count = SegmentIovecs(rx_.target.segments, 0, header.total, local);
-  if (attach_ && (local_count != 0 || header.total == 0))
-    result = CrossMemoryCopy(peer_pid_, false, {local, local_count}, {remote, count}, header.total);
+  iovec remote[kMaxPullSegments];
+  const std::size_t local_count = SegmentIovecs(rx_.target.segments, rx_.received, n, local);
+  const std::size_t remote_count =
+      SegmentIovecs({rx_.pull_from, rx_.pull_count}, rx_.received, n, remote);
+  if (attach_ && ((local_count != 0 && remote_count != 0) || n == 0))
+    result = CrossMemoryCopy(peer_pid_, false, {local, local_count}, {remote, remote_count}, n);
   if (result == CmaResult::kFault) return Fail("the sender's memory is not where its pull record says");
   if (result == CmaResult::kRefused) {
-    // The bytes come again through the ring, as kSend records of this MSN; the record is consumed
-    // (and our refusal published before the consumed count).
+    // The bytes come again, whole, through the ring, as kSend records of this MSN; the record is
+    // consumed (and our refusal published before the consumed count).
     if (attach_) {
       SOFTDAT_LOG(kInfo, "shm: the kernel refused cross-memory attach to process %d: its Sends come through the ring",
                   static_cast<int>(peer_pid_));
       attach_ = false;
     }
     StoreRelease(&my_control_->pull_refused, header.msn);
+    rx_.pulling = false;
     rx_.awaiting_resend = true;
+    rx_.received = 0;
     return Rx::kDone;
   }
+  rx_.received += static_cast<std::uint32_t>(n);
+  if (rx_.received < rx_.total) return Rx::kPartial;
   rx_.active = false;
+  rx_.pulling = false;
   ++expected_msn_;
   events_->OnRecvDone(header.msn, WorkStatus::kSuccess, InfoOf(header, header.total));
   report_pending_ = true;

@@ -239,9 +239,18 @@ bool Connection::CheckPull() {
 // An RDMA Write or Read by cross-memory attach, once every earlier record is consumed (so it is
 // placed after them, as on the wire), in pieces each announced and checked (key_table.h).
 Connection::Pump Connection::PumpOneSided() {
-  if (writer_.consumed() != writer_.written() && (!writer_.Refresh() || writer_.consumed() != writer_.written()))
-    return Pump::kRoom;
   const Work& work = tx_.work;
+  if (writer_.consumed() != writer_.written() && (!writer_.Refresh() || writer_.consumed() != writer_.written())) {
+    // Records of ours wait to be read: a Write that fits the ring goes behind them, placed by the
+    // target in order, rather than wait for the target to consume them. Then nothing of it waits
+    // on this side: a sender that posts and sleeps (progress=poll) still gets it to the target,
+    // whose own polls place it (softdat(7), PROGRESS).
+    if (work.kind == WorkKind::kRdmaWrite && tx_.offset == 0 && work.length <= options_.pull_threshold) {
+      tx_.mode = TxMode::kRingWrite;
+      return Pump::kDone;
+    }
+    return Pump::kRoom;
+  }
   const bool write = work.kind == WorkKind::kRdmaWrite;
   const RemoteAccess access = write ? RemoteAccess::kWrite : RemoteAccess::kRead;
   std::atomic_ref<std::uint64_t> announced(my_control_->access);

@@ -123,7 +123,9 @@ class Connection final : private AccessWatch {
     kNoteCompletions = 32,    // done_ holds completions to report
     kNoteFailure = 64,        // the pump failed the connection (failure_)
   };
-  enum class Rx : std::uint8_t { kDone, kHeld, kEnded };
+  // kPartial: the record is only partly used (a pull copies a bounded piece per poll); it stays at
+  // the head and the next poll goes on with it.
+  enum class Rx : std::uint8_t { kDone, kHeld, kPartial, kEnded };
 
   struct Done {
     std::uint64_t id;
@@ -166,11 +168,15 @@ class Connection final : private AccessWatch {
   struct RxMessage {
     bool active = false;
     bool awaiting_resend = false;  // its pull was refused: the bytes come through the ring
+    bool pulling = false;          // a pulled Send, copied a piece per poll from pull_from
     std::uint32_t msn = 0;
     std::uint32_t total = 0;
     std::uint32_t received = 0;
     RecvTarget target;
     SegmentCursor cursor;
+    // The pull record's pieces, copied once when it started (the peer may change the ring).
+    std::uint16_t pull_count = 0;
+    Segment pull_from[kMaxPullSegments];
   };
 
   // AccessWatch: the peer's access word, for our table's revocations.
