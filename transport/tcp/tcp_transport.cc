@@ -374,6 +374,11 @@ bool TcpTransport::RunAsio() noexcept {
 bool TcpTransport::RunOne() {
   if (local_ == nullptr) return io_.run_one() > 0;
   if (io_.poll_one() > 0) return true;
+  // The PollSet is level-triggered, but the io_context watches its descriptor edge-triggered: an
+  // edge taken while nobody read the set (a consumer ran the handler, a bounded PollReady left
+  // some) would not come again, and a same-host connection's end (EOF on its socket, no data
+  // behind it) would wait for ever. One look before sleeping takes what is ready.
+  if (PollReady(true)) return true;
   // About to sleep: same-host peers are told first (they ring a doorbell on the socket for what
   // they publish from now on), and their rings are looked at once more for what came before.
   if (local_->PrepareSleep()) return true;
