@@ -7,7 +7,7 @@
 #include "core/ia.h"
 #include "core/service_point.h"
 #include "dat/consumer_ia_handle.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/raw_bits.h"
 #include "dat/status_map.h"
 

@@ -2,7 +2,7 @@
 // DAT entry points that post data transfer operations to an endpoint.
 #include "base/log.h"
 #include "core/ep.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/raw_bits.h"
 #include "dat/status_map.h"
 

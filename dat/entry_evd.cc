@@ -4,7 +4,7 @@
 #include "core/evd.h"
 #include "core/ia.h"
 #include "dat/consumer_ia_handle.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/raw_bits.h"
 #include "dat/status_map.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for the IA: dat_ia_open, dat_ia_close, dat_ia_query.
 #include "core/ia.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/provider_entry.h"
 #include "dat/raw_bits.h"
 #include "dat/status_map.h"

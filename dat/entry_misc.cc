@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT 2.0 entry points that answer without touching a transport: high-availability relations.
 #include "core/ia.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {

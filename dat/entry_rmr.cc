@@ -6,7 +6,7 @@
 #include "core/pz.h"
 #include "core/rmr.h"
 #include "dat/consumer_ia_handle.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/raw_bits.h"
 #include "dat/status_map.h"
 
