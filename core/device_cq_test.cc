@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "core/cno.h"
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {
