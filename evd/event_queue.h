@@ -159,7 +159,6 @@ class EventQueue {
   Status CheckFree() const;
 
   EventQueueInfo Query() const;
-  std::size_t Count() const;
 
  private:
   EventQueue(std::unique_ptr<DAT_EVENT[]> ring, std::size_t capacity);

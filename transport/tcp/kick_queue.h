@@ -52,12 +52,8 @@ class KickQueue {
   bool queued() const { return depth_.load(std::memory_order_relaxed) != 0; }
   // How many connections are queued (read without the lock: a hint, exact once posts stop).
   std::size_t depth() const { return depth_.load(std::memory_order_relaxed); }
-  // Wakes the progress thread's io_context whatever is queued (a consumer stops polling).
-  void WakeProgress();
   // Starts waiting on the eventfd (progress context, once).
   void Start();
-  // Stops waiting and drops what is queued (the transport is going away).
-  void Stop();
 
  private:
   void Arm();
