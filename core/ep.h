@@ -290,6 +290,8 @@ class Ep : public HandleHeader {
   bool soft_watermark_pending_ = false;
   // Private data of the last connection event; an event points into it.
   static constexpr std::size_t kMaxPrivateData = 512;
+  // The most private data this EP sends: what its transport carries and what an event holds.
+  std::uint64_t private_data_limit() const;
   std::array<std::uint8_t, kMaxPrivateData> private_data_{};
   std::size_t private_data_size_ = 0;
 };
