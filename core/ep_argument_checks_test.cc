@@ -61,12 +61,10 @@ TEST_F(EpArgumentChecksTest, ARequestTakesSolicitedWaitOnlyOnASendAndUnsignalled
   EXPECT_EQ(client->PostSend(1, &local, Cookie(1), DAT_COMPLETION_EVD_THRESHOLD_FLAG, false, 0), kBadFlags);
   EXPECT_EQ(client->PostSend(1, &local, Cookie(1), DAT_COMPLETION_UNSIGNALLED_FLAG, false, 0), kBadFlags)
       << "the EP's request_completion_flags do not enable unsignalled completions";
-  EXPECT_EQ(
-               client->PostRdma(DAT_DTO_RDMA_WRITE, 1, &local, Cookie(1), &remote, DAT_COMPLETION_SOLICITED_WAIT_FLAG),
-               kBadFlags);
-  EXPECT_EQ(
-               client->PostRdma(DAT_DTO_RDMA_READ, 1, &local, Cookie(1), &remote, DAT_COMPLETION_SOLICITED_WAIT_FLAG),
-               kBadFlags);
+  EXPECT_EQ(client->PostRdma(DAT_DTO_RDMA_WRITE, 1, &local, Cookie(1), &remote, DAT_COMPLETION_SOLICITED_WAIT_FLAG),
+            kBadFlags);
+  EXPECT_EQ(client->PostRdma(DAT_DTO_RDMA_READ, 1, &local, Cookie(1), &remote, DAT_COMPLETION_SOLICITED_WAIT_FLAG),
+            kBadFlags);
   // Every flag a request may carry is taken where it applies.
   ASSERT_TRUE(PostRecv(server, 4, 9).ok());
   EXPECT_TRUE(client
@@ -92,15 +90,12 @@ TEST_F(EpArgumentChecksTest, ABindTakesNeitherSolicitedWaitNorUnsignalledUnlessE
   ASSERT_TRUE(Rmr::Create(pz_, &rmr).ok());
   const DAT_LMR_TRIPLET unbind{};  // length 0: an unbind, which needs no LMR
   DAT_RMR_CONTEXT context = 0;
-  EXPECT_EQ(
-               rmr->Bind(nullptr, unbind, 0, DAT_VA_TYPE_VA, client, DAT_RMR_COOKIE{}, DAT_COMPLETION_SOLICITED_WAIT_FLAG,
-                         context),
-               kBadFlags);
-  EXPECT_EQ(
-               rmr->Bind(nullptr, unbind, 0, DAT_VA_TYPE_VA, client, DAT_RMR_COOKIE{}, DAT_COMPLETION_UNSIGNALLED_FLAG,
-                         context),
-               kBadFlags);
-  EXPECT_TRUE(rmr->Bind(nullptr, unbind, 0, DAT_VA_TYPE_VA, client, DAT_RMR_COOKIE{},
+  const DAT_RMR_COOKIE cookie{};
+  EXPECT_EQ(rmr->Bind(nullptr, unbind, 0, DAT_VA_TYPE_VA, client, cookie, DAT_COMPLETION_SOLICITED_WAIT_FLAG, context),
+            kBadFlags);
+  EXPECT_EQ(rmr->Bind(nullptr, unbind, 0, DAT_VA_TYPE_VA, client, cookie, DAT_COMPLETION_UNSIGNALLED_FLAG, context),
+            kBadFlags);
+  EXPECT_TRUE(rmr->Bind(nullptr, unbind, 0, DAT_VA_TYPE_VA, client, cookie,
                         Flags(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG), context)
                   .ok());
   Settle();

@@ -20,6 +20,9 @@ namespace {
 constexpr DAT_COMPLETION_FLAGS kRequestPostFlags = static_cast<DAT_COMPLETION_FLAGS>(
     DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
     DAT_COMPLETION_BARRIER_FENCE_FLAG);
+// Solicited wait is a Send's alone.
+constexpr DAT_COMPLETION_FLAGS kRdmaPostFlags =
+    static_cast<DAT_COMPLETION_FLAGS>(kRequestPostFlags & ~DAT_COMPLETION_SOLICITED_WAIT_FLAG);
 constexpr DAT_COMPLETION_FLAGS kBindFlags = static_cast<DAT_COMPLETION_FLAGS>(
     DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG);
 
@@ -122,10 +125,7 @@ Status Ep::PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR
       if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
       if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
     }
-    // Solicited wait is a Send's alone.
-    const DAT_COMPLETION_FLAGS allowed =
-        operation == DAT_DTO_SEND ? kRequestPostFlags
-                                  : static_cast<DAT_COMPLETION_FLAGS>(kRequestPostFlags & ~DAT_COMPLETION_SOLICITED_WAIT_FLAG);
+    const DAT_COMPLETION_FLAGS allowed = operation == DAT_DTO_SEND ? kRequestPostFlags : kRdmaPostFlags;
     if (Status status = CheckCompletionFlags(flags, allowed, attr_.request_completion_flags); !status.ok())
       return status;
     if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);

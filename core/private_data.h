@@ -14,7 +14,8 @@ namespace softdat::core {
 // A size from 0 to `max` (else kParamPrivateDataSize) and, for a size above 0, a pointer (else
 // kParamPrivateData).
 inline Status CheckPrivateData(DAT_COUNT size, const void* data, std::uint64_t max) {
-  if (size < 0 || static_cast<std::uint64_t>(size) > max) return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
+  if (size < 0 || static_cast<std::uint64_t>(size) > max)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (size > 0 && data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
   return Status::Ok();
 }
