@@ -100,7 +100,7 @@ class Ep : public HandleHeader {
   Status RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const;
   Status SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark);
 
-  // Passive side, for Cr and Rsp. BeginAccept moves the EP to PASSIVE_CONNECTION_PENDING and
+  // Passive side, for Cr and Rsp. Accept moves the EP to PASSIVE_CONNECTION_PENDING and
   // hands `pending` its transport endpoint; kInvalidState unless UNCONNECTED (or, for the EP of
   // `rsp`, TENTATIVE_CONNECTION_PENDING).
   Status Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT private_data_size,
@@ -224,7 +224,7 @@ class Ep : public HandleHeader {
 
   // Delivers everything ready, in the order DAT wants: the established event, receive
   // completions, request completions, the end-of-connection event, then EP_BROKEN for an SRQ EP
-  // and the soft high-watermark event. `kinds` says what the caller made ready (kAll unless a
+  // and the soft high-watermark event. `kinds` says what the caller made ready (kDeliverAll unless a
   // completion path knows): a pass looks only where some caller since the last one said, so a
   // receive completion does not take the locks of the request queue and the connection state
   // (about 250 instructions of an 8 B ping-pong's critical path).
