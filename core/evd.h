@@ -6,9 +6,13 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
+#include "base/mutex.h"
+
 #include "base/status.h"
+#include "core/counters.h"
 #include "core/handle.h"
 #include "evd/event_queue.h"
 
@@ -51,6 +55,10 @@ class Evd : public HandleHeader {
   Status Dequeue(DAT_EVENT& event);
   Status Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT& event, DAT_COUNT* nmore);
 
+  // dat_ib_query_counters / dat_ib_print_counters (a DCNT_EVD_* or DCNT_EVD_ALL_COUNTERS).
+  Status QueryCounters(int which, DAT_UINT64* out, bool reset);
+  Status PrintCounters(int which, bool reset);
+
   Ia* ia() const { return ia_; }
   DAT_EVD_FLAGS flags() const { return flags_; }
   Cno* cno() const { return cno_.load(std::memory_order_acquire); }
@@ -69,6 +77,14 @@ class Evd : public HandleHeader {
   std::unique_ptr<evd::EventQueue> queue_;
   std::atomic<Cno*> cno_{nullptr};
   std::atomic<int> users_{0};
+  // The consumer's calls (dequeues, waits), counted here; the rest the queue counts under its
+  // lock (EventQueueTally), from `tally_base_` on (where a reset left them).
+  EvdCounters counters_;
+  softdat::Mutex tally_mutex_;
+  std::uint64_t tally_base_[DCNT_EVD_ALL_COUNTERS] = {};
+  // One counter's value from `tally` (its queue-counted ones) or counters_.
+  std::uint64_t CounterValue(std::size_t which, const evd::EventQueueTally& tally) const;
+  Status CountersQuery(int which, DAT_UINT64* out, bool reset, bool print);
 };
 
 }  // namespace softdat::core

@@ -16,6 +16,7 @@
 #include "base/mutex.h"
 #include "base/deferred_calls.h"
 #include "base/status.h"
+#include "core/counters.h"
 #include "core/end_reports.h"
 #include "core/evd.h"
 #include "core/handle.h"
@@ -67,6 +68,12 @@ class Ia : public HandleHeader {
   const transport::Capabilities& capabilities() const { return transport_->capabilities(); }
   SrqLimits srq_limits() const;
   const ProviderSpecificAttributes& provider_specific() const { return provider_specific_; }
+  // The DAT IB counters of the IA (dat_ib_query_counters on the IA handle): objects created and
+  // freed (counted by Track and Untrack), connection management, and error diagnostics.
+  IaCounters& counters() { return counters_; }
+  Status QueryCounters(int which, DAT_UINT64* out, bool reset);
+  Status PrintCounters(int which, bool reset);
+
   // What EVD waits and dequeues of this IA drive: the transport's progress on the consumer's
   // thread (until the timeout in busy-poll mode, for the IA's spin_us otherwise).
   evd::ProgressHook* progress_hook() { return &poller_; }
@@ -137,6 +144,7 @@ class Ia : public HandleHeader {
   DAT_COUNT async_base_qlen_ = 0;   // the async EVD's length before any reservation
   DAT_COUNT async_reserved_ = 0;    // entries kept for SRQ EPs
   MemoryTable memory_;
+  IaCounters counters_;
   Poller poller_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
   mutable softdat::Mutex objects_mutex_;

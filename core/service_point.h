@@ -69,6 +69,8 @@ class Psp : public HandleHeader {
   // transport's progress thread reads it for a request that may arrive before Listen returns.
   std::atomic<DAT_CONN_QUAL> conn_qual_{0};
   std::unique_ptr<transport::Listener> listener_;
+  // UD endpoints' requests to the same qualifier (where the transport has datagrams).
+  std::unique_ptr<transport::Listener> datagram_listener_;
 };
 
 class Rsp : public HandleHeader {

@@ -427,6 +427,11 @@ bool Connection::NextTxMessage() {
       ++reads_count_;
       break;
     }
+    case WorkKind::kRdmaWriteImmediate:
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+    case WorkKind::kSendDatagram:
+      break;  // refused by TcpEndpoint::Post: this transport does not carry them yet
   }
   return true;
 }

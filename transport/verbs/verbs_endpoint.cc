@@ -186,6 +186,11 @@ Status VerbsEndpoint::Post(const Work& work) {
       wr.wr.rdma.remote_addr = work.remote_address;
       wr.wr.rdma.rkey = work.remote_key;
       break;
+    case WorkKind::kRdmaWriteImmediate:
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+    case WorkKind::kSendDatagram:
+      return Status(Code::kModelNotSupported);  // the capabilities say so: core never posts them
   }
   std::lock_guard lock(mutex_);
   if (qp_ == nullptr || (state_ != State::kConnected && state_ != State::kDraining))
