@@ -43,8 +43,16 @@ std::uint64_t Get64(const std::uint8_t* p) { return std::uint64_t{Get32(p)} << 3
 bool IsTagged(Opcode opcode) { return opcode == Opcode::kRdmaWrite || opcode == Opcode::kReadResponse; }
 
 std::size_t HeaderSize(Opcode opcode) {
-  if (IsTagged(opcode)) return kTaggedHeaderSize;
-  return opcode == Opcode::kReadRequest ? kMaxHeaderSize : kUntaggedHeaderSize;
+  switch (opcode) {
+    case Opcode::kRdmaWrite:
+    case Opcode::kReadResponse: return kTaggedHeaderSize;
+    case Opcode::kReadRequest: return kReadRequestHeaderSize;
+    case Opcode::kImmediate:
+    case Opcode::kImmediateSolicited: return kUntaggedHeaderSize + kImmediateBodySize;
+    case Opcode::kAtomicRequest: return kUntaggedHeaderSize + kAtomicRequestBodySize;
+    case Opcode::kAtomicResponse: return kUntaggedHeaderSize + kAtomicResponseBodySize;
+    default: return kUntaggedHeaderSize;
+  }
 }
 
 ControlError DecodeControl(const std::uint8_t* bytes, std::size_t& header_size) {
@@ -53,7 +61,7 @@ ControlError DecodeControl(const std::uint8_t* bytes, std::size_t& header_size) 
   if ((ddp & kDdpVersionMask) != kDdpVersion) return ControlError::kDdpVersion;
   if ((rdmap & kRdmapVersionMask) != kRdmapVersion) return ControlError::kRdmapVersion;
   const std::uint8_t opcode = rdmap & kOpcodeMask;
-  if (opcode > static_cast<std::uint8_t>(Opcode::kTerminate)) return ControlError::kOpcode;
+  if (opcode > static_cast<std::uint8_t>(Opcode::kAtomicResponse)) return ControlError::kOpcode;
   if (((ddp & kDdpTagged) != 0) != IsTagged(static_cast<Opcode>(opcode))) return ControlError::kTagMismatch;
   header_size = HeaderSize(static_cast<Opcode>(opcode));
   return ControlError::kNone;
@@ -82,6 +90,45 @@ void DecodeReadRequest(const std::uint8_t* bytes, ReadRequestBody& out) {
   out.size = Get32(bytes + 12);
   out.source_stag = Get32(bytes + 16);
   out.source_offset = Get64(bytes + 20);
+}
+
+void DecodeAtomicRequest(const std::uint8_t* bytes, AtomicRequestBody& out) {
+  out.operation = bytes[3] & 0x0F;  // Reserved (28 bits), then the operation code
+  out.request_id = Get32(bytes + 4);
+  out.stag = Get32(bytes + 8);
+  out.offset = Get64(bytes + 12);
+  out.add_or_swap = Get64(bytes + 20);
+  out.add_or_swap_mask = Get64(bytes + 28);
+  out.compare = Get64(bytes + 36);
+  out.compare_mask = Get64(bytes + 44);
+}
+
+void DecodeAtomicResponse(const std::uint8_t* bytes, AtomicResponseBody& out) {
+  out.request_id = Get32(bytes);
+  out.original = Get64(bytes + 4);
+}
+
+std::uint32_t DecodeImmediate(const std::uint8_t* bytes) { return Get32(bytes); }
+
+void EncodeAtomicRequest(const AtomicRequestBody& body, std::uint8_t* bytes) {
+  Put32(bytes, body.operation & 0x0Fu);
+  Put32(bytes + 4, body.request_id);
+  Put32(bytes + 8, body.stag);
+  Put64(bytes + 12, body.offset);
+  Put64(bytes + 20, body.add_or_swap);
+  Put64(bytes + 28, body.add_or_swap_mask);
+  Put64(bytes + 36, body.compare);
+  Put64(bytes + 44, body.compare_mask);
+}
+
+void EncodeAtomicResponse(const AtomicResponseBody& body, std::uint8_t* bytes) {
+  Put32(bytes, body.request_id);
+  Put64(bytes + 4, body.original);
+}
+
+void EncodeImmediate(std::uint32_t immediate, std::uint8_t* bytes) {
+  Put32(bytes, immediate);
+  Put32(bytes + 4, 0);
 }
 
 std::size_t EncodeHeader(const FpduHeader& header, std::uint8_t* bytes) {
@@ -141,6 +188,7 @@ const char* DescribeTerminate(TerminateCode code) {
         }
       }
       if (code.etype == 2 && code.code == 0x06) return "RDMAP: invalid opcode";
+      if (code.etype == 2 && code.code == 0x07) return "RDMAP: catastrophic error, localized to this stream";
       return "RDMAP: remote operation error";
     case TermLayer::kDdp:
       if (code.etype == 1) return code.code == 0x01 ? "DDP: tagged base or bounds" : "DDP: tagged buffer error";
