@@ -241,6 +241,7 @@ void Ep::Destroy(Ep* ep) {
 }
 
 void Ep::Query(DAT_EP_PARAM_MASK mask, DAT_EP_PARAM& param) const {
+  std::shared_lock resources(resources_mutex_);
   std::lock_guard lock(mutex_);
   if (mask & DAT_EP_FIELD_IA_HANDLE) param.ia_handle = ia_;
   if (mask & DAT_EP_FIELD_EP_STATE) param.ep_state = state();
@@ -262,6 +263,9 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
   constexpr DAT_EP_PARAM_MASK kModifiable = DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
                                             DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
   if ((mask & ~kModifiable) != 0) return Status(Code::kInvalidParameter, Detail::kParamMask);
+  // The one owner of the swap below: no other consumer call uses the old endpoint, receive source
+  // or attributes while this runs, and none can connect the EP meanwhile.
+  std::unique_lock resources(resources_mutex_);
   if (state() != DAT_EP_STATE_UNCONNECTED) return Status(Code::kInvalidState, Detail::kEpConnected);
   // Resolve every new value before changing anything: a refused modify changes nothing.
   Evd* evds[3] = {recv_evd_, request_evd_, connect_evd_};
@@ -320,6 +324,7 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
 }
 
 void Ep::GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
+  std::shared_lock resources(resources_mutex_);
   state = this->state();
   if (recv_idle != nullptr) *recv_idle = receive_->held() == 0 ? DAT_TRUE : DAT_FALSE;
   if (request_idle != nullptr) *request_idle = requests_->count() == 0 ? DAT_TRUE : DAT_FALSE;

@@ -14,10 +14,14 @@
 //
 // Threads. Consumer calls may come from any thread (DAT marks most of them MT-unsafe per EP;
 // softdat makes them safe anyway). The transport calls the EndpointEvents from its progress
-// context. Three locks, always taken in this order and never held while calling into the
+// context. Four locks, always taken in this order and never held while calling into the
 // transport's blocking paths or into an EVD:
-//   post_mutex_   serializes posts of requests (the request queue's tail has one writer)
-//   mutex_        state, connection bookkeeping, watermarks
+//   resources_mutex_  the transport endpoint, the receive source and the attributes, which
+//                     dat_ep_modify and dat_ep_reset replace (exclusive) while every other consumer
+//                     call that uses them holds it shared; posts of requests hold post_mutex_
+//                     instead, which the replacement also takes
+//   post_mutex_       serializes posts of requests (the request queue's tail has one writer)
+//   mutex_            state, connection bookkeeping, watermarks
 //   (queues' own internal mutexes)
 // Events reach EVDs only through Deliver(), run by one thread at a time (DeliveryTurn) with no
 // lock held, because an EVD may call a CNO proxy agent — consumer code that may call back in.
@@ -29,6 +33,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <vector>
 
 #include "base/mutex.h"
@@ -251,7 +256,8 @@ class Ep : public HandleHeader {
   struct RequestSpec {
     DAT_DTOS operation = DAT_DTO_SEND;  // what its completion reports (DAT_IB_DTO_* for extensions)
     transport::WorkKind kind = transport::WorkKind::kSend;
-    std::span<const DAT_LMR_TRIPLET> local_iov;
+    const DAT_LMR_TRIPLET* local_iov = nullptr;
+    DAT_COUNT num_segments = 0;
     DAT_DTO_COOKIE cookie{};
     const DAT_RMR_TRIPLET* remote = nullptr;
     DAT_COMPLETION_FLAGS flags = DAT_COMPLETION_DEFAULT_FLAG;
@@ -269,22 +275,26 @@ class Ep : public HandleHeader {
       RequestSpec spec;
       spec.operation = operation;
       spec.kind = kind;
-      spec.local_iov = {local_iov, static_cast<std::size_t>(num_segments)};
+      spec.local_iov = local_iov;
+      spec.num_segments = num_segments;
       spec.cookie = cookie;
       spec.remote = remote;
       spec.flags = flags;
       return spec;
     }
   };
+  // The checks of a request post and the post, under post_mutex_ (which dat_ep_modify takes to
+  // change the attributes); delivers a flush (or a datagram that left) after releasing it.
   Status PostRequest(const RequestSpec& spec);
-  // `deliver`: the request completed at once (flushed, or a datagram that left): deliver it
-  // after the locks are released.
+  // Under post_mutex_. `deliver`: the request completed at once (flushed, or a datagram that
+  // left): deliver it after the locks are released.
   Status PostRequestLocked(const RequestSpec& spec, bool& deliver);
   // A DAT timeout in microseconds as the transport takes it (UINT64_MAX: forever).
   static std::uint64_t TransportTimeout(DAT_TIMEOUT timeout);
   // The extension an IA's transport lacks, said at the default level: kModelNotSupported.
   Status Unsupported(const char* call, const char* what) const;
-  // A UD EP's dat_ep_connect (a Resolve) and dat_cr_accept (AcceptDatagram).
+  // A UD EP's dat_ep_connect (a Resolve) and dat_cr_accept (AcceptDatagram), resources_mutex_
+  // held shared.
   Status ConnectDatagram(const sockaddr_in& remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
                          std::span<const std::uint8_t> private_data);
   Status AcceptDatagram(transport::PendingConnection& pending, std::span<const std::uint8_t> private_data);
@@ -344,6 +354,7 @@ class Ep : public HandleHeader {
   std::unique_ptr<RequestQueue> requests_;
   std::unique_ptr<srq::ReceiveSource> receive_;
 
+  mutable softdat::SharedMutex resources_mutex_;
   softdat::Mutex post_mutex_;
   mutable softdat::Mutex mutex_;
   std::atomic<DAT_EP_STATE> state_{DAT_EP_STATE_UNCONNECTED};

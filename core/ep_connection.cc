@@ -98,6 +98,7 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   std::memcpy(&address, remote, sizeof address);
   if (const std::string why = LoopbackCannotReach(ia_->address(), address); !why.empty())
     SOFTDAT_LOG(kWarn, "dat_ep_connect(%s): %s", ia_->name().c_str(), why.c_str());
+  std::shared_lock resources(resources_mutex_);  // dat_ep_modify may not replace endpoint_ meanwhile
   // A UD EP resolves an address handle instead, as often as the consumer asks.
   if (datagram_)
     return ConnectDatagram(address, conn_qual, timeout,
@@ -150,9 +151,14 @@ Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT pri
       static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
     return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
   if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
-  if (datagram_)
-    return AcceptDatagram(pending, {static_cast<const std::uint8_t*>(private_data),
-                                    static_cast<std::size_t>(private_data_size)});
+  std::shared_lock resources(resources_mutex_);
+  if (datagram_) {
+    const Status status = AcceptDatagram(
+        pending, {static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)});
+    resources.unlock();  // an EVD post runs with no lock held
+    if (status.ok()) Deliver();
+    return status;
+  }
   if (pending.datagram()) {
     SOFTDAT_LOG(kWarn, "dat_cr_accept: the request is a UD endpoint's; EP %p is a connected (RC) one",
                 static_cast<void*>(this));
@@ -224,6 +230,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
   bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
   counters_.AddShared(DCNT_EP_DISCONNECT);
+  std::shared_lock resources(resources_mutex_);
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -257,6 +264,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
 }
 
 Status Ep::Reset() {
+  std::unique_lock resources(resources_mutex_);  // the one owner of the swap (see Modify)
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();

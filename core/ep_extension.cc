@@ -33,10 +33,6 @@ Status Ep::PostWriteImmediate(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* loc
   if (!ia_->capabilities().immediate_data)
     return Unsupported("dat_ib_post_rdma_write_immed", "RDMA Write with immediate data");
   if (datagram_) return Unsupported("dat_ib_post_rdma_write_immed", "RDMA on a UD endpoint");
-  if (num_segments < 0 || num_segments > attr_.max_rdma_write_iov)
-    return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  if (remote_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
   RequestSpec spec = RequestSpec::Of(static_cast<DAT_DTOS>(DAT_IB_DTO_RDMA_WRITE_IMMED),
                                      transport::WorkKind::kRdmaWriteImmediate, local_iov, num_segments, cookie,
                                      remote_iov, flags);
@@ -51,8 +47,6 @@ Status Ep::PostAtomic(transport::WorkKind kind, DAT_UINT64 compare_add, DAT_UINT
   const char* call = fetch_add ? "dat_ib_post_fetch_and_add" : "dat_ib_post_cmp_and_swap";
   if (!ia_->capabilities().atomics) return Unsupported(call, "remote atomic operations");
   if (datagram_) return Unsupported(call, "atomics on a UD endpoint");
-  if (local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  if (remote_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
   RequestSpec spec = RequestSpec::Of(static_cast<DAT_DTOS>(fetch_add ? DAT_IB_DTO_FETCH_ADD : DAT_IB_DTO_CMP_SWAP),
                                      kind, local_iov, 1, cookie, remote_iov, flags);
   spec.compare_add = compare_add;
@@ -67,9 +61,6 @@ Status Ep::PostSendDatagram(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local
                 static_cast<void*>(this));
     return Status(Code::kInvalidHandle, Detail::kEp);
   }
-  if (num_segments < 0 || num_segments > attr_.max_request_iov)
-    return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   AddressHandle* destination = ah != nullptr ? HandleAs<AddressHandle>(ah->ah) : nullptr;
   if (destination == nullptr || destination->ep()->ia() != ia_) {
     SOFTDAT_LOG(kWarn, "dat_ib_post_send_ud: the address handle is not one of this IA's (freed, or never given)");
@@ -117,8 +108,7 @@ Status Ep::AcceptDatagram(transport::PendingConnection& pending, std::span<const
   QueueDatagramEvent(static_cast<DAT_EVENT_NUMBER>(DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED),
                      DAT_IB_UD_PASSIVE_REMOTE_AH, std::move(requester), pending.private_data());
   ia_->counters().AddShared(DCNT_IA_CM_PASSIVE_EST);
-  Deliver();
-  return Status::Ok();
+  return Status::Ok();  // the caller delivers the event once it holds no lock
 }
 
 void Ep::OnResolved(std::uint64_t, std::unique_ptr<transport::AddressHandle> peer,

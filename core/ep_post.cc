@@ -31,6 +31,7 @@ transport::RecvTarget TargetOf(const srq::RecvBuffer& buffer) {
 
 Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags) {
+  std::shared_lock resources(resources_mutex_);  // dat_ep_modify may not replace receive_ meanwhile
   if (Status postable = receive_->CanPost(); !postable.ok()) return postable;
   if (num_segments < 0 || num_segments > attr_.max_recv_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
@@ -61,7 +62,8 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
     current = state();
   }
   if (current == DAT_EP_STATE_DISCONNECTED) {
-    Deliver();  // "the posted Recv is immediately flushed to recv_evd_handle"
+    resources.unlock();  // an EVD post runs with no lock held
+    Deliver();           // "the posted Recv is immediately flushed to recv_evd_handle"
   } else if (posted.resumes && (current == DAT_EP_STATE_CONNECTED || current == DAT_EP_STATE_DISCONNECT_PENDING)) {
     endpoint_->RecvBuffersAvailable();  // only when a message waits for this buffer
   }
@@ -89,8 +91,6 @@ Status Ep::PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> 
 
 Status Ep::PostSend(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags, bool invalidate, DAT_RMR_CONTEXT invalidate_key) {
-  if (num_segments < 0 || num_segments > attr_.max_request_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   if (datagram_) {
     SOFTDAT_LOG(kWarn, "dat_ep_post_send: EP %p is a UD endpoint: its sends name a destination (dat_ib_post_send_ud)",
                 static_cast<void*>(this));
@@ -105,11 +105,6 @@ Status Ep::PostSend(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
 
 Status Ep::PostRdma(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
                     DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote_iov, DAT_COMPLETION_FLAGS flags) {
-  const DAT_COUNT max_iov = operation == DAT_DTO_RDMA_READ ? attr_.max_rdma_read_iov : attr_.max_rdma_write_iov;
-  if (num_segments < 0 || num_segments > max_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-  if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  if (remote_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
-  if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
   if (datagram_) return Status(Code::kModelNotSupported);  // UD has no RDMA
   return PostRequest(RequestSpec::Of(
       operation, operation == DAT_DTO_RDMA_WRITE ? transport::WorkKind::kRdmaWrite : transport::WorkKind::kRdmaRead,
@@ -117,31 +112,47 @@ Status Ep::PostRdma(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TR
 }
 
 Status Ep::PostRequest(const RequestSpec& spec) {
-  const DAT_COMPLETION_FLAGS flags = spec.flags;
-  if ((flags & ~kRequestPostFlags) != 0 ||
-      ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
-       (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0) ||
-      (spec.kind != transport::WorkKind::kSend && spec.kind != transport::WorkKind::kSendDatagram &&
-       (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)))
-    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
-  if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
-
+  using transport::WorkKind;
   bool deliver = false;
-  if (Status status = PostRequestLocked(spec, deliver); !status.ok()) return status;
-  // Outside every lock: delivery may run a CNO agent, which may post again.
+  {
+    // The post lock from the first check on: dat_ep_modify changes the attributes under it.
+    std::lock_guard post(post_mutex_);
+    const WorkKind kind = spec.kind;
+    const DAT_COUNT max_iov = kind == WorkKind::kRdmaRead                                          ? attr_.max_rdma_read_iov
+                              : kind == WorkKind::kRdmaWrite || kind == WorkKind::kRdmaWriteImmediate ? attr_.max_rdma_write_iov
+                              : kind == WorkKind::kSend || kind == WorkKind::kSendDatagram          ? attr_.max_request_iov
+                                                                                                   : 1;  // atomics
+    if (spec.num_segments < 0 || spec.num_segments > max_iov)
+      return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+    if (spec.num_segments > 0 && spec.local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
+    const bool sends = kind == WorkKind::kSend || kind == WorkKind::kSendDatagram;
+    if (!sends) {
+      if (spec.remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+      if (kind == WorkKind::kRdmaRead && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
+    }
+    const DAT_COMPLETION_FLAGS flags = spec.flags;
+    if ((flags & ~kRequestPostFlags) != 0 ||
+        ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
+         (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0) ||
+        (!sends && (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)))
+      return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+    if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
+    if (Status status = PostRequestLocked(spec, deliver); !status.ok()) return status;
+  }
+  // Outside every lock: delivery posts to EVDs.
   if (deliver) Deliver();
   return Status::Ok();
 }
 
 Status Ep::PostRequestLocked(const RequestSpec& spec, bool& deliver) {
   using transport::WorkKind;
-  std::lock_guard post(post_mutex_);
   RequestQueue::Request* request = requests_->Reserve();
   if (request == nullptr) return Status(Code::kInsufficientResources);
   // A Read's and an atomic's local vector is where the device writes.
   const LocalUse use = kLocalUseOf[static_cast<std::size_t>(spec.kind)];
   CheckedIov checked;
-  if (Status status = CheckLocalIov(ia_->memory(), pz_, spec.local_iov, use, Detail::kParamLocalIov,
+  if (Status status = CheckLocalIov(ia_->memory(), pz_, {spec.local_iov, static_cast<std::size_t>(spec.num_segments)},
+                                    use, Detail::kParamLocalIov,
                                     {request->segments, requests_->max_iov()}, checked);
       !status.ok())
     return status;
@@ -359,11 +370,13 @@ transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t a
 }
 
 Status Ep::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const {
+  std::shared_lock resources(resources_mutex_);
   receive_->RecvQuery(nbufs_allocated, bufs_alloc_span);
   return Status::Ok();
 }
 
 Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark) {
+  std::shared_lock resources(resources_mutex_);
   bool connected;
   {
     std::lock_guard lock(mutex_);
@@ -376,7 +389,8 @@ Status Ep::SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_water
   // "If the new high watermark values are below the current number of Receive DTOs at EP, an
   // asynchronous event will be generated immediately."
   ActOnWatermarks(crossed);
-  Deliver(0);  // the consumer's own call: what the crossing made ready goes out now
+  resources.unlock();  // an EVD post runs with no lock held
+  Deliver(0);          // the consumer's own call: what the crossing made ready goes out now
   return Status::Ok();
 }
 

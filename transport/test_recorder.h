@@ -80,12 +80,16 @@ class RecordingEvents final : public EndpointEvents {
     changed_.notify_all();
   }
   void OnEnded(ConnectionEnd why, std::span<const std::uint8_t> private_data) override {
+    // What a consumer thread does at this moment, as a test scripts it (before core has seen the
+    // end: a post racing it, say).
+    if (on_ended) on_ended();
     std::lock_guard lock(mutex_);
     ++ended_count;
     ended = why;
     peer_data.assign(private_data.begin(), private_data.end());
     changed_.notify_all();
   }
+  std::function<void()> on_ended;
   RecvAcquire AcquireRecv(std::uint32_t msn, RecvTarget& target) override {
     std::lock_guard lock(mutex_);
     if (model_ != ReceiveModel::kSoftware) ADD_FAILURE() << "AcquireRecv in the device receive model";

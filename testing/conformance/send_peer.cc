@@ -2,14 +2,18 @@
 // The peer of the two-process case (two_process_test.cc): a separate consumer process that
 // connects to the test's PSP through the stock registry, sends `count` 64-byte messages whose
 // first byte is their rank, waits for their completions and then for the test to disconnect.
-// Exit codes say where it stopped, so the test can tell.
-//   usage: send_peer <ipv4 address> <conn_qual> <count>
+// Exit codes say where it stopped, so the test can tell. With `hold`, once its Sends completed it
+// says so on stdout and waits to be killed (the test kills it while its messages wait at the
+// receiver).
+//   usage: send_peer <ipv4 address> <conn_qual> <count> [hold]
 #include <arpa/inet.h>
 #include <dat2/udat.h>
 #include <netinet/in.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -29,10 +33,11 @@ bool WaitFor(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: send_peer <ipv4 address> <conn_qual> <count>\n");
+  if (argc != 4 && !(argc == 5 && std::strcmp(argv[4], "hold") == 0)) {
+    std::fprintf(stderr, "usage: send_peer <ipv4 address> <conn_qual> <count> [hold]\n");
     return 2;
   }
+  const bool hold = argc == 5;
   const int count = std::atoi(argv[3]);
   sockaddr_in remote{};
   remote.sin_family = AF_INET;
@@ -84,6 +89,11 @@ int main(int argc, char** argv) {
     DAT_COUNT more = 0;
     if (dat_evd_wait(request_evd, kTimeoutUs, 1, &event, &more) != DAT_SUCCESS) return 17;
     if (event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) return 18;
+  }
+  if (hold) {
+    std::printf("send_peer: sent %d messages, holding\n", count);
+    std::fflush(stdout);
+    for (;;) pause();
   }
   if (!WaitFor(connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED)) return 19;
   std::printf("send_peer: sent %d messages\n", count);

@@ -4,6 +4,10 @@
 // own libdat2 and softdat instance.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 #include <thread>
@@ -17,7 +21,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using TwoProcesses = ConformanceTest;
+class TwoProcesses : public ConformanceTest {
+ protected:
+  // Accepts the peer process's connection request on `ep` and waits until it is established.
+  void AcceptThePeer(DAT_EVD_HANDLE cr_evd, DAT_EP_HANDLE ep, DAT_EVD_HANDLE connect_evd) {
+    DAT_EVENT event{};
+    ASSERT_EQ(Wait(cr_evd, event, 30'000'000), DAT_SUCCESS) << "the peer process never connected";
+    ASSERT_EQ(event.event_number, DAT_CONNECTION_REQUEST_EVENT);
+    ASSERT_EQ(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, ep, 0, nullptr), DAT_SUCCESS);
+    ASSERT_TRUE(WaitConnectionEvent(connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED));
+  }
+};
 
 TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
   constexpr int kMessages = 32;
@@ -59,11 +73,7 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
     }
   } joiner{child};
 
-  DAT_EVENT event{};
-  ASSERT_EQ(Wait(cr_evd, event, 30'000'000), DAT_SUCCESS) << "the peer process never connected";
-  ASSERT_EQ(event.event_number, DAT_CONNECTION_REQUEST_EVENT);
-  ASSERT_EQ(dat_cr_accept(event.event_data.cr_arrival_event_data.cr_handle, ep, 0, nullptr), DAT_SUCCESS);
-  ASSERT_TRUE(WaitConnectionEvent(connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED));
+  ASSERT_NO_FATAL_FAILURE(AcceptThePeer(cr_evd, ep, connect_evd));
   for (int i = 0; i < kMessages; ++i) {
     DAT_DTO_COMPLETION_EVENT_DATA dto{};
     ASSERT_NO_FATAL_FAILURE(WaitDto(recv_evd, dto));
@@ -79,6 +89,98 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.signal, 0);
   EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
+}
+
+// Regression: a connection whose messages wait for SRQ buffers (receiver not ready: the server
+// got 2 of 20 Sends and posts no more buffers) never noticed that its peer died: the socket was
+// taken out of the poll set while held, so the peer's FIN went unread and the EP stayed CONNECTED
+// for good, in both progress modes. It ends (BROKEN: the waiting messages are discarded), nothing
+// more is delivered, and the SRQ keeps its buffers.
+TEST_F(TwoProcesses, APeerKilledWhileItsMessagesWaitForSrqBuffersEndsTheConnection) {
+  constexpr int kBuffers = 2;
+  constexpr int kMessages = 20;
+  DAT_SRQ_HANDLE srq;
+  ASSERT_EQ(CreateSrq(kBuffers + 2, 1, &srq), DAT_SUCCESS);
+  SlotBuffers slots;
+  slots.slot_size = 64;
+  ASSERT_EQ(Register(slots.region, 64 * (kBuffers + 2), DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  for (int i = 0; i < kBuffers; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, DAT_DTO_COOKIE{}), DAT_SUCCESS);
+  }
+  const DAT_EVD_HANDLE cr_evd = MakeEvd(DAT_EVD_CR_FLAG);
+  const DAT_EVD_HANDLE recv_evd = MakeEvd(DAT_EVD_DTO_FLAG, 64);
+  const DAT_EVD_HANDLE connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG);
+  DAT_EP_HANDLE ep;
+  ASSERT_EQ(dat_ep_create_with_srq(ia_, pz_, recv_evd, DAT_HANDLE_NULL, connect_evd, srq, nullptr, &ep), DAT_SUCCESS);
+  DAT_CONN_QUAL port = 0;
+  DAT_PSP_HANDLE psp;
+  ASSERT_EQ(dat_psp_create_any(ia_, &port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), DAT_SUCCESS);
+
+  char address[INET_ADDRSTRLEN] = {};
+  ASSERT_NE(inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(ia_attr_.ia_address_ptr)->sin_addr, address,
+                      sizeof address),
+            nullptr);
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t peer = testing::SpawnProcess({testing::RunfilePath("testing/conformance/send_peer"), address,
+                                            std::to_string(port), std::to_string(kMessages), "hold"},
+                                           {}, -1, out[1]);
+  close(out[1]);
+  ASSERT_GT(peer, 0);
+  struct Reaper {
+    pid_t pid;
+    int fd;
+    ~Reaper() {
+      kill(-pid, SIGKILL);
+      (void)waitpid(pid, nullptr, 0);
+      close(fd);
+    }
+  } reaper{peer, out[0]};
+
+  ASSERT_NO_FATAL_FAILURE(AcceptThePeer(cr_evd, ep, connect_evd));
+  DAT_EVENT event{};
+  for (int i = 0; i < kBuffers; ++i) {
+    DAT_DTO_COMPLETION_EVENT_DATA dto{};
+    ASSERT_NO_FATAL_FAILURE(WaitDto(recv_evd, dto));
+    ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
+  }
+  // The peer's Sends all completed on its side (they are in the sockets): it says so, then it is
+  // killed, while 18 of them wait here for buffers that never come. The test keeps moving the IA
+  // meanwhile (progress=poll moves only inside its calls), on an EVD that gets no events.
+  const DAT_EVD_HANDLE pump = MakeEvd(DAT_EVD_DTO_FLAG);
+  std::string said;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (said.find("holding") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    Pump(pump);
+    pollfd readable{out[0], POLLIN, 0};
+    if (poll(&readable, 1, 10) == 1) {
+      char chunk[256];
+      const ssize_t got = read(out[0], chunk, sizeof chunk);
+      if (got <= 0) break;
+      said.append(chunk, static_cast<std::size_t>(got));
+    }
+  }
+  ASSERT_NE(said.find("holding"), std::string::npos) << "the peer did not finish its Sends: " << said;
+  ASSERT_EQ(kill(-peer, SIGKILL), 0);
+
+  ASSERT_EQ(Wait(connect_evd, event), DAT_SUCCESS) << "the EP never heard that its peer died";
+  EXPECT_TRUE(event.event_number == DAT_CONNECTION_EVENT_BROKEN ||
+              event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED)
+      << std::hex << event.event_number;
+  DAT_EP_STATE state{};
+  ASSERT_EQ(dat_ep_get_status(ep, &state, nullptr, nullptr), DAT_SUCCESS);
+  EXPECT_EQ(state, DAT_EP_STATE_DISCONNECTED);
+  // Nothing of the waiting messages arrives after the end, even with buffers to take.
+  for (int i = kBuffers; i < kBuffers + 2; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, DAT_DTO_COOKIE{}), DAT_SUCCESS);
+  }
+  EXPECT_EQ(DAT_GET_TYPE(Wait(recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
+  const DAT_SRQ_PARAM srq_param = QuerySrq(srq);
+  EXPECT_EQ(srq_param.available_dto_count, 2) << "the ended connection took buffers";
+  EXPECT_EQ(dat_ep_free(ep), DAT_SUCCESS);
   EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
 }
 

@@ -2,14 +2,19 @@
 // One side of the scale test: N connections into one server whose EPs share one SRQ of 256
 // buffers, through the stock registry. Each side prints one JSON line of figures.
 //
-//   scale_peer server IA PORT N        accepts N connections, then takes one 4 KiB message from
-//                                      each (the SRQ reposted as it goes), checking every byte
-//   scale_peer client IA HOST PORT N   opens N connections, then sends one message on each, the
-//                                      N-th last
+//   scale_peer server IA PORT N        accepts N connections, then takes kPerConnection 4 KiB
+//                                      messages from each (the SRQ reposted as it goes),
+//                                      checking every byte
+//   scale_peer client IA HOST PORT N   opens N connections, then sends kPerConnection messages on
+//                                      each, a round at a time, the N-th connection's last
 //
 // The server measures what the issue asks: setup time, memory and descriptors held per idle
-// connection (RSS and /proc/self/fd after the SRQ exists, and again with N connections up), and
-// that receive-buffer memory does not grow with N (the SRQ's 256 buffers are all there is).
+// connection (RSS and /proc/self/fd after the SRQ exists, and again with N connections up), that
+// receive-buffer memory does not grow with N (the SRQ's 256 buffers are all there is), and that
+// the burst's memory goes back once it is over: the messages arrive far faster than 256 buffers
+// take them, so nearly every connection waits for a buffer with a full receive block (more than
+// fits a small one), the RSS peak is about N such blocks, and after the burst RSS is near what
+// the idle connections held before it.
 // Both sides raise RLIMIT_NOFILE to the hard limit and say plainly when that is too low. Every
 // wait is bounded: a stuck step fails the run with a line saying which.
 #include <dat2/udat.h>
@@ -30,6 +35,9 @@ namespace {
 
 constexpr DAT_COUNT kSrqBuffers = 256;
 constexpr std::size_t kMessage = 4096;
+// Messages each connection sends: 8 of 4 KiB (with their framing) stay more than a small held
+// block (16 KiB) while the connection waits for a buffer.
+constexpr std::uint32_t kPerConnection = 8;
 constexpr DAT_TIMEOUT kStepUs = 60'000'000;  // no single wait may take longer
 constexpr std::size_t kConnectWave = 512;   // connects in flight at once (the listen backlog's size)
 
@@ -44,6 +52,18 @@ std::uint64_t RssKib() {
     std::fclose(f);
   }
   return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
+
+// The process's RSS peak so far (VmHWM), in KiB.
+std::uint64_t PeakRssKib() {
+  std::uint64_t kib = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "VmHWM: %lu kB", &kib) == 1) break;
+    std::fclose(f);
+  }
+  return kib;
 }
 
 int OpenFds() {
@@ -130,7 +150,7 @@ DAT_EP_ATTR EpAttr(DAT_COUNT recv_dtos) {
   attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   attr.max_recv_dtos = recv_dtos;
-  attr.max_request_dtos = 4;
+  attr.max_request_dtos = kPerConnection;
   attr.max_recv_iov = 1;
   attr.max_request_iov = 1;
   attr.max_rdma_read_in = 0;
@@ -215,52 +235,57 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
   const std::uint64_t rss_after = RssKib();
   const int fds_after = OpenFds();
 
-  // One message per connection, each checked, the SRQ reposted as it goes.
-  std::vector<bool> seen(n, false);
+  // kPerConnection messages per connection, each checked, the SRQ reposted as it goes.
+  std::vector<std::uint32_t> seen(n, 0);
   std::size_t received = 0, bad = 0;
-  while (received < n) {
+  while (received < n * kPerConnection) {
     const DAT_EVENT event = Wait(recv_evd, "waiting for messages");
     const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
     if (dto.status != DAT_DTO_SUCCESS) Fail("a receive completed in error");
     const auto slot = static_cast<std::uint32_t>(dto.user_cookie.as_64);
     std::uint32_t index = 0;
     if (dto.transfered_length != kMessage || !Intact(buffers.data() + slot * kMessage, index) || index >= n ||
-        seen[index]) {
+        seen[index] == kPerConnection) {
       ++bad;
     } else {
-      seen[index] = true;
+      ++seen[index];
     }
     ++received;
     post(slot);
   }
   const std::uint64_t rss_loaded = RssKib();
+  const std::uint64_t rss_peak = PeakRssKib();
   DAT_SRQ_PARAM srq_param{};
   Check(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &srq_param), "dat_srq_query");
 
-  // The client disconnects; every EP ends once.
+  // The server closes, once it has every message: a connection whose messages wait for SRQ
+  // buffers ends when its peer closes (what waited is discarded, as with an RNIC), so the client
+  // may not close after its last Send completes. Every EP ends once.
+  for (DAT_EP_HANDLE ep : eps) Check(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
   std::size_t ended = 0;
   while (ended < n) {
     const DAT_EVENT event = Wait(conn_evd, "waiting for disconnects");
-    if (event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED || event.event_number == DAT_CONNECTION_EVENT_BROKEN)
-      ++ended;
+    if (event.event_number == DAT_CONNECTION_EVENT_DISCONNECTED) ++ended;
+    if (event.event_number == DAT_CONNECTION_EVENT_BROKEN) Fail("a connection broke instead of closing");
   }
   const double open_s = first_request - start_open;
   (void)open_s;
   std::printf(
       "{\"role\": \"server\", \"connections\": %zu, \"setup_s\": %.3f, \"rss_before_kib\": %llu, "
-      "\"rss_connected_kib\": %llu, \"rss_after_messages_kib\": %llu, \"kib_per_connection\": %.2f, "
+      "\"rss_connected_kib\": %llu, \"rss_after_messages_kib\": %llu, \"rss_peak_kib\": %llu, "
+      "\"kib_per_connection\": %.2f, "
       "\"fds_before\": %d, \"fds_connected\": %d, \"fds_per_connection\": %.3f, \"messages\": %zu, "
       "\"bad_messages\": %zu, \"last_connection_received\": %s, \"srq_buffers\": %d, "
       "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d}\n",
       n, setup_s, static_cast<unsigned long long>(rss_before), static_cast<unsigned long long>(rss_after),
-      static_cast<unsigned long long>(rss_loaded),
+      static_cast<unsigned long long>(rss_loaded), static_cast<unsigned long long>(rss_peak),
       static_cast<double>(rss_after - rss_before) / static_cast<double>(n), fds_before, fds_after,
       static_cast<double>(fds_after - fds_before) / static_cast<double>(n), received, bad,
-      seen[n - 1] ? "true" : "false", kSrqBuffers, buffers.size(),
+      seen[n - 1] == kPerConnection ? "true" : "false", kSrqBuffers, buffers.size(),
       static_cast<int>(srq_param.available_dto_count));
   for (DAT_EP_HANDLE ep : eps) (void)dat_ep_free(ep);
   (void)dat_psp_free(psp);
-  return bad == 0 && seen[n - 1] ? 0 : 1;
+  return bad == 0 && seen[n - 1] == kPerConnection ? 0 : 1;
 }
 
 int Client(const char* ia_name, const char* host, DAT_CONN_QUAL port, std::size_t n) {
@@ -269,7 +294,7 @@ int Client(const char* ia_name, const char* host, DAT_CONN_QUAL port, std::size_
   const DAT_COUNT qlen = static_cast<DAT_COUNT>(n + 1024);
   DAT_EVD_HANDLE conn_evd = ia.Evd(DAT_EVD_CONNECTION_FLAG, 2 * qlen);
   DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, 64);
-  DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, qlen);
+  DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, static_cast<DAT_COUNT>(n * kPerConnection + 1024));
   sockaddr_in server{};
   server.sin_family = AF_INET;
   if (inet_pton(AF_INET, host, &server.sin_addr) != 1) Fail("the host must be an IPv4 address");
@@ -295,19 +320,24 @@ int Client(const char* ia_name, const char* host, DAT_CONN_QUAL port, std::size_
     ++established;
   }
   const double connect_s = Seconds() - start;
-  // One message per connection, in order: the N-th connection's last.
-  for (std::uint32_t i = 0; i < n; ++i) {
-    DAT_LMR_TRIPLET iov{reinterpret_cast<DAT_VADDR>(messages.data() + i * kMessage), kMessage, lmr};
-    DAT_DTO_COOKIE cookie{};
-    cookie.as_64 = i;
-    Check(dat_ep_post_send(eps[i], 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+  // kPerConnection messages per connection, a round at a time: the N-th connection's last.
+  for (std::uint32_t round = 0; round < kPerConnection; ++round) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      DAT_LMR_TRIPLET iov{reinterpret_cast<DAT_VADDR>(messages.data() + i * kMessage), kMessage, lmr};
+      DAT_DTO_COOKIE cookie{};
+      cookie.as_64 = i;
+      Check(dat_ep_post_send(eps[i], 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+    }
   }
-  for (std::size_t done = 0; done < n; ++done) {
+  for (std::size_t done = 0; done < n * kPerConnection; ++done) {
     const DAT_EVENT event = Wait(req_evd, "waiting for sends");
     if (event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS) Fail("a send completed in error");
   }
-  for (DAT_EP_HANDLE ep : eps) Check(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
-  for (std::size_t ended = 0; ended < n; ++ended) (void)Wait(conn_evd, "waiting for disconnects");
+  // The server closes once it has every message (see Server).
+  for (std::size_t ended = 0; ended < n; ++ended) {
+    const DAT_EVENT event = Wait(conn_evd, "waiting for the server to close");
+    if (event.event_number != DAT_CONNECTION_EVENT_DISCONNECTED) Fail("a connection did not close gracefully");
+  }
   std::printf("{\"role\": \"client\", \"connections\": %zu, \"connect_s\": %.3f, \"rss_kib\": %llu, \"fds\": %d}\n",
               n, connect_s, static_cast<unsigned long long>(RssKib()), OpenFds());
   for (DAT_EP_HANDLE ep : eps) (void)dat_ep_free(ep);

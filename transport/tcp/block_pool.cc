@@ -2,7 +2,11 @@
 // BlockPool: a free stack of same-sized blocks.
 #include "transport/tcp/block_pool.h"
 
+#include <malloc.h>
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <array>
 #include <new>
 
 #include "transport/tcp/inline_ring.h"
@@ -46,7 +50,21 @@ BlockPool::~BlockPool() {
   if (std::uint8_t* spare = spare_.load()) free_.push_back(spare);  // capacity >= allocated_
   for (std::uint8_t* block : free_) {
     MarkInUse(block, block_size_);
+    DeleteBlock(block);
+  }
+}
+
+std::uint8_t* BlockPool::NewBlock() const noexcept {
+  if (block_size_ < kMapAtLeast) return static_cast<std::uint8_t*>(::operator new[](block_size_, kAlign, std::nothrow));
+  void* block = ::mmap(nullptr, block_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return block == MAP_FAILED ? nullptr : static_cast<std::uint8_t*>(block);
+}
+
+void BlockPool::DeleteBlock(std::uint8_t* block) const noexcept {
+  if (block_size_ < kMapAtLeast) {
     ::operator delete[](block, kAlign);
+  } else {
+    (void)::munmap(block, block_size_);
   }
 }
 
@@ -71,7 +89,7 @@ std::uint8_t* BlockPool::Acquire() noexcept {
     }
     ++allocated_;
   }
-  auto* block = static_cast<std::uint8_t*>(::operator new[](block_size_, kAlign, std::nothrow));
+  std::uint8_t* block = NewBlock();
   if (block == nullptr) {
     std::lock_guard lock(mutex_);
     --allocated_;
@@ -84,8 +102,29 @@ void BlockPool::Release(std::uint8_t* block) noexcept {
   MarkFree(block, block_size_);
   std::uint8_t* none = nullptr;
   if (spare_.compare_exchange_strong(none, block, std::memory_order_acq_rel)) return;
-  std::lock_guard lock(mutex_);
-  free_.push_back(block);
+  // At most this many freed per Release: a burst's end is many Releases.
+  std::array<std::uint8_t*, 64> surplus;
+  std::size_t count = 0;
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(block);
+    const std::size_t in_use = allocated_ - free_.size();  // the spare aside: close enough
+    if (free_.size() > 2 * in_use + kKeepFree) {
+      const std::size_t keep = in_use + kKeepFree;
+      while (free_.size() > keep && count < surplus.size()) {
+        surplus[count++] = free_.back();
+        free_.pop_back();
+        --allocated_;
+      }
+    }
+  }
+  if (count == 0) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    MarkInUse(surplus[i], block_size_);
+    DeleteBlock(surplus[i]);
+  }
+  // Heap blocks: the allocator keeps freed memory unless asked to give it back.
+  if (block_size_ < kMapAtLeast) (void)::malloc_trim(0);
 }
 
 std::size_t BlockPool::allocated() const {

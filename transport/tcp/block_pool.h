@@ -4,9 +4,13 @@
 // copies not yet sent) and gives it back when that is done, so an idle connection holds none:
 // 10,000 mostly idle connections cost blocks for the few that are busy, not half a MiB each.
 //
-// The pool grows to the peak number of blocks in use at once and keeps them: after warm-up,
-// Acquire and Release only move a pointer under a short lock, or, for the one spare block kept
-// outside the lock, swap it with one atomic exchange. Any thread.
+// The pool grows to the peak number of blocks in use at once and keeps what steady traffic needs:
+// after warm-up, Acquire and Release only move a pointer under a short lock, or, for the one
+// spare block kept outside the lock, swap it with one atomic exchange. What a burst took beyond
+// that goes back to the system as the burst ends (Release trims the free stack once it holds more
+// than twice the blocks in use plus kKeepFree), so 10,000 connections that each held a receive
+// block once do not pin 1.25 GiB for the transport's life. Large blocks are mapped and unmapped
+// whole, so what is trimmed leaves the process's RSS at once. Any thread.
 #pragma once
 
 #include <atomic>
@@ -30,8 +34,14 @@ class BlockPool {
   // A block of block_size() bytes, 64-byte aligned: a free one, or a new one when none is free.
   // Null only when memory is exhausted.
   std::uint8_t* Acquire() noexcept;
-  // Gives back a block Acquire returned (null is ignored). Never allocates.
+  // Gives back a block Acquire returned (null is ignored). Never allocates; frees what a burst
+  // left beyond the trim bound (see above).
   void Release(std::uint8_t* block) noexcept;
+
+  // Free blocks kept whatever the use: a busy connection's take-and-give-back never trims.
+  static constexpr std::size_t kKeepFree = 16;
+  // Blocks this large are mapped (mmap) rather than taken from the heap.
+  static constexpr std::size_t kMapAtLeast = 64 * 1024;
 
   std::size_t block_size() const { return block_size_; }
   // Blocks made so far (in use or free), and those in use now.
@@ -39,6 +49,9 @@ class BlockPool {
   std::size_t in_use() const;
 
  private:
+  std::uint8_t* NewBlock() const noexcept;
+  void DeleteBlock(std::uint8_t* block) const noexcept;
+
   const std::size_t block_size_;
   // One free block outside the lock. A busy connection takes and gives back a block per message
   // (its receive block around each read, its inline ring around each small Send): a lock pair
@@ -65,7 +78,9 @@ struct ConnectionBuffers {
   // When any connection of the transport last wrote a batch (MonotonicNs): a stream spread over
   // many connections coalesces too (Connection::TxDue).
   std::atomic<std::uint64_t> last_write_ns{0};
-  std::atomic<std::uint32_t> live_endpoints{0};  // TcpEndpoints not yet destroyed
+  // Connections not yet destroyed (a Connection outlives its endpoint while the progress context
+  // still holds it): what the kick ring must hold, since each may be queued once.
+  std::atomic<std::uint32_t> live_connections{0};
   ConnectionBuffers();
 };
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -61,9 +62,13 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
       responses_(AtLeastOne(config.max_rdma_read_in)),
       reads_(AtLeastOne(config.max_rdma_read_out)) {
   private_data_.reserve(wire::kMaxMpaPrivateData);
+  options_.buffers->live_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
-Connection::~Connection() { ReleaseRx(); }
+Connection::~Connection() {
+  ReleaseRx();
+  options_.buffers->live_connections.fetch_sub(1, std::memory_order_relaxed);
+}
 
 Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                            std::uint64_t timeout_us) {
@@ -457,7 +462,10 @@ bool Connection::PollIo(bool wait) {
   // Without `wait`, a busy connection is left to its holder; a level-triggered PollSet reports it
   // again if need be.
   if (!lock.owns_lock()) return false;
-  if (detached_ || rx_held_) return false;
+  if (detached_) return false;
+  // A connection held for a receive buffer is reported only when its peer ended the connection
+  // or the socket failed (PollSet::SetReading).
+  if (rx_held_) return EndIfPeerGone();
   if (phase_ != Phase::kAwaitReply && phase_ != Phase::kAwaitRtr && phase_ != Phase::kEstablished &&
       phase_ != Phase::kClosing)
     return false;
@@ -469,6 +477,25 @@ bool Connection::PollIo(bool wait) {
   // posts (a stream loop looking for the peer's answer) writes every Send alone.
   if (wait || TxDue()) PumpTx();
   return rx_reads_ != reads;  // something arrived (a poll that found nothing moved nothing)
+}
+
+// The messages waiting for receive buffers are the peer's last: it closed (or died, and its kernel
+// closed for it) or the socket failed (a reset, the keepalive or user timeout). An RNIC's
+// connection in RNR retry ends with its peer; the waiting messages are discarded, never delivered
+// after the end (they took no buffer), and the end is BROKEN: what the peer sent did not all
+// arrive. Without this the connection waited for a buffer forever and its EP never heard of the
+// end (a dead client of an overloaded SRQ server leaked an EP for good).
+bool Connection::EndIfPeerGone() {
+  pollfd p{socket_.native_handle(), POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) return false;
+  int error = 0;
+  socklen_t length = sizeof error;
+  (void)::getsockopt(socket_.native_handle(), SOL_SOCKET, SO_ERROR, &error, &length);
+  SOFTDAT_LOG(kInfo, "tcp %s: the peer %s while message %u waited for a receive buffer; the waiting messages "
+              "are discarded", Describe().data(), error != 0 ? std::strerror(error) : "closed the connection",
+              expected_msn_);
+  End(ConnectionEnd::kBroken);
+  return true;
 }
 
 bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {

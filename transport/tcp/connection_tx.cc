@@ -62,7 +62,10 @@ wire::Opcode SendOpcode(const Work& work) {
 }  // namespace
 
 Status Connection::Post(const Work& work) {
-  if (ended_.load(std::memory_order_acquire)) return Status(Code::kInvalidState, Detail::kEpDisconnected);
+  // The connection ended and its OnEnded is on its way (core holds the EP's state lock around
+  // this call, so it has not run yet): the Work is accepted and left for that end to flush, as
+  // core promises (the end flushes the request, or the request sees the end).
+  if (ended_.load(std::memory_order_acquire)) return Status::Ok();
   {
     std::lock_guard lock(post_mutex_);
     const std::uint32_t count = posted_count_.load(std::memory_order_relaxed);

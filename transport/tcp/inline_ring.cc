@@ -2,6 +2,10 @@
 // InlineRing: contiguous FIFO allocation with a skipped tail at the wrap, in a pooled block.
 #include "transport/tcp/inline_ring.h"
 
+#include <cassert>
+
+#include "base/log.h"
+
 namespace softdat::transport::tcp {
 
 std::uint8_t* InlineRing::Allocate(std::size_t length, std::uint32_t& charged) {
@@ -23,7 +27,14 @@ std::uint8_t* InlineRing::Allocate(std::size_t length, std::uint32_t& charged) {
 }
 
 void InlineRing::Release(std::uint32_t charged) {
-  used_ -= charged <= used_ ? charged : used_;
+  if (charged > used_) {
+    // More handed back than was charged: the connection's accounting is wrong, and clamping would
+    // hide it (and hand the block back while copies in it are still queued). Debug builds stop.
+    SOFTDAT_LOG(kError, "internal error: inline ring: %u bytes released, %zu in use", charged, used_);
+    assert(false && "InlineRing::Release: more released than charged");
+    charged = static_cast<std::uint32_t>(used_);
+  }
+  used_ -= charged;
   if (used_ == 0 && bytes_ != nullptr) {
     pool_.Release(bytes_);
     bytes_ = nullptr;

@@ -87,5 +87,15 @@ TEST(InlineRing, LiveAllocationsNeverOverlap) {
   }
 }
 
+// Regression: Release clamped an underflow silently, hiding an accounting bug. It stops a debug
+// build (the test suite's), and an optimized build logs it.
+TEST(InlineRingDeathTest, ReleasingMoreThanWasChargedIsAnInternalError) {
+  BlockPool pool(8192);
+  InlineRing ring(pool);
+  std::uint32_t charged = 0;
+  ASSERT_NE(ring.Allocate(100, charged), nullptr);
+  EXPECT_DEBUG_DEATH(ring.Release(charged + 1), "more released than charged");
+}
+
 }  // namespace
 }  // namespace softdat::transport::tcp

@@ -77,7 +77,7 @@ void KickQueue::Push(std::shared_ptr<Connection> connection) {
     }
   }
   if (connection) {
-    boost::asio::post(io_, [connection = std::move(connection)] { (void)connection->OnKick(false); });
+    RunLater(std::move(connection));
     return;
   }
   // One wake per batch of kicks, and none when a polling consumer will drain the ring itself.
@@ -122,7 +122,7 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
       head_ = (head_ + 1) % ring_.size();
       --count_;
     }
-    const bool ran = run_ ? run_(*connection, consumer, ia_last_write_ns) : connection->OnKick(consumer, ia_last_write_ns);
+    const bool ran = RunOne(*connection, consumer, ia_last_write_ns);
     any |= ran;
     if (!ran) {
       Requeue(std::move(connection));
@@ -142,12 +142,31 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
   return any;
 }
 
+bool KickQueue::RunOne(Connection& connection, bool consumer, std::uint64_t ia_last_write_ns) {
+  return run_ ? run_(connection, consumer, ia_last_write_ns) : connection.OnKick(consumer, ia_last_write_ns);
+}
+
+void KickQueue::RunLater(std::shared_ptr<Connection> connection) {
+  // The ring is full (more connections than it was reserved for): the progress context runs it.
+  boost::asio::post(io_, [this, connection = std::move(connection)]() mutable {
+    if (!RunOne(*connection, false, 0)) Requeue(std::move(connection));
+  });
+}
+
 void KickQueue::Requeue(std::shared_ptr<Connection> connection) {
-  // It was just taken off the ring, so its slot is free: no overflow, no wake (a poller is here).
-  std::lock_guard lock(mutex_);
-  ring_[(head_ + count_) % ring_.size()] = std::move(connection);
-  ++count_;
-  depth_.store(count_, std::memory_order_seq_cst);
+  // No wake: a poller is here. The slot it was taken from may have been filled by a Push since
+  // (the ring is reserved for the live connections, but a test or a failed Reserve may give it
+  // fewer): then it runs later, never overwriting another connection's kick.
+  {
+    std::lock_guard lock(mutex_);
+    if (count_ < ring_.size()) {
+      ring_[(head_ + count_) % ring_.size()] = std::move(connection);
+      ++count_;
+      depth_.store(count_, std::memory_order_seq_cst);
+      return;
+    }
+  }
+  RunLater(std::move(connection));
 }
 
 }  // namespace softdat::transport::tcp

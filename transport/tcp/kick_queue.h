@@ -62,7 +62,10 @@ class KickQueue {
  private:
   void Arm();
   void Wake();
+  // Queues a connection whose drain deferred it again; runs it later when the ring is full.
   void Requeue(std::shared_ptr<Connection> connection);
+  bool RunOne(Connection& connection, bool consumer, std::uint64_t ia_last_write_ns);
+  void RunLater(std::shared_ptr<Connection> connection);
 
   boost::asio::io_context& io_;
   int fd_ = -1;

@@ -52,6 +52,45 @@ TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
   queue.Stop();
 }
 
+// Regression: a connection that deferred during a drain (a consumer's poll inside the coalescing
+// window) was put back in its old slot, but a Push may fill that slot while the drain runs: with
+// the ring full, the requeue overwrote the connection at the head, whose kick stayed pending
+// forever and whose queued Sends were never written. Three connections on a ring of two, the
+// push made from inside the drain, so the interleaving is the same every run.
+TEST(KickQueue, ARingFullOfKicksLosesNone) {
+  boost::asio::io_context io;
+  ConnectionOptions options;
+  options.buffers = std::make_shared<ConnectionBuffers>();
+  std::vector<std::shared_ptr<Connection>> connections;
+  for (int i = 0; i < 3; ++i) connections.push_back(std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr));
+  std::vector<int> runs(3, 0);
+  KickQueue* queue_ptr = nullptr;
+  KickQueue queue(
+      io, 2, [] { return true; },
+      [&](Connection& connection, bool, std::uint64_t) {
+        const int index = &connection == connections[0].get() ? 0 : &connection == connections[1].get() ? 1 : 2;
+        ++runs[index];
+        if (index == 0 && runs[0] == 1) {
+          queue_ptr->Push(connections[2]);  // fills the slot the first one left
+          return false;                     // and the first one defers: back into a full ring
+        }
+        return true;
+      });
+  queue_ptr = &queue;
+  queue.Start();
+  queue.Push(connections[0]);
+  queue.Push(connections[1]);
+  for (int turn = 0; turn < 8; ++turn) {
+    io.restart();
+    (void)io.poll();
+    (void)queue.Drain();
+  }
+  EXPECT_EQ(runs[0], 2) << "the deferred connection ran again";
+  EXPECT_EQ(runs[1], 1) << "a connection's kick was lost in a full ring";
+  EXPECT_EQ(runs[2], 1);
+  queue.Stop();
+}
+
 // Regression: a drain whose every connection deferred its writes (a consumer's poll inside a
 // send-only stream's coalescing window) said it had run one, so a dat_evd_wait that spins while
 // the transport moves (EventQueue::Wait) would take the deferral for progress. It moved nothing.

@@ -41,6 +41,7 @@ bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std
     }
     Slot& s = slots_[slot];
     s.connection = connection;
+    s.reading = true;
     token = Token(slot, ++s.generation);
   }
   epoll_event event{};
@@ -63,7 +64,7 @@ void PollSet::CountLocked(int change) {
   sole_.reset();
   if (count_.load(std::memory_order_relaxed) != 1) return;
   for (const Slot& s : slots_)  // control path: a scan is fine
-    if (!s.connection.expired()) sole_ = s.connection;
+    if (!s.connection.expired() && s.reading) sole_ = s.connection;
 }
 
 std::shared_ptr<Connection> PollSet::Sole() {
@@ -74,9 +75,14 @@ std::shared_ptr<Connection> PollSet::Sole() {
 
 void PollSet::SetReading(int socket, std::uint64_t token, bool reading) {
   epoll_event event{};
-  event.events = reading ? EPOLLIN | EPOLLRDHUP : 0;
+  event.events = reading ? EPOLLIN | EPOLLRDHUP : EPOLLRDHUP;
   event.data.u64 = token;
   (void)::epoll_ctl(epfd_, EPOLL_CTL_MOD, socket, &event);
+  const auto slot = static_cast<std::uint32_t>(token);
+  std::lock_guard lock(mutex_);
+  if (slot >= slots_.size() || slots_[slot].generation != static_cast<std::uint32_t>(token >> 32)) return;
+  slots_[slot].reading = reading;
+  CountLocked(0);
 }
 
 void PollSet::Remove(int socket, std::uint64_t token) {

@@ -36,7 +36,10 @@ class PollSet {
   // Registers `socket` for reading (control path: it may allocate). False if epoll refused it.
   bool Add(int socket, const std::shared_ptr<Connection>& connection, std::uint64_t& token);
   // Stops or resumes reporting `socket` readable (a connection holding a message for want of a
-  // receive buffer must not be reported again and again).
+  // receive buffer must not be reported again and again). While it does not read, the socket is
+  // still reported when the peer ends the connection (EPOLLRDHUP) or the socket fails (EPOLLERR,
+  // EPOLLHUP, which epoll reports whatever is asked): the connection must notice that. It is not
+  // the Sole connection meanwhile (a spinning poller would read it for nothing).
   void SetReading(int socket, std::uint64_t token, bool reading);
   void Remove(int socket, std::uint64_t token);
 
@@ -53,6 +56,7 @@ class PollSet {
   struct Slot {
     std::weak_ptr<Connection> connection;
     std::uint32_t generation = 0;
+    bool reading = true;
   };
 
   void CountLocked(int change);  // a connection came or went: count_ and sole_
@@ -62,7 +66,7 @@ class PollSet {
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;
   std::atomic<std::size_t> count_{0};  // registered connections (written under mutex_)
-  std::weak_ptr<Connection> sole_;     // the registered one while count_ == 1 (mutex_)
+  std::weak_ptr<Connection> sole_;     // the registered one while count_ == 1 and it reads (mutex_)
 };
 
 }  // namespace softdat::transport::tcp

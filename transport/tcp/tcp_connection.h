@@ -240,6 +240,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ApplyCongestion();     // the IA's congestion= on the connected socket (after RecordAddresses)
   void StartPolling();   // the socket is connected: into the transport's PollSet
   void StopReading();    // a message waits for a receive buffer: the PollSet stops reporting us
+  bool EndIfPeerGone();  // held, and reported: ends the connection if the peer did (true then)
 
   // Transmission (connection_tx.cc).
   void PumpTx();        // PumpBatches, then gives the send blocks back if all is written

@@ -13,13 +13,8 @@ namespace softdat::transport::tcp {
 
 class TcpEndpoint final : public Endpoint {
  public:
-  // `live` counts the transport's endpoints; the caller counted this one in.
-  TcpEndpoint(std::shared_ptr<Connection> connection, std::atomic<std::uint32_t>& live)
-      : connection_(std::move(connection)), live_(live) {}
-  ~TcpEndpoint() override {
-    connection_->Detach();
-    live_.fetch_sub(1, std::memory_order_relaxed);
-  }
+  explicit TcpEndpoint(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
+  ~TcpEndpoint() override { connection_->Detach(); }
   TcpEndpoint(const TcpEndpoint&) = delete;
   TcpEndpoint& operator=(const TcpEndpoint&) = delete;
 
@@ -42,7 +37,6 @@ class TcpEndpoint final : public Endpoint {
 
  private:
   std::shared_ptr<Connection> connection_;
-  std::atomic<std::uint32_t>& live_;
 };
 
 }  // namespace softdat::transport::tcp

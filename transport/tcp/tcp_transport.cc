@@ -360,14 +360,13 @@ Status TcpTransport::CreateDeviceSrq(ProtectionDomain&, std::uint32_t, std::uint
 Status TcpTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
                                     std::unique_ptr<Endpoint>& out) {
   ConnectionBuffers& shared = *connection_options_.buffers;
-  const std::uint32_t live = shared.live_endpoints.fetch_add(1, std::memory_order_relaxed) + 1;
+  const std::uint32_t live = shared.live_connections.load(std::memory_order_relaxed) + 1;
   try {
-    // Room in the kick ring for every endpoint, so a kick never falls back to an allocation.
+    // Room in the kick ring for every connection alive, so a kick never falls back to an
+    // allocation (KickQueue::RunLater).
     if (!kicks_.Reserve(live)) throw std::bad_alloc();
-    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events),
-                                        shared.live_endpoints);
+    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events));
   } catch (const std::bad_alloc&) {
-    shared.live_endpoints.fetch_sub(1, std::memory_order_relaxed);
     SOFTDAT_LOG(kWarn, "tcp: no memory for endpoint %u of this IA", live);
     return Status(Code::kInsufficientResources, Detail::kMemory);
   }

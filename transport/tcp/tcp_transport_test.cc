@@ -594,9 +594,28 @@ TEST_F(TcpTransportTest, GracefulDisconnectEndsBothSidesOnce) {
   client_->Disconnect(false);
   server_->Disconnect(true);
   std::vector<Segment> none;
-  EXPECT_FALSE(PostSend(none, 1).ok()) << "no Post after the end";
+  EXPECT_TRUE(PostSend(none, 1).ok()) << "a Post that meets the end is left for the end to flush";
   EXPECT_EQ(client_events_.ended_count, 1);
   EXPECT_EQ(server_events_.ended_count, 1);
+  EXPECT_TRUE(client_events_.work_done.empty()) << "nothing is completed after OnEnded";
+}
+
+// Regression: the end marked the connection ended before core heard of it (OnEnded takes the EP's
+// state lock, which a post holds around Post), so a Send posted in that window was refused with
+// DAT_INVALID_STATE on an EP that still read CONNECTED. It is accepted, and the end flushes it
+// (core's request queue), never the transport. The post is made from inside OnEnded: the window,
+// every run.
+TEST_F(TcpTransportTest, APostThatMeetsTheEndIsAcceptedForTheEndToFlush) {
+  ConnectBoth();
+  std::vector<std::uint8_t> payload(16, 'x');
+  std::vector<Segment> segments{SegmentOf(payload)};
+  std::optional<Status> raced;
+  client_events_.on_ended = [&] { raced = PostSend(segments, 7); };
+  server_->Disconnect(false);
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
+  ASSERT_TRUE(raced.has_value());
+  EXPECT_TRUE(raced->ok()) << CodeName(raced->code());
+  EXPECT_TRUE(client_events_.work_done.empty()) << "the transport completed work after its end";
 }
 
 TEST_F(TcpTransportTest, ListeningTwiceOnOnePortIsConnQualInUse) {
