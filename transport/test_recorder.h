@@ -128,7 +128,9 @@ class RecordingEvents final : public EndpointEvents {
       return {};
     }
     if (region_ == nullptr || key != region_key_) return {RemoteCheck::kInvalidKey, nullptr};
-    if (access == RemoteAccess::kWrite && !region_writable_) return {RemoteCheck::kAccessRights, nullptr};
+    // Writes and atomics (8 aligned bytes) need a writable region.
+    if (access != RemoteAccess::kRead && !region_writable_) return {RemoteCheck::kAccessRights, nullptr};
+    if (access == RemoteAccess::kAtomic && address % 8 != 0) return {RemoteCheck::kBounds, nullptr};
     const auto base = reinterpret_cast<std::uint64_t>(region_->data());
     if (address < base || length > region_->size() || address - base > region_->size() - length)
       return {RemoteCheck::kBounds, nullptr};

@@ -72,8 +72,10 @@ void Scatter(std::span<const Segment> segments, std::uint32_t& segment, std::uin
   }
 }
 
+// RDMA Writes, Read Responses and Sends; not a Read Request, a Terminate or the RFC 7306 messages
+// (their headers say everything; they carry no payload to place).
 bool CarriesPayload(wire::Opcode opcode) {
-  return opcode != wire::Opcode::kReadRequest && opcode != wire::Opcode::kTerminate;
+  return opcode != wire::Opcode::kReadRequest && opcode < wire::Opcode::kTerminate;
 }
 
 void Place(const std::span<const Segment> segments, std::uint8_t*& contiguous, std::uint32_t* segment,
@@ -373,6 +375,16 @@ Connection::Frame Connection::ProcessFrame() {
     case wire::Opcode::kTerminate:
       frame = OnTerminate(payload, length);
       break;
+    case wire::Opcode::kImmediate:
+    case wire::Opcode::kImmediateSolicited:
+      frame = OnImmediate(header, at + wire::kUntaggedHeaderSize, length);
+      break;
+    case wire::Opcode::kAtomicRequest:
+      frame = OnAtomicRequest(header, at + wire::kUntaggedHeaderSize, length);
+      break;
+    case wire::Opcode::kAtomicResponse:
+      frame = OnAtomicResponse(header, at + wire::kUntaggedHeaderSize, length);
+      break;
     default: {
       Placement placement;
       frame = BeginPayload(header, length, placement);
@@ -462,7 +474,13 @@ Connection::Frame Connection::BeginPayload(const wire::FpduHeader& header, std::
 }
 
 Connection::Frame Connection::FinishPayload(const wire::FpduHeader& header, std::uint32_t length) {
-  if (header.opcode == wire::Opcode::kRdmaWrite) return Frame::kDone;
+  if (header.opcode == wire::Opcode::kRdmaWrite) {
+    // The length an Immediate Data message right after it reports (OnImmediate); no branch.
+    const std::uint64_t total = write_bytes_ + length;
+    last_write_length_ = static_cast<std::uint32_t>(total);
+    write_bytes_ = header.last ? 0 : total;
+    return Frame::kDone;
+  }
   if (header.opcode == wire::Opcode::kReadResponse) {
     OutstandingRead& read = reads_[reads_head_];
     read.received += length;
@@ -505,23 +523,7 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
       return Fail(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
     }
     RecvTarget target;
-    report_pending_ = true;  // a buffer taken may cross a watermark
-    switch (events_->AcquireRecv(header.msn, target)) {
-      case RecvAcquire::kTaken:
-        break;
-      case RecvAcquire::kNotReady:
-        rx_held_ = true;
-        StopReading();
-        StartRnrTimer();
-        return Frame::kHeld;
-      case RecvAcquire::kRefused:
-        SOFTDAT_LOG(kInfo, "tcp %s: Send MSN %u may not take a receive buffer", Describe().data(), header.msn);
-        return Fail(wire::term::kMsnRange);
-    }
-    if (rnr_armed_) {
-      rnr_armed_ = false;
-      rnr_timer_.cancel();
-    }
+    if (const Frame frame = AcquireFor(header, target); frame != Frame::kDone) return frame;
     m = RxMessage{};
     m.active = true;
     m.msn = header.msn;
@@ -544,6 +546,27 @@ Connection::Frame Connection::BeginSend(const wire::FpduHeader& header, std::uin
   out.segments = m.target.segments;
   out.segment = &m.segment;
   out.segment_offset = &m.segment_offset;
+  return Frame::kDone;
+}
+
+Connection::Frame Connection::AcquireFor(const wire::FpduHeader& header, RecvTarget& target) {
+  report_pending_ = true;  // a buffer taken may cross a watermark
+  switch (events_->AcquireRecv(header.msn, target)) {
+    case RecvAcquire::kTaken:
+      break;
+    case RecvAcquire::kNotReady:
+      rx_held_ = true;
+      StopReading();
+      StartRnrTimer();
+      return Frame::kHeld;
+    case RecvAcquire::kRefused:
+      SOFTDAT_LOG(kInfo, "tcp %s: message MSN %u may not take a receive buffer", Describe().data(), header.msn);
+      return Fail(wire::term::kMsnRange);
+  }
+  if (rnr_armed_) {
+    rnr_armed_ = false;
+    rnr_timer_.cancel();
+  }
   return Frame::kDone;
 }
 
@@ -574,16 +597,16 @@ void Connection::PopRead() {
   --reads_count_;
 }
 
-Connection::Frame Connection::RefuseRemote(RemoteCheck check, bool write) {
+Connection::Frame Connection::RefuseRemote(RemoteCheck check, const char* what) {
   const wire::TerminateCode code = RemoteTerminate(check);
-  SOFTDAT_LOG(kInfo, "tcp %s: the peer's RDMA %s was refused: %s", Describe().data(), write ? "Write" : "Read", wire::DescribeTerminate(code));
+  SOFTDAT_LOG(kInfo, "tcp %s: the peer's %s was refused: %s", Describe().data(), what, wire::DescribeTerminate(code));
   return Fail(code);
 }
 
 Connection::Frame Connection::BeginWrite(const wire::FpduHeader& header, std::uint32_t length, Placement& out) {
   if (length == 0) return Frame::kDone;  // a zero-length Write (ready-to-receive) touches nothing
   const RemoteResolution target = events_->ResolveRemote(header.stag, header.tagged_offset, length, RemoteAccess::kWrite);
-  if (target.check != RemoteCheck::kOk) return RefuseRemote(target.check, true);
+  if (target.check != RemoteCheck::kOk) return RefuseRemote(target.check, "RDMA Write");
   out.contiguous = target.address;
   return Frame::kDone;
 }
@@ -606,11 +629,11 @@ Connection::Frame Connection::OnReadRequest(const wire::FpduHeader& header, cons
   if (request.size != 0) {
     const RemoteResolution resolved =
         events_->ResolveRemote(request.source_stag, request.source_offset, request.size, RemoteAccess::kRead);
-    if (resolved.check != RemoteCheck::kOk) return RefuseRemote(resolved.check, false);
+    if (resolved.check != RemoteCheck::kOk) return RefuseRemote(resolved.check, "RDMA Read");
     source = resolved.address;
   }
   ReadResponse& response = responses_[(responses_head_ + responses_count_) % responses_.size()];
-  response = ReadResponse{source, request.size, request.sink_stag, request.sink_offset};
+  response = ReadResponse{source, request.size, request.sink_stag, request.sink_offset, false, {}};
   ++responses_count_;
   ++expected_read_msn_;
   PumpTx();

@@ -54,6 +54,20 @@ void WriteTrailer(std::uint8_t* at, std::size_t pad, std::uint32_t state, bool c
   PutCrc(at + pad, crc ? Crc32cFinal(Crc32cUpdate(state, at, pad)) : 0);
 }
 
+// By WorkKind, looked up on every post rather than branched on: whether the Work takes a Send MSN
+// (a Send; the Immediate Data after a Write with immediate data), and whether its payload is a
+// source copied at post when small (Sends and Writes; a Read's and an atomic's local memory is
+// where the answer lands).
+constexpr std::uint32_t kTakesSendMsn[] = {1, 0, 0, 1, 0, 0, 0};
+constexpr bool kCopiesPayload[] = {true, true, false, true, false, false, false};
+static_assert(std::size(kTakesSendMsn) == static_cast<std::size_t>(WorkKind::kSendDatagram) + 1);
+static_assert(std::size(kCopiesPayload) == std::size(kTakesSendMsn));
+
+// Work that waits for the peer's answer and so takes one of the ORD the peer granted.
+bool AwaitsResponse(WorkKind kind) {
+  return kind == WorkKind::kRdmaRead || kind == WorkKind::kFetchAdd || kind == WorkKind::kCompareSwap;
+}
+
 wire::Opcode SendOpcode(const Work& work) {
   if (work.solicited) return work.invalidate ? wire::Opcode::kSendSolicitedInvalidate : wire::Opcode::kSendSolicited;
   return work.invalidate ? wire::Opcode::kSendInvalidate : wire::Opcode::kSend;
@@ -78,11 +92,13 @@ Status Connection::Post(const Work& work) {
     slot.work = work;
     slot.inline_charged = 0;
     slot.framed = false;
-    if (work.kind == WorkKind::kSend) slot.msn = send_msn_++;
+    const auto kind = static_cast<std::size_t>(work.kind);
+    slot.msn = send_msn_;
+    send_msn_ += kTakesSendMsn[kind];
     const PostFraming framing = post_framing_.load(std::memory_order_acquire);
     if (work.kind == WorkKind::kSend && framing != PostFraming::kNotYet) {
       FrameAtPost(slot, framing == PostFraming::kWithCrc);
-    } else if (work.kind != WorkKind::kRdmaRead) {
+    } else if (kCopiesPayload[kind]) {
       CopyInline(slot);
     }
     posted_count_.store(count + 1, std::memory_order_release);
@@ -382,6 +398,7 @@ bool Connection::NextTxMessage() {
     m.length = r.length;
     m.stag = r.sink_stag;
     m.tagged_offset = r.sink_offset;
+    if (r.atomic) BeginAtomicResponse(m, r);
     responses_head_ = (responses_head_ + 1) % responses_.size();
     --responses_count_;
     return true;
@@ -392,7 +409,7 @@ bool Connection::NextTxMessage() {
   const PostedWork& slot = posted_[posted_head_];
   const Work& work = slot.work;
   if (work.fence && reads_count_ > 0) return false;
-  if (work.kind == WorkKind::kRdmaRead && reads_count_ >= std::min<std::size_t>(ord_, reads_.size())) return false;
+  if (AwaitsResponse(work.kind) && reads_count_ >= std::min<std::size_t>(ord_, reads_.size())) return false;
   m = TxMessage{};
   m.work = work;
   m.length = work.length;
@@ -431,10 +448,14 @@ bool Connection::NextTxMessage() {
       break;
     }
     case WorkKind::kRdmaWriteImmediate:
+      BeginWriteImmediate(m, slot);
+      break;
     case WorkKind::kFetchAdd:
     case WorkKind::kCompareSwap:
+      BeginAtomicRequest(m, work);
+      break;
     case WorkKind::kSendDatagram:
-      break;  // refused by TcpEndpoint::Post: this transport does not carry them yet
+      break;  // refused by TcpEndpoint::Post: a connection carries no datagram
   }
   return true;
 }
@@ -476,6 +497,10 @@ bool Connection::PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uin
       header.queue = wire::kQueueReadRequest;
       header.msn = m.msn;
       return true;
+    case TxKind::kImmediate:
+    case TxKind::kAtomicRequest:
+    case TxKind::kAtomicResponse:
+      return PlanExtension(m, header);
     case TxKind::kSend:
     case TxKind::kWrite:
     case TxKind::kReadResponse:
@@ -497,13 +522,25 @@ bool Connection::PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uin
   return true;
 }
 
-// Appends the header (and a Read Request's body) to the batch; returns the CRC so far.
+// Appends the header (and a Read Request's or RFC 7306 message's body) to the batch; returns the
+// CRC so far.
 std::uint32_t Connection::AppendHeader(const TxMessage& m, const wire::FpduHeader& header) {
   const std::size_t header_size = wire::HeaderSize(header.opcode);
   std::uint8_t* head = tx_.Reserve(header_size);
   (void)wire::EncodeHeader(header, head);
-  if (m.kind == TxKind::kReadRequest) wire::EncodeReadRequest(m.read, head + wire::kUntaggedHeaderSize);
+  // A Read Request's body, or an RFC 7306 header (a Send's or Write's header is no larger).
+  if (header_size > wire::kUntaggedHeaderSize) EncodeBody(m, head + wire::kUntaggedHeaderSize);
   return crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
+}
+
+void Connection::EncodeBody(const TxMessage& m, std::uint8_t* body) const {
+  switch (m.kind) {
+    case TxKind::kReadRequest: return wire::EncodeReadRequest(m.read, body);
+    case TxKind::kImmediate: return wire::EncodeImmediate(m.work.immediate, body);
+    case TxKind::kAtomicRequest: return wire::EncodeAtomicRequest(m.atomic, body);
+    case TxKind::kAtomicResponse: return wire::EncodeAtomicResponse(m.atomic_response, body);
+    default: return;
+  }
 }
 
 // Appends `chunk` payload bytes of `m` and returns the CRC over them, continuing `crc`.
@@ -564,9 +601,15 @@ void Connection::FrameOne() {
   if (header.last) FinishFramed(m);
 }
 
-// The message's last byte is framed: a Send or Write completes once the batch is written.
+// The message's last byte is framed: a Send or Write completes once the batch is written. A Write
+// with immediate data goes on with its Immediate Data message, and completes after it.
 void Connection::FinishFramed(TxMessage& m) {
-  if (m.kind == TxKind::kSend || m.kind == TxKind::kWrite) {
+  if (m.immediate_next) {
+    m.immediate_next = false;
+    m.kind = TxKind::kImmediate;
+    return;
+  }
+  if (m.kind == TxKind::kSend || m.kind == TxKind::kWrite || m.kind == TxKind::kImmediate) {
     written_ids_[written_count_] = m.work.id;
     written_lengths_[written_count_] = static_cast<std::uint32_t>(m.length);
     written_inline_[written_count_] = m.inline_charged;

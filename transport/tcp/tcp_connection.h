@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // One iWARP-over-TCP connection: MPA setup (connection_setup.cc), FPDU transmission
 // (connection_tx.cc) and reception with SRQ-style buffer acquisition on message arrival
-// (connection_rx.cc). The TcpEndpoint a core EP owns forwards to it.
+// (connection_rx.cc), and the RFC 7306 extensions both ways (connection_ext.cc: RDMA Write with
+// immediate data, atomics). The TcpEndpoint a core EP owns forwards to it.
 //
 // Threads. Everything that touches the socket, the staging buffers, the consumer's memory or the
 // EndpointEvents runs with io_mutex_ held, and first checks detached_. Who holds it:
@@ -112,8 +113,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kEnded,
   };
 
-  // A message being turned into FPDUs.
-  enum class TxKind : std::uint8_t { kNone, kSend, kWrite, kReadRequest, kReadResponse, kRtr };
+  // A message being turned into FPDUs. RFC 7306: the Immediate Data message that follows an RDMA
+  // Write with immediate data (header only), an Atomic Request and an Atomic Response.
+  enum class TxKind : std::uint8_t {
+    kNone,
+    kSend,
+    kWrite,
+    kReadRequest,
+    kReadResponse,
+    kRtr,
+    kImmediate,
+    kAtomicRequest,
+    kAtomicResponse,
+  };
   struct TxMessage {
     TxKind kind = TxKind::kNone;
     Work work;                            // kSend, kWrite, kReadRequest
@@ -126,6 +138,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t stag = 0;                // tagged: sink STag; Send with Invalidate: its STag
     std::uint64_t tagged_offset = 0;
     wire::ReadRequestBody read;            // kReadRequest
+    bool immediate_next = false;           // kWrite of kRdmaWriteImmediate: its Immediate Data follows
+    wire::AtomicRequestBody atomic;        // kAtomicRequest
+    wire::AtomicResponseBody atomic_response;  // kAtomicResponse
     Segment inline_segment;                // work.local when the payload was copied at post
     std::uint32_t inline_charged = 0;      // its InlineRing charge, 0 when not inline
     bool framed = false;                   // inline_segment is the whole FPDU (FrameAtPost)
@@ -139,17 +154,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t msn = 0;  // a Send's: Sends are framed in post order, so it is known at post
     bool framed = false;
   };
-  // A Read Request the peer sent us, waiting for its response to be framed.
+  // A Read Request the peer sent us, waiting for its response to be framed; or an Atomic Request,
+  // done on arrival, whose response waits its turn (responses go in request order, RFC 7306).
   struct ReadResponse {
     const std::uint8_t* source = nullptr;
     std::uint32_t length = 0;
     std::uint32_t sink_stag = 0;
     std::uint64_t sink_offset = 0;
+    bool atomic = false;
+    wire::AtomicResponseBody atomic_response;
   };
-  // One of our RDMA Reads whose response has not fully arrived.
+  // One of our RDMA Reads or atomics whose response has not fully arrived (they share the ORD).
   struct OutstandingRead {
     Work work;
-    std::uint32_t sink_stag = 0;
+    std::uint32_t sink_stag = 0;  // an atomic: its request identifier
     std::uint64_t received = 0;
     std::uint32_t segment = 0;
     std::uint32_t segment_offset = 0;
@@ -254,6 +272,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ChunkFor(const TxMessage& m, std::uint32_t& chunk) const;
   bool PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uint32_t& chunk) const;
   std::uint32_t AppendHeader(const TxMessage& m, const wire::FpduHeader& header);
+  // What follows the untagged header of a Read Request or an RFC 7306 message.
+  void EncodeBody(const TxMessage& m, std::uint8_t* body) const;
   std::uint32_t AppendPayload(TxMessage& m, std::uint32_t chunk, std::uint32_t crc);
   void AppendTrailer(std::size_t ulpdu, std::uint32_t crc);
   void FinishFramed(TxMessage& m);
@@ -284,9 +304,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Frame FinishPayload(const wire::FpduHeader& header, std::uint32_t length);
   Frame OnReadRequest(const wire::FpduHeader& header, const std::uint8_t* body);
   Frame OnTerminate(const std::uint8_t* payload, std::uint32_t length);
+  // A message on the Send queue (a Send's first FPDU, an Immediate Data message) takes its
+  // receive buffer: kDone with `target`, kHeld (none yet), or the connection failed.
+  Frame AcquireFor(const wire::FpduHeader& header, RecvTarget& target);
+
+  // RFC 7306 (connection_ext.cc).
+  Frame OnImmediate(const wire::FpduHeader& header, const std::uint8_t* body, std::uint32_t length);
+  Frame OnAtomicRequest(const wire::FpduHeader& header, const std::uint8_t* body, std::uint32_t length);
+  Frame OnAtomicResponse(const wire::FpduHeader& header, const std::uint8_t* body, std::uint32_t length);
+  // An Atomic Request or Response arrived with this header: refused (Terminate) unless it is the
+  // next message of the peer's atomic queue, whole, with nothing after its header.
+  bool AtomicHeaderOk(const wire::FpduHeader& header, std::uint32_t length, const char* what);
+  // Posted Work of the extensions becoming the message to frame (NextTxMessage).
+  void BeginWriteImmediate(TxMessage& m, const PostedWork& slot);
+  void BeginAtomicRequest(TxMessage& m, const Work& work);
+  void BeginAtomicResponse(TxMessage& m, const ReadResponse& response);
+  // Their headers (PlanFpdu); AppendHeader writes their bodies (EncodeBody).
+  bool PlanExtension(const TxMessage& m, wire::FpduHeader& header) const;
   void OnPeerClosed();
   void StartRnrTimer();
-  Frame RefuseRemote(RemoteCheck check, bool write);
+  Frame RefuseRemote(RemoteCheck check, const char* what);
   Frame Fail(wire::TerminateCode code);  // Terminate, then end the connection as broken
   void PopRead();                        // the oldest outstanding Read is done
 
@@ -345,6 +382,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   TxBatch tx_{options_.buffers->frames, options_.buffers->staging, &options_.buffers->sendmsg_calls};
   TxMessage tx_message_;
   std::uint32_t read_request_msn_ = 1;
+  std::uint32_t atomic_msn_ = 1;  // our next message on the atomic queue (requests and responses)
   std::uint32_t next_sink_stag_ = 1;
   std::vector<std::uint64_t> written_ids_;  // Sends and Writes whose last byte is in tx_
   std::vector<std::uint32_t> written_lengths_;
@@ -374,6 +412,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool large_stream_ = false;  // the last payload FPDU was large: read headers in small pieces
   std::uint32_t expected_msn_ = 1;
   std::uint32_t expected_read_msn_ = 1;
+  std::uint32_t expected_atomic_msn_ = 1;
+  // The RDMA Write being received and the last one whole: an Immediate Data message right after a
+  // Write completes with that Write's length (an RDMA Write with immediate data).
+  std::uint64_t write_bytes_ = 0;
+  std::uint32_t last_write_length_ = 0;
 
   mutable softdat::Mutex address_mutex_;
   sockaddr_in local_{};
