@@ -67,11 +67,10 @@ bool IsAtomic(WorkKind kind) { return kind == WorkKind::kFetchAdd || kind == Wor
 }  // namespace
 
 void Connection::BeginWriteImmediate(TxMessage& m, const PostedWork& slot) {
-  m.kind = TxKind::kWrite;
+  m.kind = TxKind::kWriteImmediate;  // its Immediate Data message follows (FinishFramed)
   m.stag = slot.work.remote_key;
   m.tagged_offset = slot.work.remote_address;
   m.msn = slot.msn;  // the Immediate Data message's, on the Send queue, taken at post
-  m.immediate_next = true;
 }
 
 void Connection::BeginAtomicRequest(TxMessage& m, const Work& work) {

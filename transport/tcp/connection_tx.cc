@@ -503,13 +503,14 @@ bool Connection::PlanFpdu(const TxMessage& m, wire::FpduHeader& header, std::uin
       return PlanExtension(m, header);
     case TxKind::kSend:
     case TxKind::kWrite:
+    case TxKind::kWriteImmediate:
     case TxKind::kReadResponse:
       break;
   }
   if (!ChunkFor(m, chunk)) return false;
-  header.opcode = m.kind == TxKind::kSend    ? SendOpcode(m.work)
-                  : m.kind == TxKind::kWrite ? wire::Opcode::kRdmaWrite
-                                             : wire::Opcode::kReadResponse;
+  header.opcode = m.kind == TxKind::kSend           ? SendOpcode(m.work)
+                  : m.kind == TxKind::kReadResponse ? wire::Opcode::kReadResponse
+                                                    : wire::Opcode::kRdmaWrite;
   header.last = m.offset + chunk == m.length;
   header.stag = m.stag;
   if (m.kind == TxKind::kSend) {
@@ -604,18 +605,14 @@ void Connection::FrameOne() {
 // The message's last byte is framed: a Send or Write completes once the batch is written. A Write
 // with immediate data goes on with its Immediate Data message, and completes after it.
 void Connection::FinishFramed(TxMessage& m) {
-  if (m.immediate_next) {
-    m.immediate_next = false;
-    m.kind = TxKind::kImmediate;
-    return;
-  }
-  if (m.kind == TxKind::kSend || m.kind == TxKind::kWrite || m.kind == TxKind::kImmediate) {
+  const auto kind = static_cast<std::size_t>(m.kind);
+  if (kCompletesWhenWritten[kind]) {
     written_ids_[written_count_] = m.work.id;
     written_lengths_[written_count_] = static_cast<std::uint32_t>(m.length);
     written_inline_[written_count_] = m.inline_charged;
     ++written_count_;
   }
-  m.kind = TxKind::kNone;
+  m.kind = kFramedNext[kind];
 }
 
 }  // namespace softdat::transport::tcp

@@ -113,8 +113,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kEnded,
   };
 
-  // A message being turned into FPDUs. RFC 7306: the Immediate Data message that follows an RDMA
-  // Write with immediate data (header only), an Atomic Request and an Atomic Response.
+  // A message being turned into FPDUs. RFC 7306: the RDMA Write of an RDMA Write with immediate
+  // data (framed as kWrite; its Immediate Data message follows: header only), an Atomic Request
+  // and an Atomic Response. FinishFramed looks kinds up in tables (connection_tx.cc): keep the
+  // order.
   enum class TxKind : std::uint8_t {
     kNone,
     kSend,
@@ -122,10 +124,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kReadRequest,
     kReadResponse,
     kRtr,
+    kWriteImmediate,
     kImmediate,
     kAtomicRequest,
     kAtomicResponse,
   };
+  // By TxKind, once a message's last byte is framed: whether it completes when written (a Send, a
+  // Write, the Immediate Data message that ends a Write with immediate data), and what is framed
+  // next (after the Write of a Write with immediate data, its Immediate Data message).
+  static constexpr bool kCompletesWhenWritten[] = {false, true, true, false, false, false, false, true, false, false};
+  static constexpr TxKind kFramedNext[] = {TxKind::kNone, TxKind::kNone, TxKind::kNone,      TxKind::kNone,
+                                           TxKind::kNone, TxKind::kNone, TxKind::kImmediate, TxKind::kNone,
+                                           TxKind::kNone, TxKind::kNone};
+  static_assert(std::size(kCompletesWhenWritten) == static_cast<std::size_t>(TxKind::kAtomicResponse) + 1);
+  static_assert(std::size(kFramedNext) == std::size(kCompletesWhenWritten));
   struct TxMessage {
     TxKind kind = TxKind::kNone;
     Work work;                            // kSend, kWrite, kReadRequest
@@ -138,7 +150,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::uint32_t stag = 0;                // tagged: sink STag; Send with Invalidate: its STag
     std::uint64_t tagged_offset = 0;
     wire::ReadRequestBody read;            // kReadRequest
-    bool immediate_next = false;           // kWrite of kRdmaWriteImmediate: its Immediate Data follows
     wire::AtomicRequestBody atomic;        // kAtomicRequest
     wire::AtomicResponseBody atomic_response;  // kAtomicResponse
     Segment inline_segment;                // work.local when the payload was copied at post
