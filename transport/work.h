@@ -53,6 +53,10 @@ struct Work {
   std::uint64_t length = 0;        // the sum of local lengths (core keeps it below 2^32)
   bool solicited = false;          // Send: Send with Solicited Event
   bool fence = false;              // wait for earlier RDMA Reads to complete before starting
+  // Posted with completion suppressed: no event tells the consumer when `local` is free again,
+  // and stock consumers (dtest -w) rewrite it while it is in flight, which an RNIC survives (it
+  // checksums what it reads). A software transport that checksums in place copies it instead.
+  bool unsignaled = false;
   bool invalidate = false;         // Send: Send with Invalidate of `invalidate_key` at the peer
   std::uint32_t invalidate_key = 0;
   std::uint64_t remote_address = 0;  // Write, Read, atomics: the peer's address (tagged offset)

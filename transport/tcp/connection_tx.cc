@@ -2,7 +2,8 @@
 // Transmission: turns posted Sends, RDMA Writes and Reads, the Read Responses the peer asked for
 // and the ready-to-receive FPDU into MPA FPDUs, as one gather list per batch (headers and CRC
 // trailers from a pooled arena; payload from registered memory, checksummed in place, except a
-// Read Response with CRC, checksummed from a snapshot: see NeedsSnapshot), writes it without
+// Read Response's and an unsignaled Send's or Write's with CRC, checksummed from a snapshot: see
+// NeedsSnapshot), writes it without
 // blocking, and completes Sends and Writes once their last byte is on the socket.
 //
 // One message is framed whole before the next starts. Read Responses go before new posted work
@@ -243,8 +244,12 @@ bool Connection::NeedsSnapshot(const TxMessage& m) const {
   // to change until the Work completes (DAT), and it completes only after sendmsg copied it:
   // checksummed in place, no copy (a small one is our inline copy anyway). A Read Response's
   // source is the responder's memory, open to concurrent writes as on an RNIC (stock dtest
-  // rewrites it while the peer reads): checksummed from a snapshot.
-  return crc_ && m.kind == TxKind::kReadResponse;
+  // rewrites it while the peer reads): checksummed from a snapshot. So is an unsignaled Send's or
+  // Write's: no completion tells the consumer when it is free, and stock dtest -w rewrites the
+  // source of its unsignaled Writes while they are in flight (signaled ones stay in place).
+  return crc_ && (m.kind == TxKind::kReadResponse ||
+                  (m.work.unsignaled && m.inline_charged == 0 &&
+                   (m.kind == TxKind::kSend || m.kind == TxKind::kWrite || m.kind == TxKind::kWriteImmediate)));
 }
 
 void Connection::WriteRaw(const std::uint8_t* bytes, std::size_t length) {
@@ -555,13 +560,19 @@ std::uint32_t Connection::AppendPayload(TxMessage& m, std::uint32_t chunk, std::
     // A snapshot, copied and checksummed in one pass (see NeedsSnapshot).
     return Crc32cCopy(crc, tx_.ReserveStaging(chunk), m.source + m.offset, chunk);
   }
-  // Gathered in place; checksummed where it lies (see NeedsSnapshot).
+  // Gathered in place and checksummed where it lies, or copied and checksummed in one pass (see
+  // NeedsSnapshot).
+  const bool snapshot = NeedsSnapshot(m);
   for (std::uint32_t left = chunk; left > 0;) {
     const Segment& segment = m.work.local[m.segment];
     const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
     const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
-    tx_.AddExternal(at, n);
-    if (crc_) crc = Crc32cUpdate(crc, at, n);
+    if (snapshot) {
+      crc = Crc32cCopy(crc, tx_.ReserveStaging(n), at, n);
+    } else {
+      tx_.AddExternal(at, n);
+      if (crc_) crc = Crc32cUpdate(crc, at, n);
+    }
     left -= n;
     m.segment_offset += n;
     if (m.segment_offset == segment.length) {

@@ -57,6 +57,29 @@ Work Rdma(WorkKind kind, std::uint64_t id, std::span<const Segment> local, std::
 
 std::uint64_t AddressOf(std::vector<std::uint8_t>& region) { return reinterpret_cast<std::uint64_t>(region.data()); }
 
+// A thread that keeps changing one byte per page of `memory` until Stop (bounded by a count too),
+// as a consumer writing into memory the transport is reading from.
+class RacingWriter {
+ public:
+  explicit RacingWriter(std::vector<std::uint8_t>& memory)
+      : thread_([this, &memory] {
+          DeliberatelyRacyWrites racing;
+          for (std::uint64_t round = 0; !done_.load(std::memory_order_relaxed) && round < 200000; ++round) {
+            volatile std::uint8_t* bytes = memory.data();
+            for (std::size_t i = round % 4096; i < memory.size(); i += 4096) bytes[i] = static_cast<std::uint8_t>(round);
+          }
+        }) {}
+  ~RacingWriter() { Stop(); }
+  void Stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_ = false;
+  std::thread thread_;
+};
+
 class TcpTransportTest : public ::testing::Test {
  protected:
   void SetUp() override { Open(IaOptions{}); }
@@ -381,16 +404,7 @@ TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection)
   ConnectBoth();
   std::vector<std::uint8_t> region(4 << 20, 0);
   server_events_.Expose(region, 0x77, false);
-  std::atomic<bool> done = false;
-  std::thread writer([&] {
-    // Keeps changing the source for as long as the Reads run (bounded by `done` and a count),
-    // racing with the responder's reads by design (as with an RNIC's DMA).
-    DeliberatelyRacyWrites racing;
-    for (std::uint64_t round = 0; !done.load(std::memory_order_relaxed) && round < 200000; ++round) {
-      volatile std::uint8_t* bytes = region.data();
-      for (std::size_t i = round % 4096; i < region.size(); i += 4096) bytes[i] = static_cast<std::uint8_t>(round);
-    }
-  });
+  RacingWriter writer(region);  // racing with the responder's reads by design (as with an RNIC's DMA)
   std::vector<std::uint8_t> back(region.size());
   std::vector<Segment> sink = {SegmentOf(back)};
   for (std::uint64_t id = 1; id <= 4; ++id) {
@@ -400,11 +414,38 @@ TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection)
       return client_events_.work_done.size() == id || client_events_.ended.has_value();
     }));
   }
-  done = true;
-  writer.join();
+  writer.Stop();
   EXPECT_FALSE(client_events_.ended.has_value());
   EXPECT_FALSE(server_events_.ended.has_value());
   ASSERT_EQ(client_events_.work_done.size(), 4u);
+  for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
+}
+
+// Regression: stock dtest -w, once softdat offered the IB extensions, rewrote the source of its
+// unsignaled 4 MiB Writes while they were in flight (a DAT consumer error an RNIC survives: it
+// checksums what it reads); the CRC computed in place no longer matched the bytes sendmsg copied
+// and the peer broke the connection. An unsignaled Write's payload is now checksummed from a
+// snapshot (signaled ones stay in place).
+TEST_F(TcpTransportTest, UnsignaledWritesOfMemoryBeingWrittenCompleteAndKeepTheConnection) {
+  ConnectBoth();
+  std::vector<std::uint8_t> region(4 << 20, 0);
+  server_events_.Expose(region, 0x77, true);
+  std::vector<std::uint8_t> source(region.size(), 1);
+  std::vector<Segment> local = {SegmentOf(source)};
+  RacingWriter writer(source);
+  constexpr std::uint64_t kWrites = 16;
+  for (std::uint64_t id = 1; id <= kWrites; ++id) {
+    Work write = Rdma(WorkKind::kRdmaWrite, id, local, 0x77, AddressOf(region));
+    write.unsignaled = true;
+    ASSERT_TRUE(client_->Post(write).ok());
+  }
+  ASSERT_TRUE(client_events_.WaitFor([&] {
+    return client_events_.work_done.size() == kWrites || client_events_.ended.has_value();
+  }));
+  writer.Stop();
+  EXPECT_FALSE(client_events_.ended.has_value());
+  EXPECT_FALSE(server_events_.ended.has_value());
+  ASSERT_EQ(client_events_.work_done.size(), kWrites);
   for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
 }
 
