@@ -27,6 +27,7 @@
 #include "core/srq.h"
 #include "transport/tcp/tcp_endpoint.h"
 #include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/test_seams.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SOFTDAT_FUZZ_ASAN 1
@@ -161,7 +162,8 @@ class AdoptedEndpoint final : public transport::Endpoint {
                  std::uint64_t) override {
     const int fd = transport_.TakeConnectSocket();
     if (fd < 0) return Status(Code::kInvalidState);
-    return static_cast<transport::tcp::TcpEndpoint&>(*inner_).connection().ConnectOver(fd, private_data);
+    return transport::tcp::ConnectionTestAccess::ConnectOver(static_cast<transport::tcp::TcpEndpoint&>(*inner_).connection(), fd,
+                                                              private_data);
   }
   Status Post(const transport::Work& work) override { return inner_->Post(work); }
   Status PostRecv(std::uint64_t id, std::span<const Segment> segments) override { return inner_->PostRecv(id, segments); }
@@ -202,7 +204,8 @@ Status SocketPairTransport::CreateEndpoint(const transport::EndpointConfig& conf
 
 void SocketPairTransport::Deliver(int fd, const wire::MpaFrame& request,
                                   std::span<const std::uint8_t> private_data) {
-  auto pending = tcp_.AdoptRequest(fd, request, std::vector<std::uint8_t>(private_data.begin(), private_data.end()));
+  auto pending = transport::tcp::TcpTransportTestAccess::AdoptRequest(
+      tcp_, fd, request, std::vector<std::uint8_t>(private_data.begin(), private_data.end()));
   if (pending == nullptr || listen_events_ == nullptr) Die("adopting the passive socket");
   listen_events_->OnConnectRequest(std::make_unique<AdoptedRequest>(std::move(pending)));
 }

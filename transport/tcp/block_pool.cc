@@ -9,9 +9,6 @@
 #include <array>
 #include <new>
 
-#include "transport/tcp/inline_ring.h"
-#include "transport/tcp/tcp_connection.h"
-#include "transport/tcp/tx_batch.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SOFTDAT_POOL_ASAN 1
@@ -136,12 +133,5 @@ std::size_t BlockPool::in_use() const {
   std::lock_guard lock(mutex_);
   return allocated_ - free_.size() - (spare_.load(std::memory_order_acquire) != nullptr ? 1 : 0);
 }
-
-ConnectionBuffers::ConnectionBuffers()
-    : rx(Connection::kRxBlock),
-      rx_held(kHeldBlock),
-      frames(TxBatch::kFrameBlock),
-      staging(TxBatch::kStagingSize),
-      inline_copy(InlineRing::kBlockSize) {}
 
 }  // namespace softdat::transport::tcp

@@ -62,26 +62,4 @@ class BlockPool {
   std::size_t allocated_ = 0;
 };
 
-// The pools of one transport, shared (shared_ptr) by its connections, which may outlive it; a
-// count of the sendmsg calls they made (tests check that bursts are coalesced) and of its live
-// endpoints (what the kick ring must hold).
-struct ConnectionBuffers {
-  // What a connection waiting for an SRQ buffer keeps of what it read, when it is this small.
-  static constexpr std::size_t kHeldBlock = 16 * 1024;
-
-  BlockPool rx;           // received bytes not yet placed (Connection::kRxBlock)
-  BlockPool rx_held;      // the same, of a connection held for a receive buffer (kHeldBlock)
-  BlockPool frames;       // a batch's gather list and FPDU headers (TxBatch::kFrameBlock)
-  BlockPool staging;      // payload copies that must be checksummed (TxBatch::kStagingSize)
-  BlockPool inline_copy;  // small payloads copied when posted (InlineRing::kBlockSize)
-  std::atomic<std::uint64_t> sendmsg_calls{0};
-  // When any connection of the transport last wrote a batch (MonotonicNs): a stream spread over
-  // many connections coalesces too (Connection::TxDue).
-  std::atomic<std::uint64_t> last_write_ns{0};
-  // Connections not yet destroyed (a Connection outlives its endpoint while the progress context
-  // still holds it): what the kick ring must hold, since each may be queued once.
-  std::atomic<std::uint32_t> live_connections{0};
-  ConnectionBuffers();
-};
-
 }  // namespace softdat::transport::tcp

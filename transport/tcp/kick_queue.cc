@@ -12,7 +12,7 @@
 #include <new>
 
 #include "base/log.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/connection.h"
 
 namespace softdat::transport::tcp {
 

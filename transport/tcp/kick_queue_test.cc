@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "transport/tcp/block_pool.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/connection.h"
 
 namespace softdat::transport::tcp {
 namespace {

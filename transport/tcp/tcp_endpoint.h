@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "transport/endpoint.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/connection.h"
 
 namespace softdat::transport::tcp {
 

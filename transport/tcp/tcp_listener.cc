@@ -64,7 +64,12 @@ struct ListenerCore::RequestReader {
 };
 
 ListenerCore::ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events)
-    : io_(io), acceptor_(std::move(acceptor)), events_(events), retry_(io) {}
+    : io_(io), acceptor_(std::move(acceptor)), listen_text_(EndText(acceptor_, true)), events_(events), retry_(io) {}
+
+bool ListenerCore::Open() {
+  std::lock_guard lock(acceptor_mutex_);
+  return acceptor_.is_open();
+}
 
 void ListenerCore::Start() {
   asio::post(io_, [self = shared_from_this()] { self->AcceptNext(); });
@@ -76,11 +81,12 @@ void ListenerCore::Stop() {
   // lock of ours, so it ends without this thread.
   events_.store(nullptr, std::memory_order_seq_cst);
   while (calling_.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
-  asio::post(io_, [self = shared_from_this()] {
+  {
+    std::lock_guard lock(acceptor_mutex_);
     boost::system::error_code ignored;
-    self->acceptor_.close(ignored);
-    self->retry_.cancel();
-  });
+    acceptor_.close(ignored);  // a pending accept completes with operation_aborted
+  }
+  asio::post(io_, [self = shared_from_this()] { self->retry_.cancel(); });
 }
 
 void ListenerCore::AcceptNext() {
@@ -88,26 +94,28 @@ void ListenerCore::AcceptNext() {
     accept_paused_ = true;  // DoneReading accepts again
     return;
   }
+  std::lock_guard lock(acceptor_mutex_);
+  if (!acceptor_.is_open()) return;  // stopped
   acceptor_.async_accept([self = shared_from_this()](const boost::system::error_code& error,
                                                      asio::ip::tcp::socket socket) {
-    if (error == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
+    if (error == asio::error::operation_aborted || !self->Open()) return;
     if (OutOfResources(error)) {
       // Said once per episode, not once per retry: the limit is the process's to raise.
       if (!self->starved_)
         SOFTDAT_LOG(kWarn, "tcp listener %s: cannot accept connections: %s; they wait in the backlog until "
-                    "descriptors are free (raise the limit: ulimit -n)", EndText(self->acceptor_, true).c_str(),
+                    "descriptors are free (raise the limit: ulimit -n)", self->ListenText().c_str(),
                     error.message().c_str());
       self->starved_ = true;
       self->retry_.expires_after(kStarvedRetry);
       self->retry_.async_wait([self](const boost::system::error_code& cancelled) {
-        if (!cancelled && self->acceptor_.is_open()) self->AcceptNext();
+        if (!cancelled && self->Open()) self->AcceptNext();
       });
       return;
     }
     if (error) {
-      SOFTDAT_LOG(kWarn, "tcp listener %s: accept failed: %s", EndText(self->acceptor_, true).c_str(), error.message().c_str());
+      SOFTDAT_LOG(kWarn, "tcp listener %s: accept failed: %s", self->ListenText().c_str(), error.message().c_str());
     } else {
-      if (self->starved_) SOFTDAT_LOG(kWarn, "tcp listener %s: accepting connections again", EndText(self->acceptor_, true).c_str());
+      if (self->starved_) SOFTDAT_LOG(kWarn, "tcp listener %s: accepting connections again", self->ListenText().c_str());
       self->starved_ = false;
       SetCloseOnExec(socket.native_handle());  // Asio's accept cannot ask for it
       ++self->reading_;
@@ -121,7 +129,7 @@ void ListenerCore::AcceptNext() {
 
 void ListenerCore::DoneReading() {
   --reading_;
-  if (accept_paused_ && reading_ < kMaxRequestsInFlight && acceptor_.is_open()) {
+  if (accept_paused_ && reading_ < kMaxRequestsInFlight && Open()) {
     accept_paused_ = false;
     AcceptNext();
   }

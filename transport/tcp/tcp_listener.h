@@ -13,11 +13,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/mutex.h"
 #include "transport/listener.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/connection.h"
 #include "transport/tcp/wire.h"
 
 namespace softdat::transport::tcp {
@@ -41,9 +42,16 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   void Deliver(const std::shared_ptr<RequestReader>& reader);
   // A reader is done (request read, refused or timed out): accepting resumes if it had paused.
   void DoneReading();
+  bool Open();  // not stopped
+  const std::string& ListenText() const { return listen_text_; }  // "ADDRESS:PORT" for log lines
 
   asio::io_context& io_;
-  asio::ip::tcp::acceptor acceptor_;  // progress context only
+  // The listening socket. Stop closes it on the consumer's thread, so that the port is free when
+  // dat_psp_free returns (a new PSP on the same port must not find it in use); every other use is
+  // the progress context's, under the same lock (Asio's reactor synchronizes the rest itself).
+  softdat::Mutex acceptor_mutex_;
+  asio::ip::tcp::acceptor acceptor_;
+  const std::string listen_text_;
   // Null once stopped. A request is reported with no lock held (the consumer's EVD gets the event):
   // Stop clears events_ and waits for a report that saw it set (calling_) to end.
   std::atomic<ListenEvents*> events_;

@@ -130,7 +130,7 @@ Capabilities TcpCapabilities(const IaOptions& options) {
   c.max_rdma_read_out = 128;
   c.max_srq_work = work;
   c.max_srq_segments = 16;
-  // RFC 7306 (connection_ext.cc). A peer without it (Linux siw) terminates the connection on
+  // RFC 7306 (rdmap_extensions.cc). A peer without it (Linux siw) terminates the connection on
   // the first such message: docs/WIRE.md.
   c.immediate_data = true;
   c.atomics = true;

@@ -34,7 +34,7 @@
 #include "base/mutex.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/poll_set.h"
-#include "transport/tcp/tcp_connection.h"
+#include "transport/tcp/connection.h"
 #include "transport/transport.h"
 
 namespace softdat::transport::tcp {
@@ -70,13 +70,8 @@ class TcpTransport final : public Transport {
   // The pools every connection takes its buffers from (for tests and reports).
   const ConnectionBuffers& buffers() const { return *connection_options_.buffers; }
 
-  // Tests and fuzzers only (adopted_socket.cc): a connection request over `fd`, one end of a
-  // connected stream socket pair, as if a listener had read `request` and `private_data` from
-  // it. Takes `fd` over; null if it cannot be used.
-  std::unique_ptr<PendingConnection> AdoptRequest(int fd, const wire::MpaFrame& request,
-                                                  std::vector<std::uint8_t> private_data);
-
  private:
+  friend struct TcpTransportTestAccess;  // test_seams.h
   void Run() noexcept;
   // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
   bool PollReady(bool wait) noexcept;

@@ -556,7 +556,7 @@ TEST_F(TcpTransportTest, MessageLongerThanItsBufferIsLocalLengthAndBreaks) {
   EXPECT_EQ(sink, std::vector<std::uint8_t>(100, 0)) << "nothing placed beyond the check";
 }
 
-// RFC 7306 (connection_ext.cc). An RDMA Write with immediate data: the Write's FPDUs, then an
+// RFC 7306 (rdmap_extensions.cc). An RDMA Write with immediate data: the Write's FPDUs, then an
 // Immediate Data message that takes the next receive buffer (on the Send queue's MSNs) and places
 // nothing in it; the requester completes once both are sent.
 TEST_F(TcpTransportTest, WriteWithImmediateTakesTheNextBufferAndReportsTheImmediateAndLength) {

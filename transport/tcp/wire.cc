@@ -222,9 +222,9 @@ std::size_t EncodeMpaFrame(const MpaFrame& frame, std::uint8_t* bytes) {
   if (!frame.enhanced) return kMpaFrameHeaderSize;
   std::uint8_t* b = bytes + kMpaFrameHeaderSize;
   Put16(b, static_cast<std::uint16_t>((frame.peer_to_peer ? 0x8000 : 0) | (frame.rtr_send ? 0x4000 : 0) |
-                                      (frame.ird & 0x3FFF)));
+                                      (frame.ird & kMaxIrdOrd)));
   Put16(b + 2, static_cast<std::uint16_t>((frame.rtr_write ? 0x8000 : 0) | (frame.rtr_read ? 0x4000 : 0) |
-                                          (frame.ord & 0x3FFF)));
+                                          (frame.ord & kMaxIrdOrd)));
   return kMpaFrameHeaderSize + block;
 }
 
@@ -263,10 +263,10 @@ void DecodeMpaBlock(const std::uint8_t* bytes, MpaFrame& frame) {
   const std::uint16_t second = Get16(bytes + 2);
   frame.peer_to_peer = (first & 0x8000) != 0;
   frame.rtr_send = frame.peer_to_peer && (first & 0x4000) != 0;
-  frame.ird = first & 0x3FFF;
+  frame.ird = first & kMaxIrdOrd;
   frame.rtr_write = frame.peer_to_peer && (second & 0x8000) != 0;
   frame.rtr_read = frame.peer_to_peer && (second & 0x4000) != 0;
-  frame.ord = second & 0x3FFF;
+  frame.ord = second & kMaxIrdOrd;
 }
 
 }  // namespace softdat::transport::tcp::wire

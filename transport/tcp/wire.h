@@ -48,6 +48,14 @@ inline constexpr std::size_t kAtomicRequestBodySize = 52;
 inline constexpr std::size_t kAtomicResponseBodySize = 12;
 inline constexpr std::size_t kMaxHeaderSize = kUntaggedHeaderSize + kAtomicRequestBodySize;
 inline constexpr std::size_t kCrcSize = 4;
+
+// The CRC field (and the Terminate's), little-endian on the wire.
+inline std::uint32_t LoadLe32(const std::uint8_t* at) {
+  return std::uint32_t{at[0]} | std::uint32_t{at[1]} << 8 | std::uint32_t{at[2]} << 16 | std::uint32_t{at[3]} << 24;
+}
+inline void StoreLe32(std::uint8_t* at, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(value >> (8 * i));
+}
 // The largest ULPDU_Length we send and accept (the field is 16 bits).
 inline constexpr std::size_t kMaxUlpduLength = 0xFFFF;
 // Payload bytes per FPDU we send: the largest that keeps the untagged header and the frame a
@@ -122,6 +130,11 @@ void EncodeAtomicResponse(const AtomicResponseBody& body, std::uint8_t* bytes);
 void EncodeImmediate(std::uint32_t immediate, std::uint8_t* bytes);
 
 bool IsTagged(Opcode opcode);
+// The Send opcode of a Send posted with these flags.
+inline Opcode SendOpcode(bool solicited, bool invalidate) {
+  if (solicited) return invalidate ? Opcode::kSendSolicitedInvalidate : Opcode::kSendSolicited;
+  return invalidate ? Opcode::kSendInvalidate : Opcode::kSend;
+}
 std::size_t HeaderSize(Opcode opcode);
 // Zero bytes that make 2 + ulpdu_length a multiple of 4.
 inline std::size_t PadSize(std::size_t ulpdu_length) { return (4 - ((2 + ulpdu_length) & 3)) & 3; }
@@ -161,6 +174,7 @@ TerminateCode DecodeTerminateControl(const std::uint8_t* bytes);
 const char* DescribeTerminate(TerminateCode code);
 
 // MPA Request and Reply frames (RFC 5044 §7.1, RFC 6581 §9).
+inline constexpr std::uint16_t kMaxIrdOrd = 0x3FFF;  // the RFC 6581 block's 14-bit IRD and ORD
 inline constexpr std::size_t kMpaFrameHeaderSize = 20;
 inline constexpr std::size_t kMpaEnhancedBlockSize = 4;
 inline constexpr std::size_t kMaxMpaPrivateData = 512;  // PD_Length limit, block included

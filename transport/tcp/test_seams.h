@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// Test seams of the TCP transport, in a testonly library the fuzzers and transport tests link and
+// the shipped provider does not: a connection over a stream socket that is already connected (one
+// end of a socketpair) instead of a TCP connect or a listener's accept. Everything after the
+// socket exists (MPA, FPDUs, teardown) is the production path; only how the socket came to be
+// differs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "transport/listener.h"
+#include "transport/tcp/wire.h"
+
+namespace softdat::transport::tcp {
+
+class Connection;
+class TcpTransport;
+
+struct ConnectionTestAccess {
+  // The active side over `fd`: the MPA Request goes out at once, as after a TCP connect. Takes
+  // `fd` over.
+  static Status ConnectOver(Connection& connection, int fd, std::span<const std::uint8_t> private_data);
+};
+
+struct TcpTransportTestAccess {
+  // A connection request over `fd`, as if a listener had read `request` and `private_data` from
+  // it. Takes `fd` over; null if it cannot be used.
+  static std::unique_ptr<PendingConnection> AdoptRequest(TcpTransport& transport, int fd,
+                                                         const wire::MpaFrame& request,
+                                                         std::vector<std::uint8_t> private_data);
+};
+
+}  // namespace softdat::transport::tcp
