@@ -2,7 +2,9 @@
 // The stock `dtestx` from dapl2-utils, unchanged, as server and client over softdat-tcp: the DAT
 // IB extensions (issue 37). Its RC form does an RDMA Write with immediate data each way, a
 // Compare and Swap and two Fetch and Adds each way and checks every value; with -p it queries and
-// prints the IA, EP and EVD counters. Both sides must print "PASSED".
+// prints the IA, EP and EVD counters. Its UD form (-u) resolves four UD connections each way on
+// one EP, checks the UD connection events and address handles, sends a datagram over each and
+// checks what arrives behind the GRH. Both sides must print "PASSED".
 #include <gtest/gtest.h>
 
 #include "testing/consumers/consumer_pair.h"
@@ -65,6 +67,11 @@ TEST_F(StockDtestx, ImmediateDataAndAtomicsPassBothWaysWithCounters) {
     EXPECT_NE(output.find(" IA Cntrs:"), std::string::npos) << "-p queries the counters";
     EXPECT_NE(output.find(" EP[0] Cntrs:"), std::string::npos);
   }
+}
+
+TEST_F(StockDtestx, UnreliableDatagramsPassBothWays) {
+  const ConsumerPairResult run = RunConsumerPair(DtestxPair({"-u"}, {"-u"}), SoftdatTcpEnvironment());
+  ExpectBothPass(run, "IB extension test - UD test PASSED");
 }
 
 }  // namespace

@@ -56,6 +56,23 @@ inline std::uint32_t LoadLe32(const std::uint8_t* at) {
 inline void StoreLe32(std::uint8_t* at, std::uint32_t value) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(value >> (8 * i));
 }
+// Every other multi-byte field (and the UD format's, ud_wire.h), big-endian.
+inline void StoreBe16(std::uint8_t* at, std::uint16_t value) {
+  at[0] = static_cast<std::uint8_t>(value >> 8);
+  at[1] = static_cast<std::uint8_t>(value);
+}
+inline void StoreBe32(std::uint8_t* at, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(value >> (24 - 8 * i));
+}
+inline void StoreBe64(std::uint8_t* at, std::uint64_t value) {
+  StoreBe32(at, static_cast<std::uint32_t>(value >> 32));
+  StoreBe32(at + 4, static_cast<std::uint32_t>(value));
+}
+inline std::uint16_t LoadBe16(const std::uint8_t* at) { return static_cast<std::uint16_t>(at[0] << 8 | at[1]); }
+inline std::uint32_t LoadBe32(const std::uint8_t* at) {
+  return std::uint32_t{at[0]} << 24 | std::uint32_t{at[1]} << 16 | std::uint32_t{at[2]} << 8 | at[3];
+}
+inline std::uint64_t LoadBe64(const std::uint8_t* at) { return std::uint64_t{LoadBe32(at)} << 32 | LoadBe32(at + 4); }
 // The largest ULPDU_Length we send and accept (the field is 16 bits).
 inline constexpr std::size_t kMaxUlpduLength = 0xFFFF;
 // Payload bytes per FPDU we send: the largest that keeps the untagged header and the frame a
