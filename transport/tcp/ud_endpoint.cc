@@ -45,7 +45,7 @@ std::string Text(const sockaddr_in& address) {
 void SendMessage(int fd, const sockaddr_in& to, const ud::Header& header, std::span<const std::uint8_t> payload) {
   std::uint8_t message[ud::kMaxMessage];
   ud::EncodeHeader(header, message);
-  std::memcpy(message + ud::kHeaderSize, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(message + ud::kHeaderSize, payload.data(), payload.size());
   const std::size_t size = ud::Seal(message, ud::kHeaderSize + payload.size());
   if (::sendto(fd, message, size, MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0)
     SOFTDAT_LOG(kDebug, "tcp UD: a message to %s was lost: %s", Text(to).c_str(), std::strerror(errno));

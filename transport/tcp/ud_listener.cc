@@ -132,7 +132,7 @@ void UdListenerCore::SendReject(const Requester& requester, ud::Type type, std::
   std::uint8_t message[ud::kMaxMessage];
   ud::EncodeHeader(ud::Header{type, static_cast<std::uint16_t>(private_data.size()), requester.key, 0, requester.request},
                    message);
-  std::memcpy(message + ud::kHeaderSize, private_data.data(), private_data.size());
+  if (!private_data.empty()) std::memcpy(message + ud::kHeaderSize, private_data.data(), private_data.size());
   const std::size_t size = ud::Seal(message, ud::kHeaderSize + private_data.size());
   (void)::sendto(socket_.native_handle(), message, size, MSG_DONTWAIT | MSG_NOSIGNAL,
                  reinterpret_cast<const sockaddr*>(&requester.address), sizeof requester.address);
