@@ -96,9 +96,8 @@ DAT_RETURN EpGetStatus(DAT_EP_HANDLE ep_handle, DAT_EP_STATE* state, DAT_BOOLEAN
   return Guarded("dat_ep_get_status", [&]() -> Status {
     const core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
     if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    // Every output is optional, as in OFED DAPL: stock dtestx asks for the idle flags alone.
-    DAT_EP_STATE unwanted;
-    ep->GetStatus(state != nullptr ? *state : unwanted, recv_idle, request_idle);
+    if (state == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEpState);
+    ep->GetStatus(*state, recv_idle, request_idle);
     return Status::Ok();
   });
 }
