@@ -3,6 +3,8 @@
 // (testing/fake_device, "fake" IA params), a PZ, one registered buffer, EVDs, and helpers that
 // connect two EPs of the IA to each other and drive the fake device until it is idle. Everything
 // is deterministic: the fake moves only inside Settle() (busy-poll), so no wait is timed.
+// Built with SOFTDAT_DEVICE_TEST_CQ=1, the fake device has completion queues (one per DTO EVD,
+// polled by dequeues and waits, as on verbs); otherwise it reports completions as it moves.
 #pragma once
 
 #include <dat2/udat.h>
@@ -24,6 +26,10 @@
 #include "core/srq.h"
 #include "testing/fake_device/fake_device_transport.h"
 
+#ifndef SOFTDAT_DEVICE_TEST_CQ
+#define SOFTDAT_DEVICE_TEST_CQ 0
+#endif
+
 namespace softdat::core::device_testing {
 
 using softdat::testing::fake_device::FakeDeviceTransport;
@@ -44,6 +50,7 @@ class DeviceTest : public ::testing::Test {
     ASSERT_TRUE(
         Ia::Open(&provider_, "fake-device", "tcp 127.0.0.1", FakeDeviceTransport::Create, 64, async, &ia_).ok());
     async_ = static_cast<Evd*>(async);
+    fake().behaviour().completion_queues = SOFTDAT_DEVICE_TEST_CQ != 0;
     ASSERT_TRUE(Pz::Create(ia_, &pz_).ok());
     buffer_.assign(kBufferSize, 0);
     DAT_REGION_DESCRIPTION region{};

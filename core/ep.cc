@@ -148,6 +148,9 @@ Status Ep::NewTransportEndpoint(const DAT_EP_ATTR& attr, const RequestQueue& req
   transport::EndpointConfig config;
   config.pd = pz_->domain();
   config.srq = srq_ != nullptr ? srq_->device_srq() : nullptr;  // null on a software transport
+  // The EVDs' device CQs (null without them): the endpoint's completions go where its events do.
+  config.send_cq = request_evd_ != nullptr ? request_evd_->completion_queue() : nullptr;
+  config.recv_cq = recv_evd_ != nullptr ? recv_evd_->completion_queue() : nullptr;
   config.max_send_work = std::max<std::uint32_t>(1, static_cast<std::uint32_t>(attr.max_request_dtos));
   config.max_recv_work = static_cast<std::uint32_t>(attr.max_recv_dtos);
   config.max_send_segments = requests.max_iov();
@@ -202,6 +205,7 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
   pz->AddUser();
   for (Evd* evd : {recv_evd, request_evd, connect_evd})
     if (evd != nullptr) evd->AddUser();
+  if (srq != nullptr) srq->AddRecvEvd(recv_evd);
   ia->Track(ep);
   *out = ep;
   return Status::Ok();
@@ -234,6 +238,7 @@ void Ep::Destroy(Ep* ep) {
   ep->FreeDatagramObjects();
   ep->ia_->end_reports().Await(ep->end_report_);  // posted by another thread, maybe: not yet done
   ep->receive_.reset();  // an SRQ account leaves its SRQ
+  if (ep->srq_ != nullptr) ep->srq_->RemoveRecvEvd(ep->recv_evd_);
   ep->pz_->RemoveUser();
   for (Evd* evd : {ep->recv_evd_, ep->request_evd_, ep->connect_evd_})
     if (evd != nullptr) evd->RemoveUser();
@@ -316,9 +321,18 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
   for (int i = 0; i < 3; ++i) {
     if ((mask & evd_fields[i]) == 0) continue;
     Evd** slot = i == 0 ? &recv_evd_ : i == 1 ? &request_evd_ : &connect_evd_;
+    if (i == 0 && srq_ != nullptr) {
+      srq_->RemoveRecvEvd(*slot);
+      srq_->AddRecvEvd(evds[i]);
+    }
     if (*slot != nullptr) (*slot)->RemoveUser();
     *slot = evds[i];
     if (*slot != nullptr) (*slot)->AddUser();
+  }
+  if (mask & (DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE)) {
+    // Completions go to the new EVDs' CQs from the next connection on (none exists: UNCONNECTED).
+    endpoint_->SetCompletionQueues(request_evd_ != nullptr ? request_evd_->completion_queue() : nullptr,
+                                   recv_evd_ != nullptr ? recv_evd_->completion_queue() : nullptr);
   }
   return Status::Ok();
 }
@@ -378,6 +392,12 @@ void Ep::DeliverEstablished() {
 
 // Receive completions, in MSN order.
 void Ep::DeliverReceives() {
+  // A device may complete a connection's first receives before its transport reports the
+  // connection established (the peer sent as soon as it learnt of it, and the consumer's own
+  // dequeue polled the CQ): they wait for OnEstablished, which delivers them after ESTABLISHED,
+  // so that an answer the consumer posts finds the EP CONNECTED.
+  const DAT_EP_STATE current = state();
+  if (current == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || current == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING) return;
   srq::RecvCompletion received{};
   while (receive_->PopCompletion(received)) {
     const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;

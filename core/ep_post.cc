@@ -237,6 +237,14 @@ Status Ep::PostRequestLocked(const RequestSpec& spec, bool& deliver) {
   work.swap = spec.swap;
   work.destination = spec.destination;
   if (Status status = endpoint_->Post(work); !status.ok()) {
+    if (status.code() == Code::kInvalidState) {
+      // The connection is ending and its OnEnded is on its way (the transport took nothing): as
+      // on an EP already disconnected, the request is accepted and flushed then (OnEnded takes
+      // mutex_, held here, and flushes every request committed before it).
+      SOFTDAT_LOG(kDebug, "dat_ep_post: the %s endpoint is ending; request %llu will be flushed",
+                  ia_->name().c_str(), static_cast<unsigned long long>(id));
+      return Status::Ok();
+    }
     requests_->Abandon(id);
     return status;
   }
@@ -350,7 +358,7 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
                 static_cast<unsigned long long>(recv_id), CodeName(placed.code()));
     return;
   }
-  MarkReady(kDeliverAll);
+  MarkReady(kDeliverReceives);
 }
 
 void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {

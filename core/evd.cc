@@ -33,12 +33,35 @@ Status Evd::Create(Ia* ia, DAT_COUNT min_qlen, Cno* cno, DAT_EVD_FLAGS flags, Ev
   std::unique_ptr<evd::EventQueue> queue;
   if (Status status = evd::EventQueue::Create(min_qlen, &queue); !status.ok()) return status;
   Evd* evd = NewHandle<Evd>(ia->provider, ia, flags, std::move(queue));
+  if (Status status = evd->AttachCompletionQueue(); !status.ok()) {
+    DeleteHandle(evd);
+    return status;
+  }
   if (cno != nullptr) {
     evd->queue_->SetCno(&cno->cno());
     evd->cno_.store(cno, std::memory_order_release);
   }
   ia->Track(evd);
   *out = evd;
+  return Status::Ok();
+}
+
+Status Evd::AttachCompletionQueue() {
+  if ((flags_ & DAT_EVD_DTO_FLAG) == 0) return Status::Ok();
+  // As many completions as the ring holds events: the consumer sizes a DTO EVD for the DTOs that
+  // may complete to it, and the CQ holds what it has not polled yet.
+  const auto entries = static_cast<std::uint32_t>(queue_->Query().qlen);
+  const Status status = ia_->transport().CreateCompletionQueue(entries, cq_);
+  if (status.code() == Code::kModelNotSupported) return Status::Ok();  // completions come from progress
+  if (!status.ok()) {
+    SOFTDAT_LOG(kWarn, "dat_evd_create: the %s device cannot make a completion queue of %u entries (%s)",
+                ia_->name().c_str(), entries, CodeName(status.code()));
+    return status;
+  }
+  if (Status attached = queue_->SetCompletionSource(&cq_source_); !attached.ok()) {
+    cq_.reset();
+    return attached;
+  }
   return Status::Ok();
 }
 
@@ -63,6 +86,10 @@ Status Evd::Free(Evd* evd) {
 
 void Evd::Destroy(Evd* evd) {
   evd->queue_->SetCno(nullptr);
+  // No EP names the EVD any more (Free checks; abrupt close takes EPs down first): nothing of
+  // its CQ is left to report.
+  (void)evd->queue_->SetCompletionSource(nullptr);
+  evd->cq_.reset();
   // Receive completions nobody will take still hold SRQ buffers: give them back.
   DAT_EVENT event;
   while (evd->queue_->Dequeue(&event).ok()) ReleaseSrqBuffer(event);
@@ -130,7 +157,17 @@ Status Evd::PrintCounters(int which, bool reset) { return CountersQuery(which, n
 
 void Evd::Enable() { queue_->Enable(); }
 void Evd::Disable() { queue_->Disable(); }
-Status Evd::Resize(DAT_COUNT qlen) { return queue_->Resize(qlen); }
+Status Evd::Resize(DAT_COUNT qlen) {
+  if (cq_ != nullptr && qlen > 0 && static_cast<std::uint32_t>(qlen) > cq_->capacity()) {
+    // The CQ grows first: a ring longer than its CQ could promise room the device does not have.
+    if (Status status = cq_->Resize(static_cast<std::uint32_t>(qlen)); !status.ok()) {
+      SOFTDAT_LOG(kWarn, "dat_evd_resize: the %s device cannot grow the EVD's completion queue to %d entries (%s)",
+                  ia_->name().c_str(), qlen, CodeName(status.code()));
+      return status;
+    }
+  }
+  return queue_->Resize(qlen);
+}
 void Evd::SetUnwaitable() { queue_->SetUnwaitable(); }
 void Evd::ClearUnwaitable() { queue_->ClearUnwaitable(); }
 
@@ -217,7 +254,8 @@ void Cno::Query(DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM& param) const {
 
 Status Cno::Wait(DAT_TIMEOUT timeout, DAT_EVD_HANDLE& evd) {
   evd::EventQueue* triggered = nullptr;
-  const Status status = cno_.Wait(timeout, &triggered);
+  // The IA's progress hook: in busy-poll nothing else moves the events that would trigger it.
+  const Status status = cno_.Wait(timeout, &triggered, ia_->progress_hook());
   // "On a timeout, evd_handle is explicitly set to a null handle."
   evd = status.ok() && triggered != nullptr ? triggered->Query().owner : DAT_HANDLE_NULL;
   return status;

@@ -3,6 +3,11 @@
 // its stream flags and its CNO, and counts the EPs and SRQs that feed it so dat_evd_free can
 // refuse while they exist. Post is what producers (transports, SRQ low watermark) call: it turns
 // an overflow into DAT_ASYNC_ERROR_EVD_OVERFLOW on the IA's async EVD.
+//
+// On a transport with completion queues (verbs), a DTO EVD is also one device CQ, sized by its
+// queue length and shared by every EP that names the EVD (the EPs' transport endpoints are given
+// it): dat_evd_dequeue and dat_evd_wait poll it on the consumer's thread, through the queue's
+// CompletionSource, and its completions become this EVD's events on that same thread.
 #pragma once
 
 #include <atomic>
@@ -14,7 +19,9 @@
 #include "base/status.h"
 #include "core/counters.h"
 #include "core/handle.h"
+#include "evd/completion_source.h"
 #include "evd/event_queue.h"
+#include "transport/completion_queue.h"
 
 namespace softdat::core {
 
@@ -61,6 +68,8 @@ class Evd : public HandleHeader {
 
   Ia* ia() const { return ia_; }
   DAT_EVD_FLAGS flags() const { return flags_; }
+  // The device CQ behind a DTO EVD, or null (no device CQs on this transport, or not a DTO EVD).
+  transport::CompletionQueue* completion_queue() const { return cq_.get(); }
   Cno* cno() const { return cno_.load(std::memory_order_acquire); }
   evd::EventQueue& queue() { return *queue_; }
   const evd::EventQueue& queue() const { return *queue_; }
@@ -72,9 +81,29 @@ class Evd : public HandleHeader {
   Evd(Ia* ia, DAT_EVD_FLAGS flags, std::unique_ptr<evd::EventQueue> queue);
 
  private:
+  // A handle object has no vtable: the queue's completion source is this member, forwarding to
+  // the transport's CQ.
+  class CqSource final : public evd::CompletionSource {
+   public:
+    explicit CqSource(Evd& evd) : evd_(evd) {}
+    std::uint32_t Poll(std::uint32_t max) noexcept override { return evd_.cq_->Poll(max); }
+    void Arm() noexcept override { evd_.cq_->Arm(); }
+    int wait_fd() const noexcept override { return evd_.cq_->wait_fd(); }
+    void TakeNotifications() noexcept override { evd_.cq_->TakeNotifications(); }
+    void SetWatched(bool watched) noexcept override { evd_.cq_->SetWatched(watched); }
+
+   private:
+    Evd& evd_;
+  };
+
+  // A DTO EVD on a transport with device CQs gets its CQ; kOk without one.
+  Status AttachCompletionQueue();
+
   Ia* ia_;
   DAT_EVD_FLAGS flags_;
   std::unique_ptr<evd::EventQueue> queue_;
+  std::unique_ptr<transport::CompletionQueue> cq_;
+  CqSource cq_source_{*this};
   std::atomic<Cno*> cno_{nullptr};
   std::atomic<int> users_{0};
   // The consumer's calls (dequeues, waits), counted here; the rest the queue counts under its

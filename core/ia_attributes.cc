@@ -47,6 +47,15 @@ ProviderSpecificAttributes::ProviderSpecificAttributes(const IaParams& params,
   const bool tcp = params.kind == TransportKind::kTcp;
   Add("SOFTDAT_TRANSPORT", tcp ? "tcp" : "verbs");
   Add("SOFTDAT_DEVICE", tcp ? params.address : params.device + " " + std::to_string(params.port));
+  // What moves data between the consumer's calls (softdat(7), PROGRESS): datinfo -v shows it.
+  Add("SOFTDAT_PROGRESS_BOUND",
+      !tcp ? "the device places arrivals and transmits posted Work; the consumer's calls reap completions"
+      : params.options.progress == ProgressMode::kPoll
+          ? "only the consumer's calls: a post writes at once; arrivals are placed inside dat_evd_wait, "
+            "dat_evd_dequeue and dat_cno_wait on the IA (an RDMA Write into memory the consumer spins on waits "
+            "for its next call)"
+          : "a progress thread: arrivals are placed and posted Work written within handoff_us of the "
+            "consumer's last call, whatever it does next");
   // Every IA option the transport reads, in force, under its environment variable's name.
   for (const IaOptionSpec& spec : IaOptionSpecs())
     if (tcp || !spec.tcp_only) Add(spec.variable, spec.show(params.options));

@@ -126,7 +126,47 @@ Status Srq::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, D
   return status;
 }
 
+void Srq::AddRecvEvd(Evd* evd) {
+  if (evd == nullptr || evd->completion_queue() == nullptr) return;
+  std::lock_guard lock(recv_evds_mutex_);
+  for (auto& [known, count] : recv_evds_) {
+    if (known == evd) {
+      ++count;
+      return;
+    }
+  }
+  recv_evds_.emplace_back(evd, 1);
+}
+
+void Srq::RemoveRecvEvd(Evd* evd) {
+  if (evd == nullptr || evd->completion_queue() == nullptr) return;
+  std::lock_guard lock(recv_evds_mutex_);
+  for (auto it = recv_evds_.begin(); it != recv_evds_.end(); ++it) {
+    if (it->first == evd && --it->second == 0) {
+      recv_evds_.erase(it);
+      return;
+    }
+  }
+}
+
+void Srq::PollRecvCompletionQueues() const {
+  std::vector<Evd*> evds;
+  {
+    std::lock_guard lock(recv_evds_mutex_);
+    for (const auto& [evd, count] : recv_evds_) {
+      evd->AddUser();  // not freed while polled (dat_evd_free answers "in use" meanwhile)
+      evds.push_back(evd);
+    }
+  }
+  for (Evd* evd : evds) {
+    // Into the EVD's ring: the consumer dequeues them as usual.
+    (void)evd->completion_queue()->Poll(UINT32_MAX);
+    evd->RemoveUser();
+  }
+}
+
 void Srq::Query(DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM& param) const {
+  if (mask & DAT_SRQ_FIELD_AVAILABLE_DTO_COUNT) PollRecvCompletionQueues();
   const srq::SrqPool::Snapshot snapshot = pool_->Query();
   if (mask & DAT_SRQ_FIELD_IA_HANDLE) param.ia_handle = ia_;
   if (mask & DAT_SRQ_FIELD_SRQ_STATE) param.srq_state = DAT_SRQ_STATE_OPERATIONAL;

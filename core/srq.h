@@ -14,8 +14,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <utility>
+#include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/handle.h"
 #include "srq/device_queue.h"
@@ -25,6 +29,7 @@
 
 namespace softdat::core {
 
+class Evd;
 class Ia;
 class Pz;
 
@@ -45,6 +50,12 @@ class Srq : public HandleHeader {
   void Query(DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM& param) const;
   Status Resize(DAT_COUNT max_recv_dtos);
   Status SetLowWatermark(DAT_COUNT low_watermark);
+
+  // The receive EVDs of the EPs on this SRQ, counted (Ep::Create and Destroy, dat_ep_modify). On a
+  // device with completion queues the SRQ learns that the NIC took a buffer when that EVD's CQ is
+  // polled: dat_srq_query polls them first, so available_dto_count says what the device holds.
+  void AddRecvEvd(Evd* evd);
+  void RemoveRecvEvd(Evd* evd);
 
   // dat_ep_create_with_srq's rule for the EP's PZ: on a device an SRQ's buffers serve only EPs of
   // its own PZ (srq_ep_pz_difference_supported is FALSE), elsewhere any PZ of the IA.
@@ -74,6 +85,8 @@ class Srq : public HandleHeader {
   // the pool may say so while a transport holds its locks (a buffer taken on arrival).
   void OnLowWatermark() { low_watermark_pending_.store(true, std::memory_order_release); }
   Status CreateDeviceSrq();
+  // Polls the CQs of the receive EVDs (each pinned as a user meanwhile, so none is freed).
+  void PollRecvCompletionQueues() const;
 
   // No vtable in a handle object: the pool's listener interface is this member.
   class Listener final : public srq::LowWatermarkListener {
@@ -115,6 +128,8 @@ class Srq : public HandleHeader {
   Pz* pz_;
   std::unique_ptr<srq::SrqPool> pool_;
   const std::uint64_t serial_;
+  mutable softdat::Mutex recv_evds_mutex_;
+  std::vector<std::pair<Evd*, int>> recv_evds_;  // EVD, how many EPs of this SRQ name it
   // Device receive model. Declared after the pool, so destroyed before it: it holds the pool's buffers.
   std::unique_ptr<transport::DeviceSrq> device_srq_;
 };

@@ -9,6 +9,7 @@
 
 #include "base/deferred_calls.h"
 #include "evd/deadline.h"
+#include "evd/progress_hook.h"
 
 namespace softdat::evd {
 
@@ -41,11 +42,37 @@ EventQueue* Cno::Take() {
   return taken;
 }
 
-Status Cno::Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered) {
+Status Cno::Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered, ProgressHook* hook) {
   if (triggered == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
   const Deadline deadline(timeout_us);
   std::unique_lock lock(mutex_);
   ++waiters_;
+  if (hook != nullptr) {
+    const std::uint32_t spin_us = hook->spin_us();  // 0: until the timeout
+    Deadline spin_until(spin_us);
+    bool polled = false;  // at least one pass, even for a zero timeout
+    while (pending_ == nullptr) {
+      if (polled) {
+        const auto now = std::chrono::steady_clock::now();
+        if (deadline.ExpiredAt(now)) {
+          --waiters_;
+          return Status(Code::kTimeout);
+        }
+        if (spin_us != 0 && spin_until.ExpiredAt(now)) break;
+      }
+      // Unlocked: the progress triggers this CNO (EventQueue's lock, then this one's).
+      lock.unlock();
+      const bool moved = hook->Progress();
+      lock.lock();
+      polled = true;
+      if (moved && spin_us != 0) spin_until = Deadline(spin_us);
+    }
+    if (pending_ == nullptr) {
+      lock.unlock();
+      hook->Pause();
+      lock.lock();
+    }
+  }
   // The trigger is checked before the deadline, so a waiter woken by a trigger at the moment it
   // times out still takes it rather than leaving it to nobody.
   while (pending_ == nullptr) {

@@ -21,6 +21,7 @@
 namespace softdat::evd {
 
 class EventQueue;
+class ProgressHook;
 
 // What dat_cno_query needs that evd/ owns, plus what tests and core check.
 struct CnoInfo {
@@ -49,8 +50,11 @@ class Cno {
   // dat_cno_wait: consumes the pending trigger, or blocks for one, and sets *triggered to the
   // EventQueue that caused it. kTimeout when timeout_us expires first (DAT_TIMEOUT_INFINITE
   // waits forever, 0 polls); kInvalidParameter/kArg3 for a null output. Several threads may
-  // wait; each trigger releases exactly one of them.
-  Status Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered);
+  // wait; each trigger releases exactly one of them. With a `hook`, the waiter drives the
+  // transport's progress first, as an EVD waiter does (EventQueue::Wait): until its timeout
+  // (busy-poll, where nothing else would move the events that trigger it), or until the
+  // transport moved nothing for spin_us, then it hands over (Pause) and sleeps.
+  Status Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered, ProgressHook* hook = nullptr);
 
   // dat_cno_modify_agent. The agent is called once, with the triggering EVD's owner handle, when
   // a trigger arrives while none is pending, and is then cleared: the consumer re-arms it with

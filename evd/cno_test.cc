@@ -3,6 +3,7 @@
 // agent, the in-use rule of dat_cno_free, and what does not trigger (disabled EVDs, EVDs with a
 // waiter of their own, quiet events).
 #include "evd/cno.h"
+#include "evd/progress_hook.h"
 
 #include <gtest/gtest.h>
 
@@ -71,6 +72,75 @@ TEST(Cno, WaiterIsReleasedByATriggerFromAnotherThread) {
   });
   ASSERT_TRUE(Eventually([&] { return cno.Query().waiters == 1; }));
   ASSERT_EQ(queue->Post(MakeEvent(0, 1)), Status::Ok());
+  ASSERT_TRUE(Eventually([&] { return returned.load(); }));
+  EXPECT_EQ(status, Status::Ok());
+  EXPECT_EQ(triggered, queue.get());
+}
+
+// A hook that posts an event into `queue` on its `post_on`-th Progress call and otherwise moves
+// nothing; counts its calls and Pauses.
+class PostingHook final : public ProgressHook {
+ public:
+  PostingHook(EventQueue* queue, int post_on, std::uint32_t spin) : queue_(queue), post_on_(post_on), spin_(spin) {}
+  bool Progress() noexcept override {
+    if (++calls != post_on_) return false;
+    EXPECT_EQ(queue_->Post(MakeEvent(0, 1)), Status::Ok());
+    return true;
+  }
+  bool ProgressDue() const noexcept override { return false; }
+  std::uint32_t spin_us() const noexcept override { return spin_; }
+  void Pause() noexcept override { ++pauses; }
+  std::atomic<int> calls{0};
+  std::atomic<int> pauses{0};
+
+ private:
+  EventQueue* queue_;
+  int post_on_;
+  std::uint32_t spin_;
+};
+
+// Regression (progress=poll): dat_cno_wait slept on its condition variable, and with no progress
+// thread nothing moved the events that would trigger it: dtest -c waited forever. A waiter with
+// the IA's hook drives the progress itself until the trigger comes (busy-poll: spin_us 0).
+TEST(Cno, AWaiterDrivesTheProgressThatTriggersIt) {
+  Cno cno;
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  queue->SetCno(&cno);
+  PostingHook hook(queue.get(), 1000, 0);
+  EventQueue* triggered = nullptr;
+  EXPECT_EQ(cno.Wait(kLongTimeoutUs, &triggered, &hook), Status::Ok());
+  EXPECT_EQ(triggered, queue.get());
+  EXPECT_EQ(hook.calls.load(), 1000);
+  EXPECT_EQ(hook.pauses.load(), 0) << "busy-poll never hands over";
+  queue->SetCno(nullptr);
+}
+
+// With a progress thread (spin_us > 0) the waiter spins while the transport moves nothing for
+// spin_us, hands over (Pause) and sleeps; a trigger from another thread then releases it. A
+// zero timeout polls once and says kTimeout.
+TEST(Cno, AWaiterWithAThreadBehindItSpinsBrieflyThenHandsOverAndSleeps) {
+  Cno cno;
+  auto queue = NewQueue(4);
+  ASSERT_NE(queue, nullptr);
+  queue->SetCno(&cno);
+  PostingHook hook(queue.get(), -1, 50);
+  EventQueue* triggered = nullptr;
+  EXPECT_EQ(cno.Wait(0, &triggered, &hook), Status(Code::kTimeout));
+  EXPECT_EQ(hook.calls.load(), 1);
+  std::atomic<bool> returned{false};
+  Status status(Code::kInternal);
+  std::thread waiter([&] {
+    status = cno.Wait(kLongTimeoutUs, &triggered, &hook);
+    returned = true;
+  });
+  Finally join([&] {
+    if (!returned) (void)queue->Post(MakeEvent(0, 99));
+    waiter.join();
+    queue->SetCno(nullptr);
+  });
+  ASSERT_TRUE(Eventually([&] { return hook.pauses.load() == 1; }));
+  ASSERT_EQ(queue->Post(MakeEvent(0, 2)), Status::Ok());
   ASSERT_TRUE(Eventually([&] { return returned.load(); }));
   EXPECT_EQ(status, Status::Ok());
   EXPECT_EQ(triggered, queue.get());

@@ -20,6 +20,8 @@ class Deadline {
       : infinite_(timeout_us == DAT_TIMEOUT_INFINITE),
         at_(std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us)) {}
 
+  bool infinite() const { return infinite_; }
+  std::chrono::steady_clock::time_point at() const { return at_; }
   bool Expired() const { return !infinite_ && std::chrono::steady_clock::now() >= at_; }
   // Against a clock reading the caller already took (a spin reads the clock once per turn).
   bool ExpiredAt(std::chrono::steady_clock::time_point now) const { return !infinite_ && now >= at_; }

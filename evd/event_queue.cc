@@ -3,6 +3,11 @@
 // the contract and the lock order.
 #include "evd/event_queue.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <new>
 #include <thread>
 #include <utility>
@@ -25,6 +30,19 @@ std::size_t RoundUpToPowerOfTwo(DAT_COUNT qlen) {
   return capacity;
 }
 
+// Most completions one poll of a completion source takes: enough to batch what a burst left,
+// few enough to keep the ring's room and the stack frame small.
+constexpr std::uint32_t kPollBatch = 16;
+
+// A consumer's dequeue polling its queue's completion source on this thread: the first event
+// that poll Posts to that queue while its ring is empty goes to `into` (see PollSource).
+struct Capture {
+  const EventQueue* queue;
+  DAT_EVENT* into;
+  bool taken;
+};
+thread_local Capture* t_capture = nullptr;
+
 // Allocation failure is a DAT status (DAT_INSUFFICIENT_RESOURCES), not an exception.
 std::unique_ptr<DAT_EVENT[]> AllocateRing(std::size_t capacity) {
   return std::unique_ptr<DAT_EVENT[]>(new (std::nothrow) DAT_EVENT[capacity]);
@@ -44,9 +62,71 @@ Status EventQueue::Create(DAT_COUNT min_qlen, std::unique_ptr<EventQueue>* out) 
 }
 
 EventQueue::EventQueue(std::unique_ptr<DAT_EVENT[]> ring, std::size_t capacity)
-    : ring_(std::move(ring)), capacity_(capacity) {}
+    : ring_(std::move(ring)), capacity_(capacity), capacity_hint_(capacity) {}
 
-EventQueue::~EventQueue() { SetCno(nullptr); }
+EventQueue::~EventQueue() {
+  SetCno(nullptr);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status EventQueue::SetCompletionSource(CompletionSource* source) {
+  if (source != nullptr && wake_fd_ < 0) {
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0) return Status(Code::kInsufficientResources, Detail::kMemory);
+  }
+  bool watched = false;
+  {
+    std::lock_guard lock(mutex_);
+    source_ = source;
+    watched = cno_ != nullptr;
+  }
+  if (source != nullptr && watched) source->SetWatched(true);
+  return Status::Ok();
+}
+
+bool EventQueue::PollSource(DAT_EVENT* into, std::uint32_t& polled) {
+  polled = 0;
+  const std::size_t capacity = capacity_hint_.load(std::memory_order_relaxed);
+  const std::size_t queued = queued_.load(std::memory_order_acquire);
+  std::size_t room = capacity > queued ? capacity - queued : 0;
+  if (into != nullptr) ++room;  // the captured event takes no room
+  if (room == 0) return false;  // a completion now would overflow the ring: leave it queued below
+  Capture capture{this, into, false};
+  Capture* const outer = t_capture;
+  t_capture = into != nullptr ? &capture : nullptr;
+  polled = source_->Poll(static_cast<std::uint32_t>(std::min<std::size_t>(room, kPollBatch)));
+  t_capture = outer;
+  return capture.taken;
+}
+
+bool EventQueue::PollForWaiter(std::unique_lock<softdat::Mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
+                               std::uint32_t& polled) {
+  // Only a waiter that would take the first event anyway has it written in place.
+  DAT_EVENT* const into = threshold == 1 && count_ == 0 ? event : nullptr;
+  lock.unlock();
+  const bool captured = PollSource(into, polled);
+  lock.lock();
+  return captured;
+}
+
+void EventQueue::SleepOnDescriptors(const Deadline& until) {
+  pollfd fds[2] = {{source_->wait_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  timespec left{};
+  timespec* timeout = nullptr;
+  if (!until.infinite()) {
+    const auto rest = std::max(until.at() - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{});
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(rest).count();
+    left.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    left.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    timeout = &left;
+  }
+  if (ppoll(fds, 2, timeout, nullptr) <= 0) return;  // timed out or interrupted: the caller looks again
+  if (fds[0].revents != 0) source_->TakeNotifications();
+  if (fds[1].revents != 0) {
+    std::uint64_t count;
+    [[maybe_unused]] const ssize_t n = read(wake_fd_, &count, sizeof count);
+  }
+}
 
 Status EventQueue::Post(const DAT_EVENT& event, Notify notify) {
   return PostInternal(event, OnFull::kOverflow, notify);
@@ -62,8 +142,22 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
   // A post may wake a waiter and trigger a CNO: nothing of softdat may be locked around it
   // (docs/ARCHITECTURE.md, "Threads and locks").
   AssertNoLocksHeld("an EVD post");
+  // The consumer of this queue polls its completion source on this thread and the ring was empty:
+  // the event is the one its dequeue returns. Nothing queued can precede it (the ring is empty,
+  // and an endpoint's events are posted by one deliverer at a time), and it needs no wakeup or
+  // CNO trigger: it is being taken.
+  // A queue with a CNO takes the ring's path: its signalled events trigger the CNO even when the
+  // consumer dequeues them at once.
+  if (Capture* capture = t_capture; capture != nullptr && capture->queue == this && !capture->taken &&
+                                    on_full == OnFull::kOverflow && !has_cno_.load(std::memory_order_relaxed) &&
+                                    queued_.load(std::memory_order_acquire) == 0) {
+    *capture->into = event;
+    capture->taken = true;
+    return Status::Ok();
+  }
   Cno::AgentCall agent_call;
   bool wake = false;
+  bool wake_fd = false;
   {
     std::lock_guard lock(mutex_);
     if (count_ == capacity_) {
@@ -94,12 +188,18 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
       // sleeps: a spinning waiter sees the event on its own.
       wake = waiter_sleeps_ && count_ >= static_cast<std::size_t>(waiter_threshold_);
       tally_.wakeups += wake ? 1 : 0;
+      wake_fd = wake && waiter_on_fd_;
     } else if (enabled_ && cno_ != nullptr) {
       agent_call = cno_->Trigger(this, owner_);
     }
   }
   // After the lock: the woken waiter does not run into it still held.
-  if (wake) wakeup_.notify_one();
+  if (wake_fd) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof one);
+  } else if (wake) {
+    wakeup_.notify_one();
+  }
   agent_call.Defer();  // application code: at this thread's next safe point
   return Status::Ok();
 }
@@ -119,8 +219,12 @@ void EventQueue::PopLocked(DAT_EVENT* event) {
 Status EventQueue::Dequeue(DAT_EVENT* event) {
   if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
   // Empty: no lock. An event posted meanwhile is found by the next dequeue, as if it had come
-  // just after this one.
-  if (queued_.load(std::memory_order_acquire) == 0) return Status(Code::kQueueEmpty);
+  // just after this one. A device's completions are polled here, the first straight into `event`.
+  if (queued_.load(std::memory_order_acquire) == 0) {
+    std::uint32_t polled = 0;
+    if (source_ != nullptr && PollSource(event, polled)) return Status::Ok();
+    if (queued_.load(std::memory_order_acquire) == 0) return Status(Code::kQueueEmpty);
+  }
   std::lock_guard lock(mutex_);
   if (count_ == 0) return Status(Code::kQueueEmpty);
   PopLocked(event);
@@ -141,11 +245,13 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   waiter_interrupted_ = false;
   waiter_threshold_ = threshold;
   ProgressHook* const hook = hook_;
-  // With a hook the waiter spins on the transport's progress: until its timeout (busy-poll), or
-  // until the transport has moved nothing for spin_us, then hands over and sleeps (the default
-  // mode: a blocking wake-up costs more than a short spin). Time its own progress calls spend
-  // moving the transport (writing a large Send batch by batch) does not count: a waiter that
-  // handed over then would pay a wake-up for the completion it was itself producing.
+  CompletionSource* const source = source_;
+  // With a hook the waiter spins on the transport's progress (and polls its completion source):
+  // until its timeout (busy-poll), or until the transport has moved nothing for spin_us, then
+  // hands over and sleeps (the default mode: a blocking wake-up costs more than a short spin).
+  // Time its own progress calls spend moving the transport (writing a large Send batch by batch)
+  // does not count: a waiter that handed over then would pay a wake-up for the completion it was
+  // itself producing.
   const std::uint32_t spin_us = hook != nullptr ? hook->spin_us() : 0;
   Deadline spin_until(spin_us);
   bool spinning = hook != nullptr;
@@ -179,9 +285,14 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
         break;
       }
       if (spin_us == 0 || !polled || !spin_until.ExpiredAt(now)) {
+        std::uint32_t completions = 0;
+        if (source != nullptr && PollForWaiter(lock, threshold, event, completions)) {
+          if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
+          break;
+        }
         // Unlocked: the hook Posts into this queue. No yield: the spin is what is asked for.
         lock.unlock();
-        const bool moved = hook->Progress();
+        const bool moved = hook->Progress() || completions > 0;
         lock.lock();
         polled = true;
         if (moved && spin_us != 0) spin_until = Deadline(spin_us);
@@ -199,6 +310,28 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       status = Status(Code::kTimeout);
       break;
     }
+    if (source != nullptr && source->wait_fd() >= 0) {
+      // Armed first, then polled: a completion that came before the arm is found by the poll, one
+      // after it makes the descriptor readable.
+      lock.unlock();
+      source->Arm();
+      lock.lock();
+      std::uint32_t completions = 0;
+      if (PollForWaiter(lock, threshold, event, completions)) {
+        if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
+        break;
+      }
+      if (completions > 0 || count_ >= static_cast<std::size_t>(threshold) || waiter_interrupted_) continue;
+      waiter_sleeps_ = true;
+      waiter_on_fd_ = true;
+      ++tally_.sleeps;
+      lock.unlock();
+      SleepOnDescriptors(deadline);
+      lock.lock();
+      waiter_sleeps_ = false;
+      waiter_on_fd_ = false;
+      continue;
+    }
     waiter_sleeps_ = true;
     ++tally_.sleeps;
     deadline.SleepOn(wakeup_, lock);
@@ -207,6 +340,15 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   waiting_ = false;
   waiter_interrupted_ = false;
   waiter_threshold_ = 0;
+  const bool watched = cno_ != nullptr;
+  lock.unlock();
+  if (source != nullptr && watched) {
+    // A waiter may have taken the notification the transport's progress armed for the CNO:
+    // arm again and bring in what came meanwhile, which now triggers the CNO (no waiter).
+    source->Arm();
+    std::uint32_t completions = 0;
+    (void)PollSource(nullptr, completions);
+  }
   return status;
 }
 
@@ -228,6 +370,10 @@ void EventQueue::SetUnwaitable() {
   if (waiting_) {
     waiter_interrupted_ = true;
     wakeup_.notify_all();
+    if (waiter_on_fd_) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = write(wake_fd_, &one, sizeof one);
+    }
   }
 }
 
@@ -249,6 +395,7 @@ Status EventQueue::Resize(DAT_COUNT qlen) {
     for (std::size_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) & (capacity_ - 1)];
     ring_.swap(ring);
     capacity_ = capacity;
+    capacity_hint_.store(capacity, std::memory_order_relaxed);
     head_ = 0;
   }
   return Status::Ok();  // the old ring is freed here, outside the lock
@@ -269,17 +416,26 @@ Status EventQueue::Grow(DAT_COUNT qlen) {
     for (std::size_t i = 0; i < count_; ++i) ring[i] = ring_[(head_ + i) & (capacity_ - 1)];
     ring_.swap(ring);
     capacity_ = capacity;
+    capacity_hint_.store(capacity, std::memory_order_relaxed);
     head_ = 0;
   }
   return Status::Ok();  // the old ring is freed here, outside the lock
 }
 
 void EventQueue::SetCno(Cno* cno) {
-  std::lock_guard lock(mutex_);
-  if (cno == cno_) return;
-  if (cno_ != nullptr) cno_->Detach(this);
-  if (cno != nullptr) cno->Attach();
-  cno_ = cno;
+  CompletionSource* source = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (cno == cno_) return;
+    if (cno_ != nullptr) cno_->Detach(this);
+    if (cno != nullptr) cno->Attach();
+    const bool changed = (cno_ == nullptr) != (cno == nullptr);
+    cno_ = cno;
+    has_cno_.store(cno != nullptr, std::memory_order_relaxed);
+    if (changed) source = source_;
+  }
+  // A CNO hears of completions nobody polls: the transport's progress must watch the source.
+  if (source != nullptr) source->SetWatched(cno != nullptr);
 }
 
 void EventQueue::SetOwner(DAT_EVD_HANDLE owner) {

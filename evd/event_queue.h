@@ -4,8 +4,14 @@
 // dat_evd_resize, dat_evd_query, dat_evd_modify_cno and overflow. core/ binds it to a handle; the
 // transports' progress threads Post into it; the application thread dequeues or waits.
 //
+// On a device the ring is mostly empty: a DTO EVD's events come from a completion queue
+// (SetCompletionSource) that Dequeue and Wait poll themselves when the ring has nothing, and the
+// first event that poll produces goes straight into the caller's DAT_EVENT, without passing
+// through the ring (the rest of the batch is queued). A waiter that stops spinning arms the
+// completion queue and sleeps on its descriptor and the queue's own eventfd.
+//
 // Locking: one mutex guards the ring and the state; one condition variable wakes a sleeping
-// waiter. When an EVD has a CNO, Post triggers it while still holding the queue mutex, so the
+// waiter (an eventfd does, when it sleeps on a completion source's descriptor). When an EVD has a CNO, Post triggers it while still holding the queue mutex, so the
 // lock order is EventQueue::mutex_ then Cno::mutex_, and a Cno never calls into an EventQueue.
 // Holding the queue lock makes SetCno(nullptr) a fence: once it returns no Post can touch the old
 // CNO, so core may free a CNO as soon as Cno::CheckFree says nothing is attached. The CNO's proxy
@@ -23,11 +29,13 @@
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "evd/completion_source.h"
 #include "evd/progress_hook.h"
 
 namespace softdat::evd {
 
 class Cno;
+class Deadline;
 
 // What an EVD's counters (the DAT IB extension's DCNT_EVD_*) need that evd/ counts, under the
 // queue's own lock: events posted (DTO completions, others), waits that slept, wake-ups given.
@@ -89,7 +97,8 @@ class EventQueue {
   bool TakeOverflow();
 
   // dat_evd_dequeue: the oldest event, or kQueueEmpty. Never blocks; allowed when disabled or
-  // unwaitable. kInvalidParameter/kArg2 for a null event.
+  // unwaitable. kInvalidParameter/kArg2 for a null event. With a completion source and an empty
+  // ring it polls the source first (a batch: what does not go to `event` is queued).
   Status Dequeue(DAT_EVENT* event);
 
   // dat_evd_wait: blocks until at least `threshold` events are queued, then dequeues the oldest
@@ -105,7 +114,10 @@ class EventQueue {
   // satisfy returns when a signalled event arrives or when its timeout expires.
   // With a progress hook set, the waiter spins on the hook (polling it at least once even for a
   // zero timeout): until the timeout when the hook's spin_us() is 0 (busy-poll), else for
-  // spin_us before it calls the hook's Pause() and sleeps.
+  // spin_us before it calls the hook's Pause() and sleeps. A completion source is polled on
+  // every turn of the spin; once the spin is over the waiter arms it, polls it once more and
+  // sleeps on its descriptor, so a completion wakes this waiter and no one else. Woken by a
+  // completion, a waiter returns what the completion produced even when that is a quiet event.
   Status Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* event, DAT_COUNT* nmore);
 
   // dat_evd_enable/disable. A disabled EVD still queues events and still wakes its own waiter;
@@ -145,6 +157,12 @@ class EventQueue {
   // control path, not during a Wait; the hook must outlive its use here.
   void SetProgressHook(ProgressHook* hook);
 
+  // The device completion queue behind this queue (see above), or nullptr to detach it. Set on
+  // the control path while no thread dequeues or waits (right after Create, before destruction);
+  // the source must outlive its use here. kInsufficientResources/kMemory when the waiter's
+  // eventfd cannot be made.
+  Status SetCompletionSource(CompletionSource* source);
+
   // kInvalidState/kEvdInUse while a thread waits here: freeing the EVD would pull the ring from
   // under it. (Other users of the EVD, such as endpoints, are core's to count.)
   Status CheckFree() const;
@@ -160,6 +178,17 @@ class EventQueue {
   enum class OnFull { kOverflow, kRefuse };
   Status PostInternal(const DAT_EVENT& event, OnFull on_full, Notify notify);
   void PopLocked(DAT_EVENT* event);
+  // Polls the completion source for as many completions as the ring has room (at most a batch).
+  // With `into`, the first event Posted on this thread while the ring is empty is written there
+  // rather than queued; true when that happened. `polled` gets how many completions were taken.
+  // Called without mutex_.
+  bool PollSource(DAT_EVENT* into, std::uint32_t& polled);
+  // Wait's turn of polling: unlocks, polls (capturing when the waiter would take the first event),
+  // relocks. True when an event was captured into `event`.
+  bool PollForWaiter(std::unique_lock<softdat::Mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
+                     std::uint32_t& polled);
+  // Sleeps (without mutex_) until the source's descriptor or wake_fd_ is readable, or `until`.
+  void SleepOnDescriptors(const Deadline& until);
 
   mutable softdat::Mutex mutex_;
   std::condition_variable_any wakeup_;  // the one waiter, when it sleeps
@@ -179,7 +208,8 @@ class EventQueue {
   bool overflow_unreported_ = false;
 
   bool waiting_ = false;            // a thread is inside Wait
-  bool waiter_sleeps_ = false;      // ... and blocks on wakeup_ rather than busy-polling
+  bool waiter_sleeps_ = false;      // ... and blocks rather than busy-polling
+  bool waiter_on_fd_ = false;       // ... on the source's descriptor and wake_fd_, not on wakeup_
   bool waiter_interrupted_ = false; // SetUnwaitable happened during the current wait
   DAT_COUNT waiter_threshold_ = 0;
 
@@ -187,6 +217,13 @@ class EventQueue {
   DAT_EVD_HANDLE owner_ = nullptr;
   ProgressHook* hook_ = nullptr;
   EventQueueTally tally_;
+  // Set on the control path only (SetCompletionSource), read by Dequeue without the lock.
+  CompletionSource* source_ = nullptr;
+  int wake_fd_ = -1;  // an eventfd: wakes a waiter sleeping on the source's descriptor
+  // cno_ != nullptr, readable without the lock: a queue with a CNO takes no event past its ring.
+  std::atomic<bool> has_cno_{false};
+  // capacity_, readable without the lock: how much a poll of the source may bring in.
+  std::atomic<std::size_t> capacity_hint_{0};
 };
 
 }  // namespace softdat::evd

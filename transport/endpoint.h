@@ -31,6 +31,7 @@
 
 namespace softdat::transport {
 
+class CompletionQueue;
 class ProtectionDomain;
 class DeviceSrq;
 
@@ -115,6 +116,11 @@ class EndpointEvents {
 struct EndpointConfig {
   ProtectionDomain* pd = nullptr;  // from Transport::CreateProtectionDomain
   DeviceSrq* srq = nullptr;        // device receive model with an SRQ; else null
+  // Where the endpoint's completions go (Transport::CreateCompletionQueue): the queue of its
+  // request EVD and of its receive EVD (the same one when they are). Null: no EVD, or a transport
+  // without completion queues; the transport then reports them from its own progress.
+  CompletionQueue* send_cq = nullptr;
+  CompletionQueue* recv_cq = nullptr;
   std::uint32_t max_send_work = 0;
   std::uint32_t max_recv_work = 0;
   std::uint32_t max_send_segments = 0;
@@ -159,6 +165,13 @@ class Endpoint {
   // Software receive model: a receive buffer was posted where this endpoint takes them from;
   // a message held for want of one may go on. Cheap when nothing is held.
   virtual void RecvBuffersAvailable() = 0;
+
+  // The EP's EVDs changed before any connection (dat_ep_modify): completions go to these queues
+  // (EndpointConfig::send_cq, recv_cq) from the next Connect or Accept on. Nothing by default.
+  virtual void SetCompletionQueues(CompletionQueue* send_cq, CompletionQueue* recv_cq) {
+    (void)send_cq;
+    (void)recv_cq;
+  }
 
   // Graceful: finish what is in flight, then close; abrupt: close now. OnEnded follows once (if
   // a connection or an attempt exists). Idempotent.

@@ -118,6 +118,17 @@ bool ApplyTimeout(std::string_view value, IaOptions& options, std::string& why) 
 bool ApplySpin(std::string_view value, IaOptions& options, std::string& why) {
   return SetNumber(value, 1'000'000, options.spin_us, "spin_us must be a number of microseconds up to 1000000", why);
 }
+bool ApplyHandoff(std::string_view value, IaOptions& options, std::string& why) {
+  constexpr const char* kExpected = "handoff_us must be a number of microseconds from 1 to 1000000";
+  if (!SetNumber(value, 1'000'000, options.handoff_us, kExpected, why)) return false;
+  if (options.handoff_us != 0) return true;
+  why = kExpected;
+  return false;
+}
+bool ApplyThreadSpin(std::string_view value, IaOptions& options, std::string& why) {
+  return SetNumber(value, 1'000'000, options.thread_spin_us,
+                   "thread_spin_us must be a number of microseconds up to 1000000 (0: no busy-polling)", why);
+}
 bool ApplyCoalesce(std::string_view value, IaOptions& options, std::string& why) {
   return SetNumber(value, 1'000'000, options.coalesce_us,
                    "coalesce_us must be a number of microseconds up to 1000000 (0: no coalescing)", why);
@@ -153,8 +164,11 @@ std::string ShowCongestion(const IaOptions& options) { return options.congestion
 
 constexpr IaOptionSpec kSpecs[] = {
     {"progress", "SOFTDAT_PROGRESS", "thread|poll", "thread", false,
-     "who drives the transport: a progress thread per IA, or the consumer's own dat_evd_wait and dat_evd_dequeue "
-     "calls (busy-poll, lowest latency; nothing moves while nobody waits)",
+     "who drives the transport: a progress thread per IA, which places arrivals and writes posted Work within "
+     "handoff_us whatever the consumer does (spins on memory, sleeps); or only the consumer's own calls (busy-poll: "
+     "a post writes at once, and arrivals are placed inside dat_evd_wait, dat_evd_dequeue and dat_cno_wait on any "
+     "EVD of the IA, so an RDMA Write into memory the consumer spins on waits for its next call; a watchdog warns "
+     "when input waits a second for one)",
      ApplyProgress, ShowProgress},
     {"rnr_timeout_ms", "SOFTDAT_RNR_TIMEOUT_MS", "N", "0", false,
      "how long a message may wait for a receive buffer before its connection is broken, in milliseconds; 0 waits "
@@ -171,6 +185,16 @@ constexpr IaOptionSpec kSpecs[] = {
      "with progress=thread: how long a dat_evd_wait spins, in microseconds, on a transport that moves nothing "
      "before it sleeps; 0 sleeps at once",
      ApplySpin, ShowNumber<&IaOptions::spin_us>},
+    {"handoff_us", "SOFTDAT_HANDOFF_US", "N", "200", true,
+     "with progress=thread: the longest, in microseconds, that arrivals and posted Work wait for the progress "
+     "thread once the consumers stop polling without waiting (a dequeue loop that ends, a spin on memory): while "
+     "consumers poll, the thread looks this often whether they still do",
+     ApplyHandoff, ShowNumber<&IaOptions::handoff_us>},
+    {"thread_spin_us", "SOFTDAT_THREAD_SPIN_US", "N", "50", true,
+     "with progress=thread: how long, in microseconds, the progress thread busy-polls the sockets after traffic "
+     "before it sleeps, while a CPU is idle (the CPU it may burn so that an arrival lands within microseconds "
+     "while no consumer polls); 0 sleeps at once",
+     ApplyThreadSpin, ShowNumber<&IaOptions::thread_spin_us>},
     {"coalesce_us", "SOFTDAT_COALESCE_US", "N", "16", true,
      "how long, in microseconds, the small Sends of a send-only stream may wait to go out together in one write; "
      "0 writes each at once",

@@ -29,6 +29,10 @@ struct IaOptions {
   std::uint32_t rnr_timeout_ms = 0;  // 0: wait forever
   bool mpa_crc = true;
   std::uint32_t spin_us = 200;  // progress=thread: a waiter's spin before it sleeps
+  // progress=thread: how soon the progress thread takes the sockets back from consumers that
+  // stopped polling without waiting, and how long it busy-polls after traffic before it sleeps.
+  std::uint32_t handoff_us = 200;
+  std::uint32_t thread_spin_us = 50;
   std::uint32_t timeout_ms = 0;  // tcp: TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   std::uint32_t coalesce_us = 16;  // tcp: a send-only stream's coalescing window; 0: none
   std::string congestion = "auto";  // tcp: auto, system, or an algorithm's name (see above)

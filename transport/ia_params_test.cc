@@ -131,7 +131,7 @@ TEST(IaOptionSpecs, EachOptionParsesShowsAndDefaultsAsItsRowSays) {
   const std::map<std::string, std::pair<std::string, std::string>> samples = {
       {"progress", {"poll", "sometimes"}},  {"rnr_timeout_ms", {"250", "-1"}}, {"crc", {"off", "maybe"}},
       {"timeout_ms", {"3000", "soon"}},     {"spin_us", {"0", "1000001"}},     {"coalesce_us", {"0", "x"}},
-      {"congestion", {"cubic", "BBR"}}};
+      {"congestion", {"cubic", "BBR"}},     {"handoff_us", {"50", "0"}},      {"thread_spin_us", {"0", "1000001"}}};
   ASSERT_EQ(IaOptionSpecs().size(), samples.size()) << "a new option needs a sample here";
   for (const IaOptionSpec& spec : IaOptionSpecs()) {
     SCOPED_TRACE(spec.key);

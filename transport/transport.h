@@ -20,6 +20,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "transport/completion_queue.h"
 #include "transport/device_resources.h"
 #include "transport/endpoint.h"
 #include "transport/ia_params.h"
@@ -89,6 +90,15 @@ class Transport {
   virtual Status CreateDeviceSrq(ProtectionDomain& pd, std::uint32_t max_work,
                                  std::uint32_t max_segments, DeviceSrqEvents* events,
                                  std::unique_ptr<DeviceSrq>& out) = 0;
+
+  // A completion queue for one DTO EVD, holding at least `entries` completions
+  // (completion_queue.h). Transports that report completions from their own progress refuse
+  // (kModelNotSupported, the default): core's EVDs then only hold what that progress posts.
+  virtual Status CreateCompletionQueue(std::uint32_t entries, std::unique_ptr<CompletionQueue>& out) {
+    (void)entries;
+    (void)out;
+    return Status(Code::kModelNotSupported);
+  }
 
   virtual Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
                                 std::unique_ptr<Endpoint>& out) = 0;

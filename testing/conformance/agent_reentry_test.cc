@@ -81,7 +81,9 @@ TEST_F(AgentReentry, AnAgentMayFreeThePspWhoseConnectionRequestTriggeredIt) {
   DAT_EVENT event{};
   ASSERT_EQ(Wait(cr_evd, event), DAT_SUCCESS);
   ASSERT_EQ(event.event_number, DAT_CONNECTION_REQUEST_EVENT);
-  EXPECT_EQ(dat_cr_reject(event.event_data.cr_arrival_event_data.cr_handle, 0, nullptr), DAT_SUCCESS);
+  // With private data: on iWARP a reject without any reads as the provider's (NON_PEER_REJECTED).
+  char reason = 'r';
+  EXPECT_EQ(dat_cr_reject(event.event_data.cr_arrival_event_data.cr_handle, 1, &reason), DAT_SUCCESS);
   EXPECT_TRUE(WaitConnectionEvent(connect_evd, DAT_CONNECTION_EVENT_PEER_REJECTED));
   ASSERT_EQ(dat_evd_free(cr_evd), DAT_SUCCESS);
   EXPECT_EQ(dat_cno_free(cno), DAT_SUCCESS);

@@ -43,10 +43,10 @@ void ConformanceTest::SetUp() {
   if (provider_attr_.srq_supported != DAT_TRUE) GTEST_SKIP() << "provider attribute srq_supported is FALSE";
 }
 
-bool ConformanceTest::ProviderSays(const char* name) const {
+bool ConformanceTest::ProviderSays(const char* name, const char* value) const {
   for (DAT_COUNT i = 0; i < provider_attr_.num_provider_specific_attr; ++i) {
     const DAT_NAMED_ATTR& attr = provider_attr_.provider_specific_attr[i];
-    if (std::strcmp(attr.name, name) == 0) return std::strcmp(attr.value, "TRUE") == 0;
+    if (std::strcmp(attr.name, name) == 0) return std::strcmp(attr.value, value) == 0;
   }
   return false;
 }

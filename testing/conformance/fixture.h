@@ -88,7 +88,8 @@ class ConformanceTest : public ::testing::Test {
 
   // A provider-specific attribute the IA reports as "TRUE" (softdat names its device-dependent
   // capabilities this way, e.g. SOFTDAT_SRQ_RESIZE, SOFTDAT_RNR_WAITS; see core/ia_attributes.cc).
-  bool ProviderSays(const char* name) const;
+  // Or reports as `value` (SOFTDAT_TRANSPORT: "tcp" or "verbs").
+  bool ProviderSays(const char* name, const char* value = "TRUE") const;
   // ep_recv_info_supported bits 0 and 1: dat_ep_recv_query counts the buffers an SRQ EP holds
   // (core/ia_attributes.h); an EP with its own receive queue always reports both.
   bool SrqEpCountsKnown() const { return (provider_attr_.ep_recv_info_supported & 0x3) == 0x3; }

@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The peer of the two-process case (two_process_test.cc): a separate consumer process that
-// connects to the test's PSP through the stock registry, sends `count` 64-byte messages whose
-// first byte is their rank, waits for their completions and then for the test to disconnect.
-// Exit codes say where it stopped, so the test can tell. With `hold`, once its Sends completed it
-// says so on stdout and waits to be killed (the test kills it while its messages wait at the
-// receiver).
-//   usage: send_peer <ipv4 address> <conn_qual> <count> [hold]
+// The peer of the two-process cases (two_process_test.cc, progress_test.cc): a separate consumer
+// process that connects to the test's PSP through the stock registry and sends `count` 64-byte
+// messages whose first byte is their rank. Exit codes say where it stopped, so the test can tell.
+//  - by default it waits for their completions and then for the test to disconnect;
+//  - with `hold`, once its Sends completed it says so on stdout and waits to be killed (the test
+//    kills it while its messages wait at the receiver);
+//  - with `sleep`, it posts them, and an RDMA Write of 64 bytes (each 0x5A) into the region the
+//    test's accept named in its private data (a DAT_RMR_TRIPLET), says "posted" and sleeps
+//    without another DAT call until it is killed: whatever reaches the test after that moved
+//    without the poster's help.
+//   usage: send_peer <ipv4 address> <conn_qual> <count> [hold|sleep]
 #include <arpa/inet.h>
 #include <dat2/udat.h>
 #include <netinet/in.h>
@@ -33,11 +37,12 @@ bool WaitFor(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER number) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 && !(argc == 5 && std::strcmp(argv[4], "hold") == 0)) {
-    std::fprintf(stderr, "usage: send_peer <ipv4 address> <conn_qual> <count> [hold]\n");
+  const bool hold = argc == 5 && std::strcmp(argv[4], "hold") == 0;
+  const bool sleep = argc == 5 && std::strcmp(argv[4], "sleep") == 0;
+  if (argc != 4 && !hold && !sleep) {
+    std::fprintf(stderr, "usage: send_peer <ipv4 address> <conn_qual> <count> [hold|sleep]\n");
     return 2;
   }
-  const bool hold = argc == 5;
   const int count = std::atoi(argv[3]);
   sockaddr_in remote{};
   remote.sin_family = AF_INET;
@@ -56,8 +61,9 @@ int main(int argc, char** argv) {
       dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &recv_evd) != DAT_SUCCESS ||
       dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &connect_evd) != DAT_SUCCESS)
     return 11;
-  std::vector<char> bytes(64 * count);
+  std::vector<char> bytes(64 * count + 64);  // the last 64: the Write's source
   for (int i = 0; i < count; ++i) bytes[64 * i] = static_cast<char>(i);
+  std::memset(bytes.data() + 64 * count, 0x5A, 64);
   DAT_REGION_DESCRIPTION region;
   region.for_va = bytes.data();
   DAT_LMR_HANDLE lmr;
@@ -74,7 +80,17 @@ int main(int argc, char** argv) {
   if (dat_ep_connect(ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&remote), conn_qual, kTimeoutUs, 0, nullptr,
                      DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
     return 14;
-  if (!WaitFor(connect_evd, DAT_CONNECTION_EVENT_ESTABLISHED)) return 15;
+  DAT_RMR_TRIPLET target{};
+  for (;;) {
+    DAT_EVENT event{};
+    DAT_COUNT more = 0;
+    if (dat_evd_wait(connect_evd, kTimeoutUs, 1, &event, &more) != DAT_SUCCESS) return 15;
+    if (event.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) continue;
+    const DAT_CONNECTION_EVENT_DATA& data = event.event_data.connect_event_data;
+    if (sleep && data.private_data_size >= static_cast<DAT_COUNT>(sizeof target))
+      std::memcpy(&target, data.private_data, sizeof target);
+    break;
+  }
   for (int i = 0; i < count; ++i) {
     DAT_LMR_TRIPLET iov;
     iov.lmr_context = context;
@@ -83,6 +99,20 @@ int main(int argc, char** argv) {
     DAT_DTO_COOKIE cookie;
     cookie.as_64 = i;
     if (dat_ep_post_send(ep, 1, &iov, cookie, DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS) return 16;
+  }
+  if (sleep) {
+    if (target.segment_length >= 64) {
+      DAT_LMR_TRIPLET iov;
+      iov.lmr_context = context;
+      iov.virtual_address = reinterpret_cast<DAT_VADDR>(bytes.data() + 64 * count);
+      iov.segment_length = 64;
+      target.segment_length = 64;
+      if (dat_ep_post_rdma_write(ep, 1, &iov, DAT_DTO_COOKIE{}, &target, DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS)
+        return 21;
+    }
+    std::printf("send_peer: posted %d messages%s, sleeping\n", count, target.segment_length != 0 ? " and a Write" : "");
+    std::fflush(stdout);
+    for (;;) pause();
   }
   for (int i = 0; i < count; ++i) {
     DAT_EVENT event{};

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 namespace softdat::testing::fake_device {
 namespace {
@@ -74,6 +76,12 @@ class FakeListener;
 
 // The live device SRQs (under the fabric lock).
 std::vector<FakeSrq*>& AllSrqs();
+
+// Passive sides' ESTABLISHED held back (Behaviour::hold_passive_established), under the fabric lock.
+std::vector<std::function<void()>>& HeldEstablished() {
+  static auto* held = new std::vector<std::function<void()>>;
+  return *held;
+}
 
 // Everything shared, under one lock. Core events are never called with `mu` held.
 struct Fabric {
@@ -149,8 +157,91 @@ struct RecvReport {
   transport::RecvInfo info;
 };
 
-// Queues OnDeviceRecvDone of endpoint `id` (under the fabric lock).
+// Queues OnDeviceRecvDone of endpoint `id` (under the fabric lock): in its receive CQ if it has
+// one, else as device work.
 void ReportRecvLocked(std::uint64_t id, const RecvReport& report);
+
+// One completion waiting in a completion queue.
+struct CqEntry {
+  std::uint64_t endpoint = 0;
+  bool recv = false;
+  std::uint64_t id = 0;  // the Work id or the recv_id
+  WorkStatus status = WorkStatus::kSuccess;
+  std::uint32_t length = 0;  // a Work's
+  transport::RecvInfo info;  // a receive's
+};
+
+// A completion queue: a FIFO of completions reported to their endpoints when polled. Armed, the
+// next completion makes its eventfd readable once (ibv_req_notify_cq).
+class FakeCq final : public transport::CompletionQueue {
+ public:
+  FakeCq(const FakeDeviceTransport* owner, std::uint32_t entries);
+  ~FakeCq() override;
+
+  std::uint32_t Poll(std::uint32_t max) noexcept override;
+  void Arm() noexcept override;
+  int wait_fd() const noexcept override { return fd_; }
+  void TakeNotifications() noexcept override {
+    std::uint64_t count;
+    [[maybe_unused]] const ssize_t n = read(fd_, &count, sizeof count);
+  }
+  void SetWatched(bool watched) override;
+  Status Resize(std::uint32_t entries) override {
+    capacity_ = std::max(capacity_, entries);
+    return Status::Ok();
+  }
+  std::uint32_t capacity() const override { return capacity_; }
+
+  // Under the fabric lock.
+  void PushLocked(const CqEntry& entry) {
+    entries_.push_back(entry);
+    if (armed_) {
+      armed_ = false;
+      const std::uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = write(fd_, &one, sizeof one);
+    }
+  }
+  // Moves every completion of `endpoint` to `out`, in order.
+  void TakeAllOfLocked(std::uint64_t endpoint, std::vector<CqEntry>& out) {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->endpoint == endpoint) {
+        out.push_back(*it);
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  const FakeDeviceTransport* owner() const { return owner_; }
+  bool watched() const { return watched_; }
+  std::size_t size() const { return entries_.size(); }
+  std::size_t polls() const { return polls_.load(); }
+
+ private:
+  const FakeDeviceTransport* owner_;
+  std::uint32_t capacity_;
+  int fd_;
+  std::deque<CqEntry> entries_;
+  bool armed_ = false;
+  bool watched_ = false;
+  std::atomic<bool> polling_{false};
+  std::atomic<std::size_t> polls_{0};
+};
+
+// The live completion queues (under the fabric lock).
+std::vector<FakeCq*>& AllCqs() {
+  static auto* cqs = new std::vector<FakeCq*>;
+  return *cqs;
+}
+
+// Reports one completion to its endpoint's events and delivers it (no lock held).
+void Report(transport::EndpointEvents* events, const CqEntry& entry) {
+  if (entry.recv)
+    events->OnDeviceRecvDone(entry.id, entry.status, entry.info);
+  else
+    events->OnWorkDone(entry.id, entry.status, entry.length);
+  events->Deliver();
+}
 
 class FakePd final : public transport::ProtectionDomain {};
 
@@ -245,7 +336,8 @@ class FakeEndpoint final : public transport::Endpoint {
   FakeEndpoint(FakeDeviceTransport* owner, const transport::EndpointConfig& config,
                transport::EndpointEvents* events)
       : owner_(owner), srq_(static_cast<FakeSrq*>(config.srq)), max_recv_(config.max_recv_work),
-        datagram_(config.datagram), events_(events) {
+        datagram_(config.datagram), events_(events), send_cq_(static_cast<FakeCq*>(config.send_cq)),
+        recv_cq_(static_cast<FakeCq*>(config.recv_cq)) {
     Fabric& fabric = GetFabric();
     std::lock_guard lock(fabric.mu);
     id_ = fabric.next_id++;
@@ -262,6 +354,11 @@ class FakeEndpoint final : public transport::Endpoint {
                  std::uint64_t timeout_us, std::uint64_t request) override;
   Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
   void RecvBuffersAvailable() override {}
+  void SetCompletionQueues(transport::CompletionQueue* send_cq, transport::CompletionQueue* recv_cq) override {
+    std::lock_guard lock(GetFabric().mu);
+    send_cq_ = static_cast<FakeCq*>(send_cq);
+    recv_cq_ = static_cast<FakeCq*>(recv_cq);
+  }
   void Disconnect(bool graceful) override;
   sockaddr_in local_address() const override { return local_; }
   sockaddr_in remote_address() const override { return remote_; }
@@ -297,6 +394,22 @@ class FakeEndpoint final : public transport::Endpoint {
   }
   const FakeDeviceTransport* owner() const { return owner_; }
   bool connected() const { return connected_; }
+  transport::EndpointEvents* events() const { return events_; }
+  // A finished Work of this endpoint: into its send CQ if it has one (true), else the caller
+  // reports it (false).
+  bool QueueWorkDoneLocked(std::uint64_t work_id, WorkStatus status, std::uint32_t length) {
+    if (send_cq_ == nullptr) return false;
+    send_cq_->PushLocked(CqEntry{id_, false, work_id, status, length, {}});
+    return true;
+  }
+  // What this endpoint's CQs still hold, taken out (reported before OnEnded: nothing after it).
+  std::vector<CqEntry> TakeQueuedLocked() {
+    std::vector<CqEntry> entries;
+    for (FakeCq* cq : {send_cq_, recv_cq_})
+      if (cq != nullptr && std::find(AllCqs().begin(), AllCqs().end(), cq) != AllCqs().end())
+        cq->TakeAllOfLocked(id_, entries);
+    return entries;
+  }
 
  private:
   friend class FakePending;
@@ -312,6 +425,8 @@ class FakeEndpoint final : public transport::Endpoint {
   std::uint32_t max_recv_;
   bool datagram_ = false;
   transport::EndpointEvents* events_;
+  FakeCq* send_cq_;
+  FakeCq* recv_cq_;
   std::uint64_t id_ = 0;
   std::uint64_t peer_ = 0;
   bool attempt_ = false;  // Connect or Accept happened
@@ -374,7 +489,10 @@ class FakePending final : public transport::PendingConnection {
     const std::uint64_t active_id = active->id_;
     const std::uint64_t passive_id = passive.id_;
     std::vector<std::uint8_t> reply(private_data.begin(), private_data.end());
-    fabric.work.push_back([passive_id] { Established(passive_id, {}); });
+    if (passive.owner_->behaviour().hold_passive_established)
+      HeldEstablished().push_back([passive_id] { Established(passive_id, {}); });
+    else
+      fabric.work.push_back([passive_id] { Established(passive_id, {}); });
     fabric.work.push_back([active_id, reply] { Established(active_id, reply); });
     return Status::Ok();
   }
@@ -387,7 +505,7 @@ class FakePending final : public transport::PendingConnection {
       active->EndLocked(ConnectionEnd::kPeerRejected, {private_data.begin(), private_data.end()});
   }
 
- private:
+ public:
   static void Established(std::uint64_t id, std::vector<std::uint8_t> private_data) {
     transport::EndpointEvents* events = nullptr;
     {
@@ -500,12 +618,15 @@ void FakeEndpoint::EndLocked(ConnectionEnd why, std::vector<std::uint8_t> privat
   inbound_.clear();
   fabric.work.push_back([id, why, private_data] {
     transport::EndpointEvents* events = nullptr;
+    std::vector<CqEntry> queued;
     {
       std::lock_guard lock(GetFabric().mu);
       FakeEndpoint* endpoint = FindLocked(id);
       if (endpoint == nullptr) return;
       events = endpoint->events_;
+      queued = endpoint->TakeQueuedLocked();
     }
+    for (const CqEntry& entry : queued) Report(events, entry);
     events->OnEnded(why, private_data);
     events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
@@ -676,6 +797,7 @@ Status FakeEndpoint::Post(const transport::Work& work) {
         }
       }
       if (status != WorkStatus::kSuccess) length = 0;
+      if (self->QueueWorkDoneLocked(copy.id, status, length)) return;
     }
     events->OnWorkDone(copy.id, status, length);
     events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
@@ -775,7 +897,7 @@ void FakeEndpoint::DeliverLocked() {
       {
         std::lock_guard lock(GetFabric().mu);
         FakeEndpoint* endpoint = FindLocked(sender);
-        if (endpoint == nullptr) return;
+        if (endpoint == nullptr || endpoint->QueueWorkDoneLocked(work_id, sent, length)) return;
         events = endpoint->events_;
       }
       events->OnWorkDone(work_id, sent, length);
@@ -785,6 +907,10 @@ void FakeEndpoint::DeliverLocked() {
 }
 
 void ReportRecvLocked(std::uint64_t id, const RecvReport& report) {
+  if (FakeEndpoint* endpoint = FakeEndpoint::FindLocked(id); endpoint != nullptr && endpoint->recv_cq_ != nullptr) {
+    endpoint->recv_cq_->PushLocked(CqEntry{id, true, report.recv_id, report.status, 0, report.info});
+    return;
+  }
   GetFabric().work.push_back([id, report] {
     transport::EndpointEvents* events = nullptr;
     {
@@ -796,6 +922,57 @@ void ReportRecvLocked(std::uint64_t id, const RecvReport& report) {
     events->OnDeviceRecvDone(report.recv_id, report.status, report.info);
     events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
+}
+
+FakeCq::FakeCq(const FakeDeviceTransport* owner, std::uint32_t entries)
+    : owner_(owner), capacity_(entries), fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  std::lock_guard lock(GetFabric().mu);
+  AllCqs().push_back(this);
+}
+
+FakeCq::~FakeCq() {
+  Fabric& fabric = GetFabric();
+  std::lock_guard run(fabric.run);
+  {
+    std::lock_guard lock(fabric.mu);
+    std::erase(AllCqs(), this);
+  }
+  close(fd_);
+}
+
+std::uint32_t FakeCq::Poll(std::uint32_t max) noexcept {
+  // One poller at a time, and none from inside an event of this queue: the events of an
+  // endpoint keep their order. Destructors wait on `run`, so an endpoint found here stays.
+  Fabric& fabric = GetFabric();
+  std::unique_lock run(fabric.run, std::try_to_lock);
+  if (!run.owns_lock() || polling_.exchange(true)) return 0;
+  polls_.fetch_add(1);
+  std::uint32_t taken = 0;
+  while (taken < max) {
+    CqEntry entry;
+    transport::EndpointEvents* events = nullptr;
+    {
+      std::lock_guard lock(fabric.mu);
+      if (entries_.empty()) break;
+      entry = entries_.front();
+      entries_.pop_front();
+      if (FakeEndpoint* endpoint = FakeEndpoint::FindLocked(entry.endpoint)) events = endpoint->events();
+    }
+    ++taken;
+    if (events != nullptr) Report(events, entry);
+  }
+  polling_ = false;
+  return taken;
+}
+
+void FakeCq::Arm() noexcept {
+  std::lock_guard lock(GetFabric().mu);
+  armed_ = true;
+}
+
+void FakeCq::SetWatched(bool watched) {
+  std::lock_guard lock(GetFabric().mu);
+  watched_ = watched;
 }
 
 }  // namespace
@@ -853,6 +1030,12 @@ void FakeDeviceTransport::ReleaseHeldReceives() {
     if (endpoint->owner() == this) endpoint->ReleaseHeldLocked();
 }
 
+void FakeDeviceTransport::ReleaseHeldEstablished() {
+  std::lock_guard lock(GetFabric().mu);
+  for (auto& established : HeldEstablished()) GetFabric().work.push_back(std::move(established));
+  HeldEstablished().clear();
+}
+
 void FakeDeviceTransport::InjectStrayReceive(std::uint64_t recv_id) {
   std::lock_guard lock(GetFabric().mu);
   for (auto& [id, endpoint] : GetFabric().endpoints)
@@ -889,6 +1072,29 @@ Status FakeDeviceTransport::CreateDeviceSrq(transport::ProtectionDomain&, std::u
     AllSrqs().push_back(srq.get());
   }
   out = std::move(srq);
+  return Status::Ok();
+}
+
+std::size_t FakeDeviceTransport::queued_completions() const {
+  std::lock_guard lock(GetFabric().mu);
+  std::size_t queued = 0;
+  for (const FakeCq* cq : AllCqs())
+    if (cq->owner() == this) queued += cq->size();
+  return queued;
+}
+
+std::size_t FakeDeviceTransport::completion_polls() const {
+  std::lock_guard lock(GetFabric().mu);
+  std::size_t polls = 0;
+  for (const FakeCq* cq : AllCqs())
+    if (cq->owner() == this) polls += cq->polls();
+  return polls;
+}
+
+Status FakeDeviceTransport::CreateCompletionQueue(std::uint32_t entries,
+                                                  std::unique_ptr<transport::CompletionQueue>& out) {
+  if (!behaviour_.completion_queues) return Status(Code::kModelNotSupported);
+  out = std::make_unique<FakeCq>(this, entries);
   return Status::Ok();
 }
 
@@ -947,6 +1153,14 @@ bool FakeDeviceTransport::Progress() noexcept {
   bool any = false;
   // Bounded, so a wait that polls is never stuck inside one call.
   for (int steps = 0; steps < 10000 && Step(); ++steps) any = true;
+  std::vector<FakeCq*> watched;
+  {
+    std::lock_guard lock(GetFabric().mu);
+    for (FakeCq* cq : AllCqs())
+      if (cq->owner() == this && cq->watched()) watched.push_back(cq);
+  }
+  // A watched queue cannot go meanwhile: its EVD is the caller's (busy-poll, one thread here).
+  for (FakeCq* cq : watched) any |= cq->Poll(UINT32_MAX) > 0;
   return any;
 }
 

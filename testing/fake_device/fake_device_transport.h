@@ -50,6 +50,14 @@ struct Behaviour {
   bool refuse_endpoints = false;
   // ProgressDue answers yes, as a transport holding back much posted Work does.
   bool progress_due = false;
+  // CreateCompletionQueue makes a completion queue (as verbs does): the completions of endpoints
+  // that name one wait there until an EVD's dequeue or wait polls it (or the connection ends);
+  // otherwise the transport refuses (kModelNotSupported) and Progress reports them.
+  bool completion_queues = false;
+  // An accepted connection is reported established to the passive side only at
+  // ReleaseHeldEstablished(): the active side may send, and the device deliver, before the passive
+  // side hears of its connection (as rdma_cm's ESTABLISHED may come after the first receive).
+  bool hold_passive_established = false;
   // Disconnect finds the connection already reset by its peer: the endpoint ends kBroken at once,
   // ahead of the work queued, as when the peer's reset or Terminate came in before the close took
   // effect; the peer, which closed abruptly, ends kBroken too.
@@ -76,6 +84,8 @@ class FakeDeviceTransport : public transport::Transport {
   std::size_t device_srq_depth() const;
   // Reports the completions held back (Behaviour::hold_receive_completions), in their order.
   void ReleaseHeldReceives();
+  // Reports the passive sides' ESTABLISHED held back (Behaviour::hold_passive_established).
+  void ReleaseHeldEstablished();
   // A broken device: reports a successful receive `recv_id` that nobody posted, on every
   // connected endpoint of this transport.
   void InjectStrayReceive(std::uint64_t recv_id);
@@ -89,19 +99,24 @@ class FakeDeviceTransport : public transport::Transport {
   Status CreateDeviceSrq(transport::ProtectionDomain& pd, std::uint32_t max_work, std::uint32_t max_segments,
                          transport::DeviceSrqEvents* events,
                          std::unique_ptr<transport::DeviceSrq>& out) override;
+  Status CreateCompletionQueue(std::uint32_t entries, std::unique_ptr<transport::CompletionQueue>& out) override;
   Status CreateEndpoint(const transport::EndpointConfig& config, transport::EndpointEvents* events,
                         std::unique_ptr<transport::Endpoint>& out) override;
   Status Listen(std::uint16_t port, transport::ListenEvents* events,
                 std::unique_ptr<transport::Listener>& out) override;
   Status ListenDatagram(std::uint16_t port, transport::ListenEvents* events,
                         std::unique_ptr<transport::Listener>& out) override;
-  // Runs pending device work of every fake IA; true when anything ran.
+  // Runs pending device work of every fake IA, and polls the watched completion queues of this
+  // one (an EVD with a CNO: nobody else would); true when anything ran.
   bool Progress() noexcept override;
   bool ProgressDue() const noexcept override { return behaviour_.progress_due; }
   // Runs only the oldest pending step (a test stops the device between two of them).
   bool Step();
   // How often Progress was called on this transport (by the IA's EVDs or a test).
   std::size_t progress_calls() const { return progress_calls_; }
+  // Completions waiting in this transport's completion queues, and how often they were polled.
+  std::size_t queued_completions() const;
+  std::size_t completion_polls() const;
 
  private:
   transport::Capabilities capabilities_;

@@ -2,7 +2,7 @@
 // One side of the scale test: N connections into one server whose EPs share one SRQ of 256
 // buffers, through the stock registry. Each side prints one JSON line of figures.
 //
-//   scale_peer server IA PORT N        accepts N connections, then takes kPerConnection 4 KiB
+//   scale_peer server IA PORT N [Q]    accepts N connections (Q: the receive EVD's length), then takes kPerConnection 4 KiB
 //                                      messages from each (the SRQ reposted as it goes),
 //                                      checking every byte
 //   scale_peer client IA HOST PORT N   opens N connections, then sends kPerConnection messages on
@@ -17,12 +17,18 @@
 // the idle connections held before it.
 // Both sides raise RLIMIT_NOFILE to the hard limit and say plainly when that is too low. Every
 // wait is bounded: a stuck step fails the run with a line saying which.
+//
+// On an RDMA device the server also reports what its completion queues hold (the CQ entries the
+// kernel lists for this process, `rdma resource show cq`), its pinned memory (VmPin) and what an
+// empty dat_evd_dequeue of the shared receive EVD costs with every connection up: none of these
+// may grow with N (testing/vm/guest_verbs_scale.sh compares two N).
 #include <dat2/udat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +79,54 @@ int OpenFds() {
     closedir(d);
   }
   return n - 3;  // ".", ".." and the directory's own descriptor
+}
+
+// VmPin of /proc/self/status: memory pinned for the device (registered regions, queues).
+std::uint64_t PinnedKib() {
+  std::uint64_t kib = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "VmPin: %" SCNu64, &kib) == 1) break;
+    std::fclose(f);
+  }
+  return kib;
+}
+
+// The CQ entries of this process's completion queues, from the kernel's RDMA resource tracking
+// (`rdma -j resource show cq`: one object per CQ with its "cqe" and "pid"); -1 where the tool or
+// the tracking is missing (softdat-tcp has no CQs: 0).
+long long CqEntries() {
+  FILE* p = popen("rdma -j resource show cq 2>/dev/null", "r");
+  if (p == nullptr) return -1;
+  std::string json;
+  char chunk[4096];
+  std::size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, p)) > 0) json.append(chunk, n);
+  if (pclose(p) != 0 || json.empty()) return -1;
+  const std::string pid = "\"pid\":" + std::to_string(getpid());
+  long long total = 0;
+  for (std::size_t open = json.find('{'); open != std::string::npos; open = json.find('{', open + 1)) {
+    const std::size_t close = json.find('}', open);
+    const std::string object = json.substr(open, close - open);
+    const std::size_t at = object.find(pid);
+    const std::size_t cqe = object.find("\"cqe\":");
+    if (at == std::string::npos || cqe == std::string::npos) continue;
+    const char next = at + pid.size() < object.size() ? object[at + pid.size()] : ',';
+    if (next >= '0' && next <= '9') continue;  // another pid with our digits as a prefix
+    total += std::strtoll(object.c_str() + cqe + 6, nullptr, 10);
+  }
+  return total;
+}
+
+// What an empty dat_evd_dequeue of `evd` costs, in ns (the mean of many).
+double EmptyDequeueNs(DAT_EVD_HANDLE evd) {
+  constexpr int kCalls = 20000;
+  DAT_EVENT event{};
+  const double start = Seconds();
+  for (int i = 0; i < kCalls; ++i)
+    if (dat_evd_dequeue(evd, &event) == DAT_SUCCESS) return -1;  // not empty: no figure
+  return (Seconds() - start) * 1e9 / kCalls;
 }
 
 [[noreturn]] void Fail(const char* what, DAT_RETURN status = DAT_SUCCESS) {
@@ -175,14 +229,16 @@ bool Intact(const std::uint8_t* at, std::uint32_t& index) {
   return true;
 }
 
-int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
+int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n, DAT_COUNT recv_qlen) {
   RaiseFdLimit(n);
   const double start_open = Seconds();
   Ia ia(ia_name);
   const DAT_COUNT qlen = static_cast<DAT_COUNT>(n + 1024);
   DAT_EVD_HANDLE cr_evd = ia.Evd(DAT_EVD_CR_FLAG, qlen);
   DAT_EVD_HANDLE conn_evd = ia.Evd(DAT_EVD_CONNECTION_FLAG, 2 * qlen);
-  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, qlen);
+  // A device's CQ is the receive EVD's length: the verbs scale case gives one that does not grow
+  // with N (recv_qlen), to show that the CQ does not either.
+  DAT_EVD_HANDLE recv_evd = ia.Evd(DAT_EVD_DTO_FLAG, recv_qlen != 0 ? recv_qlen : qlen);
   DAT_EVD_HANDLE req_evd = ia.Evd(DAT_EVD_DTO_FLAG, 64);
   DAT_SRQ_ATTR srq_attr{};
   srq_attr.max_recv_dtos = kSrqBuffers;
@@ -254,6 +310,12 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
     post(slot);
   }
   const std::uint64_t rss_loaded = RssKib();
+  // Every message is in: the receive EVD stays empty from here (an event now is counted bad), and
+  // every connection is still up.
+  const long long cq_entries = CqEntries();
+  const std::uint64_t pinned_kib = PinnedKib();
+  const double empty_dequeue_ns = EmptyDequeueNs(recv_evd);
+  if (empty_dequeue_ns < 0) ++bad;
   const std::uint64_t rss_peak = PeakRssKib();
   DAT_SRQ_PARAM srq_param{};
   Check(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &srq_param), "dat_srq_query");
@@ -276,13 +338,15 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n) {
       "\"kib_per_connection\": %.2f, "
       "\"fds_before\": %d, \"fds_connected\": %d, \"fds_per_connection\": %.3f, \"messages\": %zu, "
       "\"bad_messages\": %zu, \"last_connection_received\": %s, \"srq_buffers\": %d, "
-      "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d}\n",
+      "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d, \"cq_entries\": %lld, \"pinned_kib\": %llu, "
+      "\"empty_dequeue_ns\": %.1f}\n",
       n, setup_s, static_cast<unsigned long long>(rss_before), static_cast<unsigned long long>(rss_after),
       static_cast<unsigned long long>(rss_loaded), static_cast<unsigned long long>(rss_peak),
       static_cast<double>(rss_after - rss_before) / static_cast<double>(n), fds_before, fds_after,
       static_cast<double>(fds_after - fds_before) / static_cast<double>(n), received, bad,
       seen[n - 1] == kPerConnection ? "true" : "false", kSrqBuffers, buffers.size(),
-      static_cast<int>(srq_param.available_dto_count));
+      static_cast<int>(srq_param.available_dto_count), cq_entries, static_cast<unsigned long long>(pinned_kib),
+      empty_dequeue_ns);
   for (DAT_EP_HANDLE ep : eps) (void)dat_ep_free(ep);
   (void)dat_psp_free(psp);
   return bad == 0 && seen[n - 1] == kPerConnection ? 0 : 1;
@@ -347,10 +411,11 @@ int Client(const char* ia_name, const char* host, DAT_CONN_QUAL port, std::size_
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::strcmp(argv[1], "server") == 0)
-    return Server(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10));
+  if ((argc == 5 || argc == 6) && std::strcmp(argv[1], "server") == 0)
+    return Server(argv[2], std::strtoull(argv[3], nullptr, 10), std::strtoull(argv[4], nullptr, 10),
+                  argc == 6 ? static_cast<DAT_COUNT>(std::strtol(argv[5], nullptr, 10)) : 0);
   if (argc == 6 && std::strcmp(argv[1], "client") == 0)
     return Client(argv[2], argv[3], std::strtoull(argv[4], nullptr, 10), std::strtoull(argv[5], nullptr, 10));
-  std::fprintf(stderr, "usage: scale_peer server IA PORT N | scale_peer client IA HOST PORT N\n");
+  std::fprintf(stderr, "usage: scale_peer server IA PORT N [RECV_EVD_QLEN] | scale_peer client IA HOST PORT N\n");
   return 2;
 }

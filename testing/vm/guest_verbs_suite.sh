@@ -129,6 +129,20 @@ for dev in "${devices[@]}"; do
     record "$dev" "conformance $name progress=poll: $summary" $rc "$log"
   done
 
+  # A peer killed while its Sends wait for SRQ buffers: the device reports the end.
+  log=$work/$dev-peer-death.log
+  "$(dirname "${BASH_SOURCE[0]}")/guest_peer_death.sh" "$bin/testing/vm/peer_death" "$conf" "$ia" "$ip" "$work" >"$log" 2>&1
+  rc=$?
+  record "$dev" "peer death: $(grep -E '^(PASS|FAIL)' "$log" | tail -1)" $rc "$log"
+
+  # 1,000 EPs on one SRQ and one receive EVD (RoCE: the issue's figure; one boot's worth of time).
+  if [ "$dev" = rxe0 ]; then
+    log=$work/$dev-scale.log
+    "$(dirname "${BASH_SOURCE[0]}")/guest_verbs_scale.sh" "$bin/testing/scale/scale_peer" "$conf" "$ia" "$ip" "$work" >"$log" 2>&1
+    rc=$?
+    record "$dev" "scale: $(grep -E '^(PASS|FAIL)' "$log" | tail -1)" $rc "$log"
+  fi
+
   # dtest's default moves 1000 x 4 MiB each way: hours under TCG. 100 x 1 MiB keeps every phase.
   pair dtest-B100-b1M "$dev" 15828 dtest -s -P "$ia" -B 100 -b 1048576 -- \
     dtest -P "$ia" -h "$ip" -B 100 -b 1048576

@@ -8,7 +8,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-bazel build //dat:libsoftdat.so.2 //testing/conformance:all //transport/verbs:verbs_transport_test >&2
+bazel build //dat:libsoftdat.so.2 //testing/conformance:all //transport/verbs:verbs_transport_test \
+  //testing/scale:scale_peer //testing/vm:peer_death >&2
 bin=$(bazel info bazel-bin 2>/dev/null)
 bin=$(cd "$bin" && pwd -P)
 # Bazel outputs under /tmp or /run are hidden by the guest's tmpfs there: share the whole output

@@ -15,6 +15,7 @@
 
 #include "tools/datperf/dat_env.h"
 #include "tools/datperf/protocol.h"
+#include "tools/datperf/write_ping_pong.h"
 
 namespace softdat::datperf {
 namespace {
@@ -63,6 +64,8 @@ class Client {
   bool RunSize(std::uint64_t size, bool last, Row& row, std::string& error);
   bool RunLatency(std::uint64_t size, std::uint32_t window, Row& row, std::string& error);
   bool RunStream(std::uint64_t size, std::uint32_t window, Row& row, std::string& error);
+  bool RunWriteLatency(std::uint64_t size, Row& row, std::string& error);
+  void Summarize(std::uint64_t count, std::uint64_t size, std::uint64_t start, Row& row);
   bool PostData(Conn& c, std::uint32_t index, std::uint64_t size, std::uint32_t window, std::string& error);
   bool PostEnd(Conn& c, std::uint32_t index, std::string& error);
   bool PostAckBuffer(Conn& c, std::uint32_t index, std::string& error);
@@ -115,6 +118,10 @@ bool Client::Setup(std::string& error) {
   info_.ia_name = o_.ia_name;
   info_.provider = env_.provider_attr().provider_name;
   info_.reap = ReapName(o_.reap);
+  if (o_.test == Test::kWriteLat)
+    info_.reap = o_.notify == Notify::kSend ? std::string("notify send, reap ") + ReapName(o_.reap)
+                 : o_.spin == Spin::kDequeue ? "notify memory, dequeue in the spin"
+                                             : "notify memory, spin on memory only";
   info_.srq = o_.srq;
   info_.one_buffer = o_.one_buffer;
   const DAT_COUNT qlen = static_cast<DAT_COUNT>(std::min<std::uint64_t>(1u << 20, 4ull * o_.clients * 64 + 1024));
@@ -136,7 +143,7 @@ bool Client::Connect(std::uint64_t size, std::uint64_t iters, std::uint32_t wind
   attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   attr.max_recv_dtos = static_cast<DAT_COUNT>(2 * window + 1);
-  attr.max_request_dtos = static_cast<DAT_COUNT>(window + 2);
+  attr.max_request_dtos = static_cast<DAT_COUNT>(o_.test == Test::kWriteLat ? 2 * kWriteSignalEvery + 2 : window + 2);
   attr.max_recv_iov = 1;
   attr.max_request_iov = 1;
   attr.max_rdma_read_in = 0;
@@ -151,9 +158,10 @@ bool Client::Connect(std::uint64_t size, std::uint64_t iters, std::uint32_t wind
     if (status != DAT_SUCCESS) return error = DatError(("dat_ep_create (connection " + std::to_string(i) + ")").c_str(), status), false;
     by_ep[c.ep] = i;
     const std::uint64_t recv_size = std::max<std::uint64_t>(size, sizeof(Ack));
-    if (!env_.Register(recv_size * (o_.test == Test::kLat ? 2 * window : 1), c.recv, error)) return false;
+    if (!env_.Register(recv_size * (IsLatency(o_.test) ? 2 * window : 1), c.recv, error)) return false;
     if (o_.test == Test::kRead && !env_.Register(size * window, c.local, error)) return false;
-    if (o_.test == Test::kLat) {
+    if (o_.test == Test::kWriteLat && !env_.Register(size, c.local, error)) return false;  // the server writes here
+    if (IsLatency(o_.test)) {
       for (std::uint32_t s = 0; s < 2 * window; ++s) {
         const DAT_LMR_TRIPLET iov = c.recv.Local(s * recv_size, recv_size);
         status = dat_ep_post_recv(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(i, s), DAT_COMPLETION_DEFAULT_FLAG);
@@ -173,6 +181,8 @@ bool Client::Connect(std::uint64_t size, std::uint64_t iters, std::uint32_t wind
     request.clients = o_.clients;
     request.window = window;
     request.srq_buffers = o_.srq_buffers;
+    request.notify = static_cast<std::uint8_t>(o_.notify);
+    request.spin = static_cast<std::uint8_t>(o_.spin);
     request.size = size;
     request.iters = c.to_post;
     status = dat_ep_connect(c.ep, reinterpret_cast<DAT_IA_ADDRESS_PTR>(&server_), o_.port, kStepUs, sizeof request,
@@ -198,7 +208,8 @@ bool Client::Connect(std::uint64_t size, std::uint64_t iters, std::uint32_t wind
     if (it == by_ep.end()) continue;
     Conn& c = conns_[it->second];
     if (data.private_data_size >= DAT_COUNT{sizeof(Reply)}) std::memcpy(&c.reply, data.private_data, sizeof(Reply));
-    if ((o_.test == Test::kWrite || o_.test == Test::kRead) && (c.reply.magic != kMagic || c.reply.length < size * window))
+    if ((o_.test == Test::kWrite || o_.test == Test::kRead || o_.test == Test::kWriteLat) &&
+        (c.reply.magic != kMagic || c.reply.length < size * window))
       return error = "the server's reply names no region for RDMA (is it a datperf server?)", false;
     ++established;
   }
@@ -296,6 +307,12 @@ bool Client::RunLatency(std::uint64_t size, std::uint32_t window, Row& row, std:
     for (const Conn& k : conns_) all_done = all_done && k.received == k.posted;
     if (all_done && OverTime(start)) break;
   }
+  Summarize(count, size, start, row);
+  return true;
+}
+
+// Latency rows from samples_[0, count): round trips in ns, reported as half round trips.
+void Client::Summarize(std::uint64_t count, std::uint64_t size, std::uint64_t start, Row& row) {
   const double seconds = static_cast<double>(NowNs() - start) / 1e9;
   // The first tenth (at most 100) warm caches and connections up: not measured.
   const std::uint64_t warm = std::min<std::uint64_t>(100, count / 10);
@@ -313,6 +330,69 @@ bool Client::RunLatency(std::uint64_t size, std::uint32_t window, Row& row, std:
   row.seconds = seconds;
   row.msg_rate_Mps = seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0;
   row.bw_MBps = seconds > 0 ? static_cast<double>(count * size) / seconds / 1e6 : 0;
+}
+
+// The RDMA Write ping-pong. The client tells the server where to write (a Send of its region),
+// then each round it writes the server's buffer, whose last byte carries the round's tag, and
+// waits for the server's Write of the same tag into its own buffer: by watching that byte
+// (--notify memory) or by the zero-byte Send the server posts after its Write (--notify send).
+// Every kWriteSignalEvery-th Write (and Send) is signaled and reaped as dtest -W does, with a
+// dequeue loop right after the post; the others complete silently.
+bool Client::RunWriteLatency(std::uint64_t size, Row& row, std::string& error) {
+  Conn& c = conns_[0];
+  const std::uint64_t total = c.to_post;
+  const std::uint64_t recv_size = std::max<std::uint64_t>(size, sizeof(Ack));  // as Connect posted them
+  samples_.assign(total, 0);
+  DAT_EVENT event;
+  // Where the server writes: the client's region, in a Send the server's receive takes first.
+  Reply mine;
+  mine.rmr_context = c.local.rmr_context;
+  mine.address = reinterpret_cast<std::uint64_t>(c.local.data);
+  mine.length = size;
+  std::memcpy(send_.data, &mine, sizeof mine);
+  DAT_LMR_TRIPLET iov = send_.Local(0, sizeof mine);
+  DAT_RETURN status = dat_ep_post_send(c.ep, 1, &iov, Cookie(0, kEndSlot), DAT_COMPLETION_DEFAULT_FLAG);
+  if (status != DAT_SUCCESS) return error = DatError("dat_ep_post_send (region)", status), false;
+  if ((status = NextEvent(request_evd_, Reap::kDequeue, kStepUs, event)) != DAT_SUCCESS)
+    return error = DatError("sending the region", status), false;
+  FillPattern(send_.data, size, 0);
+  const std::uint8_t* const mailbox = c.local.data + size - 1;
+  WritePingPong pong(c.ep, request_evd_, o_.notify, o_.spin);
+  DAT_RMR_TRIPLET remote{};
+  remote.rmr_context = c.reply.rmr_context;
+  remote.virtual_address = c.reply.address;
+  remote.segment_length = static_cast<DAT_SEG_LENGTH>(size);
+  const DAT_LMR_TRIPLET local = send_.Local(0, size);
+  std::uint64_t count = 0;
+  const std::uint64_t start = NowNs();
+  for (std::uint64_t round = 0; round < total; ++round) {
+    const bool stop = round + 1 < total && OverTime(start);
+    const std::uint8_t tag = stop ? kEndTag : RoundTag(round);
+    send_.data[size - 1] = tag;
+    const std::uint64_t sent = NowNs();
+    if (!pong.Post(local, remote, round, error)) return false;
+    if (stop) break;
+    if (o_.notify == Notify::kSend) {
+      if ((status = NextEvent(recv_evd_, o_.reap, kStepUs, event)) != DAT_SUCCESS)
+        return error = DatError("waiting for the server's notification", status), false;
+      const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
+      if (dto.status != DAT_DTO_SUCCESS) return error = "a notification completed with status " + std::to_string(dto.status), false;
+      const DAT_LMR_TRIPLET again = c.recv.Local(SlotOf(dto.user_cookie) * recv_size, recv_size);
+      if ((status = dat_ep_post_recv(c.ep, 1, const_cast<DAT_LMR_TRIPLET*>(&again), dto.user_cookie,
+                                     DAT_COMPLETION_DEFAULT_FLAG)) != DAT_SUCCESS)
+        return error = DatError("dat_ep_post_recv", status), false;
+      if (__atomic_load_n(mailbox, __ATOMIC_ACQUIRE) != tag)
+        return error = "the server's notification came before its Write's last byte", false;
+    } else if (pong.Await(mailbox, tag, sent + kStepUs * 1000ull) != WritePingPong::Landed::kTag) {
+      return error = "no Write from the server within " + std::to_string(kStepUs / 1'000'000) +
+                     " s (with progress=poll nothing places a Write while the consumer spins on memory only: try --spin dequeue)",
+             false;
+    }
+    samples_[count++] = static_cast<std::uint32_t>(std::min<std::uint64_t>(NowNs() - sent, UINT32_MAX));
+    if ((count & 1023) == 0) Progress("write_lat", size, count, total, start);
+  }
+  bad_bytes_ += CountBad(c.local.data, size - 1, 0, o_.verify);
+  Summarize(count, size, start, row);
   return true;
 }
 
@@ -446,11 +526,14 @@ bool Client::RunSize(std::uint64_t size, bool last, Row& row, std::string& error
   // --one-buffer: one slot, pattern 0, sent or written by every message (the server checks for
   // pattern 0).
   const std::uint32_t send_slots = o_.one_buffer ? 1 : window;
-  if (!env_.Register(std::max<std::uint64_t>(size, 1) * send_slots, send_, error)) return false;
+  // write_lat's first Send (its region) goes from the send buffer too.
+  if (!env_.Register(std::max<std::uint64_t>(size, sizeof(Reply)) * send_slots, send_, error)) return false;
   for (std::uint32_t s = 0; s < send_slots; ++s) FillPattern(send_.data + s * size, size, s);
   const std::uint64_t bad_before = bad_bytes_;
   bool ok = Connect(size, iters, window, last, error) &&
-            (o_.test == Test::kLat ? RunLatency(size, window, row, error) : RunStream(size, window, row, error));
+            (o_.test == Test::kLat        ? RunLatency(size, window, row, error)
+             : o_.test == Test::kWriteLat ? RunWriteLatency(size, row, error)
+                                          : RunStream(size, window, row, error));
   Disconnect();
   if (tty_ && last_progress_ns_ != 0) std::fprintf(stderr, "\r%60s\r", "");
   row.bad_bytes = bad_bytes_ - bad_before;

@@ -99,6 +99,24 @@ status=0; "$datperf" -P softdat-tcp -t bw --srq --one-buffer 2>"$TEST_TMPDIR/err
 [[ $status -eq 2 ]] && grep -q 'one-buffer' "$TEST_TMPDIR/err" || fail "--one-buffer with --srq: exit $status, $(cat "$TEST_TMPDIR/err")"
 echo "ok: --one-buffer streams, Writes and Reads in both modes, verified"
 
+# The RDMA Write ping-pong: each way a side can learn of the peer's Write, in both modes (spinning
+# on memory alone needs the progress thread: under progress=poll nothing would place the Write).
+for args in "softdat-tcp" "softdat-tcp --spin dequeue" "softdat-tcp --notify send" "softdat-tcp --notify send --reap dequeue" \
+            "softdat-poll --spin dequeue" "softdat-poll --notify send --reap dequeue"; do
+  # shellcheck disable=SC2086
+  run $args -t write_lat -s 8,65536 -n 200 --verify --json
+  python3 - "$TEST_TMPDIR/out" <<'PY' || fail "write_lat $args: $(cat "$TEST_TMPDIR/out")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert [(r["test"], r["size"], r["iters"], r["bad_bytes"]) for r in doc["rows"]] == \
+    [("write_lat", 8, 200, 0), ("write_lat", 65536, 200, 0)], doc
+assert all(r["lat_us_p50"] > 0 and r["lat_us_p99"] >= r["lat_us_p50"] for r in doc["rows"]), doc
+PY
+done
+status=0; "$datperf" -P softdat-tcp -t write_lat --clients 2 2>"$TEST_TMPDIR/err" || status=$?
+[[ $status -eq 2 ]] && grep -q 'write_lat is one connection' "$TEST_TMPDIR/err" || fail "write_lat --clients 2: exit $status"
+echo "ok: write_lat in both modes, each notification, verified"
+
 # The command line: --help 0, a usage error 2, an IA that does not open 1 with one line saying why.
 "$datperf" --help | grep -q '^usage: datperf' || fail "--help"
 "$datperf" -V | grep -qE '^datperf \(softdat\) [0-9]+\.[0-9]+, commit ([0-9a-f]{12}|unknown)$' || fail "-V: $("$datperf" -V)"

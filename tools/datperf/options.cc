@@ -4,6 +4,8 @@
 
 #include <getopt.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +24,9 @@ constexpr const char kUsage[] =
     "  -h, --host HOST      client: the server's IPv4 address or name\n"
     "  -p, --port N         the server's connection qualifier (default 18515)\n"
     "  -t, --test T         lat (Send ping-pong, half round trip), bw (Send stream), rate (Send\n"
-    "                       message rate), write (RDMA Write stream), read (RDMA Read stream)\n"
+    "                       message rate), write (RDMA Write stream), read (RDMA Read stream),\n"
+    "                       write_lat (RDMA Write ping-pong, half round trip: each side writes the\n"
+    "                       other's buffer and spins on its own, as ib_write_lat and dtest -W do)\n"
     "  -s, --size LIST      message sizes, e.g. 8 or 8,4k,64k,1m (k, m, g: powers of 1024)\n"
     "  -a, --all            sweep sizes 8 B to 1 MiB by powers of 4\n"
     "  -n, --iters N        messages per size (default depends on test and size)\n"
@@ -33,6 +37,12 @@ constexpr const char kUsage[] =
     "      --clients N      N connections from this client, the messages spread over them\n"
     "      --reap wait|dequeue  reap completions with dat_evd_wait (default), or by spinning on\n"
     "                       dat_evd_dequeue as MPI-style consumers do; the server does the same\n"
+    "      --notify memory|send  write_lat: a side sees the peer's Write in its memory (default), or\n"
+    "                       by the completion of a zero-byte Send that follows it (reaped per --reap)\n"
+    "      --spin memory|dequeue  write_lat --notify memory: the spin on memory reads memory only\n"
+    "                       (default; progress must come from the provider, as on an RNIC), or\n"
+    "                       also calls dat_evd_dequeue on the request EVD each pass, as\n"
+    "                       ucx_perftest's put_lat calls ucp_worker_progress\n"
     "      --verify         check every byte received (default: a sample of each message)\n"
     "      --one-buffer     bw, rate, write, read: every message from one buffer and into one\n"
     "                       buffer on each side, as ucx_perftest and perftest do (default: a buffer\n"
@@ -81,7 +91,7 @@ bool ParseSizes(const char* text, std::vector<std::uint64_t>& out) {
   return !out.empty();
 }
 
-enum LongOnly : int { kDuration = 1000, kSrq, kSrqBuffers, kClients, kReap, kVerify, kOneBuffer, kJson, kCsv, kPlot, kOnce, kHelp };
+enum LongOnly : int { kDuration = 1000, kSrq, kSrqBuffers, kClients, kReap, kNotify, kSpin, kVerify, kOneBuffer, kJson, kCsv, kPlot, kOnce, kHelp };
 
 }  // namespace
 
@@ -94,23 +104,27 @@ const char* TestName(Test test) {
     case Test::kRate: return "rate";
     case Test::kWrite: return "write";
     case Test::kRead: return "read";
+    case Test::kWriteLat: return "write_lat";
   }
   return "?";
 }
 
 const char* ReapName(Reap reap) { return reap == Reap::kWait ? "wait" : "dequeue"; }
 
+bool IsLatency(Test test) { return test == Test::kLat || test == Test::kWriteLat; }
+
 std::uint64_t DefaultIters(Test test, std::uint64_t size) {
   // About the same bytes per run at large sizes, enough samples at small ones.
   const std::uint64_t by_bytes = std::max<std::uint64_t>(200, (256ull << 20) / std::max<std::uint64_t>(size, 1));
   switch (test) {
-    case Test::kLat: return std::min<std::uint64_t>(20000, std::max<std::uint64_t>(200, (64ull << 20) / std::max<std::uint64_t>(size, 1)));
+    case Test::kLat:
+    case Test::kWriteLat: return std::min<std::uint64_t>(20000, std::max<std::uint64_t>(200, (64ull << 20) / std::max<std::uint64_t>(size, 1)));
     case Test::kRate: return std::min<std::uint64_t>(200000, by_bytes);
     default: return std::min<std::uint64_t>(100000, by_bytes);
   }
 }
 
-std::uint32_t DefaultWindow(Test test) { return test == Test::kLat ? 1 : 16; }
+std::uint32_t DefaultWindow(Test test) { return IsLatency(test) ? 1 : 16; }
 
 int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
   static const option kLong[] = {
@@ -121,6 +135,7 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
       {"quiet", no_argument, nullptr, 'q'},         {"duration", required_argument, nullptr, kDuration},
       {"srq", no_argument, nullptr, kSrq},          {"srq-buffers", required_argument, nullptr, kSrqBuffers},
       {"clients", required_argument, nullptr, kClients}, {"reap", required_argument, nullptr, kReap},
+      {"notify", required_argument, nullptr, kNotify}, {"spin", required_argument, nullptr, kSpin},
       {"verify", no_argument, nullptr, kVerify},    {"json", no_argument, nullptr, kJson},
       {"one-buffer", no_argument, nullptr, kOneBuffer},
       {"csv", no_argument, nullptr, kCsv},          {"plot", required_argument, nullptr, kPlot},
@@ -145,7 +160,8 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
         else if (t == "rate") out.test = Test::kRate;
         else if (t == "write") out.test = Test::kWrite;
         else if (t == "read") out.test = Test::kRead;
-        else return error = "unknown test '" + t + "' (lat, bw, rate, write, read)", 2;
+        else if (t == "write_lat") out.test = Test::kWriteLat;
+        else return error = "unknown test '" + t + "' (lat, bw, rate, write, read, write_lat)", 2;
         break;
       }
       case 's':
@@ -186,6 +202,20 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
         else return error = "--reap takes wait or dequeue, not '" + r + "'", 2;
         break;
       }
+      case kNotify: {
+        const std::string n = optarg;
+        if (n == "memory") out.notify = Notify::kMemory;
+        else if (n == "send") out.notify = Notify::kSend;
+        else return error = "--notify takes memory or send, not '" + n + "'", 2;
+        break;
+      }
+      case kSpin: {
+        const std::string n = optarg;
+        if (n == "memory") out.spin = Spin::kMemory;
+        else if (n == "dequeue") out.spin = Spin::kDequeue;
+        else return error = "--spin takes memory or dequeue, not '" + n + "'", 2;
+        break;
+      }
       case kVerify: out.verify = true; break;
       case kOneBuffer: out.one_buffer = true; break;
       case kJson: out.json = true; break;
@@ -201,8 +231,12 @@ int ParseOptions(int argc, char** argv, Options& out, std::string& error) {
   if (optind < argc) return error = std::string("unexpected argument '") + argv[optind] + "'", 2;
   if (out.ia_name.empty()) return error = "an IA is required (-P NAME)", 2;
   if (out.json && out.csv) return error = "--json and --csv exclude each other", 2;
-  if (out.one_buffer && (out.srq || out.test == Test::kLat))
+  if (out.one_buffer && (out.srq || IsLatency(out.test)))
     return error = "--one-buffer is for -t bw, rate, write or read without --srq", 2;
+  if (out.test == Test::kWriteLat && (out.srq || out.clients != 1 || (out.window != 0 && out.window != 1)))
+    return error = "write_lat is one connection, one Write in flight (no --srq, --clients or -w)", 2;
+  if (out.test == Test::kWriteLat && std::find(out.sizes.begin(), out.sizes.end(), 0u) != out.sizes.end())
+    return error = "write_lat needs Writes of at least 1 byte (the last byte carries the tag)", 2;
   out.server = out.host.empty();
   return 0;
 }

@@ -8,8 +8,13 @@
 
 namespace softdat::datperf {
 
-enum class Test : std::uint8_t { kLat, kBw, kRate, kWrite, kRead };
+enum class Test : std::uint8_t { kLat, kBw, kRate, kWrite, kRead, kWriteLat };
 enum class Reap : std::uint8_t { kWait, kDequeue };
+// write_lat: how a side learns that the peer's RDMA Write arrived: its last byte changes in
+// memory, or a zero-byte Send after it completes a receive.
+enum class Notify : std::uint8_t { kMemory, kSend };
+// write_lat with memory notification: what the spin on memory does besides reading it.
+enum class Spin : std::uint8_t { kMemory, kDequeue };
 
 struct Options {
   bool server = false;             // no -h: serve clients
@@ -25,6 +30,8 @@ struct Options {
   std::uint32_t srq_buffers = 0;   // --srq-buffers (0: window x clients, at most 256)
   std::uint32_t clients = 1;       // --clients N
   Reap reap = Reap::kWait;         // --reap
+  Notify notify = Notify::kMemory;  // --notify (write_lat)
+  Spin spin = Spin::kMemory;       // --spin (write_lat)
   bool json = false;               // --json
   bool csv = false;                // --csv
   std::string plot;                // --plot FILE.svg
@@ -36,6 +43,8 @@ struct Options {
 
 const char* TestName(Test test);
 const char* ReapName(Reap reap);
+// lat and write_lat report latency; the others bandwidth and rate.
+bool IsLatency(Test test);
 std::uint64_t DefaultIters(Test test, std::uint64_t size);
 std::uint32_t DefaultWindow(Test test);
 

@@ -26,6 +26,9 @@ struct Request {
   std::uint32_t clients = 0;  // connections in the session
   std::uint32_t window = 0;
   std::uint32_t srq_buffers = 0;
+  std::uint8_t notify = 0;    // Notify (write_lat)
+  std::uint8_t spin = 0;      // Spin (write_lat)
+  std::uint16_t reserved = 0;
   std::uint64_t size = 0;
   std::uint64_t iters = 0;    // messages on this connection
 };
@@ -33,11 +36,17 @@ static_assert(sizeof(Request) == 48);
 
 struct Reply {
   std::uint32_t magic = kMagic;
-  std::uint32_t rmr_context = 0;  // write/read: the server's region
+  std::uint32_t rmr_context = 0;  // write/read/write_lat: the server's region (write_lat: the
+                                  // client's, in its first Send)
   std::uint64_t address = 0;
   std::uint64_t length = 0;
 };
 static_assert(sizeof(Reply) == 24);
+
+// write_lat: the last byte of each Write carries the round trip's tag, 1 to 254, so the spin on
+// memory sees every change; kEndTag says the client stopped early (--duration).
+inline std::uint8_t RoundTag(std::uint64_t round) { return static_cast<std::uint8_t>(round % 254 + 1); }
+inline constexpr std::uint8_t kEndTag = 255;
 
 // The server's acknowledgement of a finished stream: how many bytes failed to verify.
 struct Ack {

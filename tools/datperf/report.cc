@@ -45,12 +45,12 @@ std::string SizeText(std::uint64_t size) {
 void PrintTable(const RunInfo& info, const std::vector<Row>& rows) {
   std::printf("datperf over %s (%s), reap %s%s%s\n", info.ia_name.c_str(), info.provider.c_str(), info.reap.c_str(),
               info.srq ? ", server SRQ" : "", info.one_buffer ? ", one buffer" : "");
-  std::printf("%-6s %9s %8s %7s %7s %11s %11s %11s %10s\n", "test", "size", "clients", "window", "iters",
+  std::printf("%-9s %9s %8s %7s %7s %11s %11s %11s %10s\n", "test", "size", "clients", "window", "iters",
               "lat p50 us", "lat p99 us", "bw MB/s", "Mmsg/s");
   for (const Row& r : rows) {
-    std::printf("%-6s %9s %8u %7u %7llu ", r.test.c_str(), SizeText(r.size).c_str(), r.clients, r.window,
+    std::printf("%-9s %9s %8u %7u %7llu ", r.test.c_str(), SizeText(r.size).c_str(), r.clients, r.window,
                 static_cast<unsigned long long>(r.iters));
-    if (r.test == "lat") std::printf("%11.2f %11.2f ", r.lat_us_p50, r.lat_us_p99);
+    if (r.test == "lat" || r.test == "write_lat") std::printf("%11.2f %11.2f ", r.lat_us_p50, r.lat_us_p99);
     else std::printf("%11s %11s ", "-", "-");
     std::printf("%11.1f %10.4f\n", r.bw_MBps, r.msg_rate_Mps);
   }
@@ -95,7 +95,8 @@ bool WritePlot(const std::string& path, const RunInfo& info, const std::vector<R
     std::vector<std::pair<double, double>> points;
     for (const Row& r : rows) {
       const double y = latency ? r.lat_us_p50 : r.bw_MBps;
-      if ((latency ? r.test == "lat" : r.test != "lat") && y > 0 && r.size > 0) points.emplace_back(r.size, y);
+      const bool is_latency = r.test == "lat" || r.test == "write_lat";
+      if (latency == is_latency && y > 0 && r.size > 0) points.emplace_back(r.size, y);
     }
     svg << "<g transform=\"translate(" << x0 << ",0)\"><text x=\"" << kLeft << "\" y=\"" << kTop - 8 << "\">" << title
         << " (" << unit << ")</text>\n<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotW

@@ -12,6 +12,7 @@
 
 #include "tools/datperf/dat_env.h"
 #include "tools/datperf/protocol.h"
+#include "tools/datperf/write_ping_pong.h"
 
 namespace softdat::datperf {
 namespace {
@@ -37,7 +38,8 @@ struct Connection {
   Session* session = nullptr;
   Region recv;    // own receive buffers (no SRQ): `recv_count` of `request.size` (at least 8) bytes
   Region ack;     // the Ack this side sends
-  Region target;  // write: where the client writes; read: what it reads
+  Region target;  // write, write_lat: where the client writes; read: what it reads
+  Region source;  // write_lat: what this side writes back
   std::uint32_t recv_count = 0;
   std::uint64_t slot_size = 0;
   std::uint64_t received = 0;  // data messages, in order: message k used the client's slot k % window
@@ -69,6 +71,7 @@ class Server {
   bool OnSendDone(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& error);
   bool Repost(Connection& c, std::uint32_t slot, std::string& error);
   bool SendAck(Connection& c, std::string& error);
+  bool RunWritePingPong(Connection& c, const Reply& client, std::string& error);
   void Forget(DAT_EP_HANDLE ep);
   Connection* Find(DAT_EP_HANDLE ep);
   Reap CurrentReap() const { return reap_; }
@@ -164,15 +167,18 @@ bool Server::Admit(DAT_CR_HANDLE cr, const Request& request, Connection& c, Repl
   const std::uint32_t window = std::max<std::uint32_t>(1, request.window);
   // lat echoes from the receive buffer and reposts it once the echo's send completed, so two
   // buffers per ping in flight keep one always posted. Streams need a window of them.
-  c.slot_size = std::max<std::uint64_t>(request.size, sizeof(Ack));
-  c.recv_count = test == Test::kLat ? 2 * window : test == Test::kBw || test == Test::kRate ? 2 * window : 2;
+  // write_lat receives the client's region (a Reply), then zero-byte notifications.
+  c.slot_size = test == Test::kWriteLat ? sizeof(Reply) : std::max<std::uint64_t>(request.size, sizeof(Ack));
+  c.recv_count = test == Test::kLat ? 2 * window : test == Test::kBw || test == Test::kRate ? 2 * window
+                 : test == Test::kWriteLat                                  ? 4
+                                                                            : 2;
   DAT_EP_ATTR attr{};
   attr.service_type = DAT_SERVICE_TYPE_RC;
   attr.qos = DAT_QOS_BEST_EFFORT;
   attr.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   attr.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
   attr.max_recv_dtos = c.session->srq != DAT_HANDLE_NULL ? 0 : static_cast<DAT_COUNT>(c.recv_count);
-  attr.max_request_dtos = static_cast<DAT_COUNT>(2 * window + 2);
+  attr.max_request_dtos = static_cast<DAT_COUNT>(test == Test::kWriteLat ? 2 * kWriteSignalEvery + 2 : 2 * window + 2);
   attr.max_recv_iov = 1;
   attr.max_request_iov = 1;
   attr.max_rdma_read_in = std::min<DAT_COUNT>(static_cast<DAT_COUNT>(window), env_.ia_attr().max_rdma_read_per_ep_in);
@@ -192,8 +198,12 @@ bool Server::Admit(DAT_CR_HANDLE cr, const Request& request, Connection& c, Repl
     for (std::uint32_t i = 0; i < c.recv_count; ++i)
       if (!PostOwn(c, i, error)) return false;
   }
-  if (test == Test::kWrite || test == Test::kRead) {
+  if (test == Test::kWrite || test == Test::kRead || test == Test::kWriteLat) {
     if (!env_.Register(request.size * window, c.target, error)) return false;
+    if (test == Test::kWriteLat) {
+      if (!env_.Register(request.size, c.source, error)) return false;
+      FillPattern(c.source.data, request.size, 0);
+    }
     if (test == Test::kRead)
       for (std::uint32_t s = 0; s < window; ++s) FillPattern(c.target.data + s * request.size, request.size, s);
     reply.rmr_context = c.target.rmr_context;
@@ -218,7 +228,7 @@ void Server::OnConnectionRequest(const DAT_EVENT& event) {
     return;
   }
   std::memcpy(&request, param.private_data, sizeof request);
-  if (request.magic != kMagic || request.version != kVersion || request.test > static_cast<std::uint8_t>(Test::kRead)) {
+  if (request.magic != kMagic || request.version != kVersion || request.test > static_cast<std::uint8_t>(Test::kWriteLat)) {
     std::fprintf(stderr, "datperf: a connection request from another program or version: rejected\n");
     (void)dat_cr_reject(cr, 0, nullptr);
     return;
@@ -254,7 +264,7 @@ void Server::Forget(DAT_EP_HANDLE ep) {
       (void)(evd == recv_evd_ ? OnReceive(dto, error) : OnSendDone(dto, error));
     }
   (void)dat_ep_free(c.ep);
-  for (Region* r : {&c.recv, &c.ack, &c.target})
+  for (Region* r : {&c.recv, &c.ack, &c.target, &c.source})
     if (r->lmr != DAT_HANDLE_NULL) env_.Release(*r);
   Session* session = c.session;
   connections_.erase(it);
@@ -306,6 +316,14 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
   std::uint8_t* data = shared ? c.session->buffers.data + slot * c.session->size : c.recv.data + RecvOffset(c, slot);
   const std::uint32_t window = std::max<std::uint32_t>(1, c.request.window);
   const auto test = static_cast<Test>(c.request.test);
+  if (test == Test::kWriteLat) {
+    // The client's region: the ping-pong runs now, to its end, on this thread.
+    if (dto.transfered_length != sizeof(Reply)) return true;
+    Reply client;
+    std::memcpy(&client, data, sizeof client);
+    if (!Repost(c, slot, error)) return false;
+    return RunWritePingPong(c, client, error);
+  }
   if (dto.transfered_length == 0 && test != Test::kLat) {
     // The end marker: for write, check the region (slot s holds message pattern s; with one
     // buffer, every Write landed in slot 0 with pattern 0 and the other slots are untouched).
@@ -330,6 +348,46 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
                                              const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(slot), DAT_COMPLETION_DEFAULT_FLAG);
   if (status != DAT_SUCCESS) return error = DatError("dat_ep_post_send (echo)", status), false;
   ++sends_outstanding_;
+  return true;
+}
+
+// write_lat's server side (client.cc has the client's): for each round, wait for the client's
+// Write of the round's tag (in memory, or by its notification), then write the same tag back. A
+// write_lat client is served alone: the loop takes every receive completion as its own.
+bool Server::RunWritePingPong(Connection& c, const Reply& client, std::string& error) {
+  const std::uint64_t size = c.request.size;
+  if (client.magic != kMagic || client.length < size) return error = "a write_lat client sent no region", false;
+  const auto notify = static_cast<Notify>(c.request.notify);
+  const auto reap = static_cast<Reap>(c.request.reap);
+  WritePingPong pong(c.ep, request_evd_, notify, static_cast<Spin>(c.request.spin));
+  const std::uint8_t* const mailbox = c.target.data + size - 1;
+  DAT_RMR_TRIPLET remote{};
+  remote.rmr_context = client.rmr_context;
+  remote.virtual_address = client.address;
+  remote.segment_length = static_cast<DAT_SEG_LENGTH>(size);
+  const DAT_LMR_TRIPLET local = c.source.Local(0, size);
+  constexpr std::uint64_t kStepNs = 30'000'000'000ull;
+  DAT_EVENT event;
+  for (std::uint64_t round = 0; round < c.request.iters; ++round) {
+    const std::uint8_t tag = RoundTag(round);
+    if (notify == Notify::kSend) {
+      const DAT_RETURN status = NextEvent(recv_evd_, reap, 30'000'000, event);
+      if (status != DAT_SUCCESS) return error = DatError("waiting for a write_lat notification", status), false;
+      const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
+      if (dto.status != DAT_DTO_SUCCESS) return error = "a write_lat notification failed", false;
+      if (!Repost(c, static_cast<std::uint32_t>(dto.user_cookie.as_64), error)) return false;
+      const std::uint8_t seen = __atomic_load_n(mailbox, __ATOMIC_ACQUIRE);
+      if (seen == kEndTag) break;
+      if (seen != tag) return error = "a write_lat notification came before its Write's last byte", false;
+    } else {
+      const WritePingPong::Landed landed = pong.Await(mailbox, tag, MonotonicNs() + kStepNs);
+      if (landed == WritePingPong::Landed::kEnd) break;
+      if (landed == WritePingPong::Landed::kTimedOut) return error = "no Write from the write_lat client within 30 s", false;
+    }
+    c.source.data[size - 1] = tag;
+    if (!pong.Post(local, remote, round, error)) return false;
+  }
+  c.bad += CountBad(c.target.data, size - 1, 0, c.request.verify != 0);
   return true;
 }
 

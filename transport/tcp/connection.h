@@ -64,6 +64,9 @@ struct ConnectionOptions {
   std::uint32_t rnr_timeout_ms = 0;  // 0: a message waits for a receive buffer forever
   std::uint32_t timeout_ms = 0;      // TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   std::uint64_t coalesce_ns = 16'000;  // a send-only stream's coalescing window (TxStream); 0: none
+  // progress=poll: nothing writes between the consumer's DAT calls, so a Post writes everything
+  // queued that the socket takes, with no coalescing and no wait for earlier completions.
+  bool post_writes_all = false;
   bool mpa_crc = true;
   std::uint32_t max_private_data = 0;
   std::string congestion = "auto";  // the IA's congestion= (congestion.h)

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "transport/tcp/crc32c.h"
-#include "transport/tcp/deliberate_race.h"
+#include "testing/deliberate_race.h"
 #include "transport/tcp/proc_net_tcp.h"
 #include "transport/tcp/tcp_transport.h"
 #include "transport/test_recorder.h"
@@ -671,7 +671,7 @@ TEST_F(HostilePeerTest, LargeSendWithCrcIsPlacedAsItArrivesAndCompletesOnlyWhenC
   {
     // Looks at the buffer while the progress thread places into it, as a consumer may look at
     // a buffer an RNIC is placing into: volatile, or the compiler may keep one stale load.
-    DeliberatelyRacyReads peek;
+    softdat::testing::DeliberatelyRacyReads peek;
     const volatile std::uint8_t* last = memory.data() + (first - header - 1);
     while (*last != payload[first - header - 1] && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -3,15 +3,19 @@
 // io_context, endpoints and listeners.
 #include "transport/tcp/tcp_transport.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -60,22 +64,31 @@ std::uint32_t WorkLimitFromMemory() {
 // the InfiniBand-sized limits (dapltest uses up to 196 bytes).
 constexpr std::uint32_t kMaxPrivateData = 252;
 
-// A consumer that polled this recently keeps the progress thread parked.
-constexpr std::uint64_t kHandoverNs = 1'000'000;
-// While consumers poll, how often the parked progress thread looks whether they still do: each
-// look wakes it and, on a small machine, preempts a spinning consumer (the latency tail's cost);
-// a consumer that stops without Pause (a dequeue loop that ends) leaves arrivals and kicks this
-// long at most. Only while consumers poll: an idle IA's progress thread is never woken.
-// 25 ms, not 5: with a look every 5 ms, the 8 B default-mode ping-pong's p99 was 3.0x its p50
-// (median of 6 alternating runs); with 25 ms, 2.3x (perf sched: 300 looks per process in a
-// 1.5 s run, each a wake-up beside two spinning consumers on 2 CPUs).
-constexpr std::uint64_t kRecheckNs = 25'000'000;
+// A consumer spins on the sockets when it polls this many times in a row, each within
+// kStreakGapNs of the last (a dequeue or wait loop: a pass is a syscall or two, ~1 us); then the
+// progress thread parks. Polls further apart (one dequeue per round trip, as ib_write_lat and
+// dtest's RDMA Write ping-pong reap) leave it watching the sockets: it takes the arrivals the
+// consumer, spinning on memory meanwhile, would not.
+constexpr std::uint32_t kStreakToPark = 32;
+constexpr std::uint64_t kStreakGapNs = 5'000;
+// progress=poll's watchdog (Watch): how often it looks, and how long input waits before it warns.
+constexpr std::uint64_t kWatchPeriodNs = 250'000'000;
+constexpr std::uint64_t kStallWarnNs = 1'000'000'000;
 // Connections read in one progress call: a bound, so one call never runs away.
 constexpr std::size_t kReadyPerCall = 16;
 // The kick ring's first size; it grows with the endpoints (KickQueue::Reserve).
 constexpr std::size_t kInitialKickRing = 64;
 
 std::uint64_t NowNs() { return MonotonicNs(); }
+
+// "IA 127.0.0.1", for the log lines about the IA as a whole.
+std::array<char, 32> IaText(const sockaddr_in& address) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &address.sin_addr, ip, sizeof ip);
+  std::array<char, 32> text{};
+  std::snprintf(text.data(), text.size(), "IA %s", ip);
+  return text;
+}
 
 class TcpProtectionDomain final : public ProtectionDomain {};
 
@@ -151,7 +164,10 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
       busy_poll_(options.progress == ProgressMode::kPoll),
       work_(asio::make_work_guard(io_)),
       poll_descriptor_(io_),
-      kicks_(io_, kInitialKickRing, [this] { return !busy_poll_ && !ConsumersPolling(); }) {
+      handoff_ns_(std::uint64_t{options.handoff_us} * 1000),
+      thread_spin_ns_(std::uint64_t{options.thread_spin_us} * 1000),
+      // A kick wakes the progress thread unless it is parked: then consumers poll, and drain it.
+      kicks_(io_, kInitialKickRing, [this] { return !busy_poll_ && !parked_.load(std::memory_order_acquire); }) {
   kicks_.Start();
   if (!busy_poll_ && poll_set_.fd() >= 0) {
     // The progress thread's io_context learns of readable sockets through the epoll fd itself.
@@ -166,17 +182,18 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
   connection_options_.rnr_timeout_ms = options.rnr_timeout_ms;
   connection_options_.mpa_crc = options.mpa_crc;
   connection_options_.timeout_ms = options.timeout_ms;
-  connection_options_.coalesce_ns = std::uint64_t{options.coalesce_us} * 1000;
+  // progress=poll writes at post (ConnectionOptions::post_writes_all): nothing to coalesce.
+  connection_options_.coalesce_ns = busy_poll_ ? 0 : std::uint64_t{options.coalesce_us} * 1000;
+  connection_options_.post_writes_all = busy_poll_;
   connection_options_.congestion = options.congestion;
   connection_options_.max_private_data = kMaxPrivateData;
-  if (!busy_poll_) {
-    // Signals stay with the consumer's threads.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    thread_ = std::thread([this] { Run(); });
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  }
+  // Signals stay with the consumer's threads. progress=poll has no progress thread, only the
+  // watchdog, which moves nothing.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  thread_ = busy_poll_ ? std::thread([this] { Watch(); }) : std::thread([this] { Run(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 TcpTransport::~TcpTransport() {
@@ -190,10 +207,6 @@ TcpTransport::~TcpTransport() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool TcpTransport::ConsumersPolling() const {
-  return NowNs() - consumer_poll_ns_.load(std::memory_order_relaxed) < kHandoverNs;
-}
-
 void TcpTransport::ArmPollSet() {
   if (poll_armed_) return;
   poll_armed_ = true;
@@ -203,13 +216,38 @@ void TcpTransport::ArmPollSet() {
   });
 }
 
-// Progress thread: a socket is readable. While consumers poll, the sockets are theirs (they read
-// them on the CPU that waits anyway) and this thread must not be woken by every arrival: it stops
-// watching the PollSet until it finds the consumers gone (Park), or at once on Pause.
+// A socket is readable. While consumers spin on the sockets, they are theirs (they read them on
+// the CPU that waits anyway) and the progress thread must not be woken by every arrival: it is
+// parked, and watches the PollSet again when it takes over (Park). A consumer that runs this
+// handler meanwhile (RunAsio) leaves it at that.
 void TcpTransport::OnPollSetReady() {
-  if (ConsumersPolling()) return;  // parked (armed by their Progress), it watches again after
+  if (std::this_thread::get_id() != thread_.get_id()) return;
   PollReady(true);
+  SpinAfterTraffic();
   ArmPollSet();
+}
+
+// NAPI-style busy polling: an arrival right after traffic is taken within microseconds instead of
+// after a wake-up (about 30 us on a small VM), for a bounded CPU cost (thread_spin_us after the
+// last traffic). Only on a CPU nobody else waits for (SpareCpu): where every CPU is taken (two
+// processes that spin on memory on 2 CPUs), a spinning thread makes the spinner that must answer
+// wait for its time slice, while a sleeping one is run at once by the arrival's wake-up. It
+// stops as soon as consumers spin on the sockets themselves.
+void TcpTransport::SpinAfterTraffic() {
+  if (thread_spin_ns_ == 0) return;
+  std::uint64_t quiet_since = NowNs();
+  while (!stopping_.load(std::memory_order_relaxed) && spare_cpu_.Available(quiet_since)) {
+    bool any = kicks_.Drain();
+    any |= PollReady(true);
+    RunDeferredCalls();  // between two passes: a safe point
+    const std::uint64_t now = NowNs();
+    if (any) {
+      quiet_since = now;
+    } else if (now - quiet_since >= thread_spin_ns_ || now - last_poll_ns_.load(std::memory_order_relaxed) < kStreakGapNs ||
+               !spare_cpu_.Available(now)) {
+      return;
+    }
+  }
 }
 
 // Consumer thread, from Progress: the consumers poll now, so the progress thread parks until they
@@ -222,31 +260,36 @@ void TcpTransport::ArmParkFromConsumer() {
 // Progress thread, while consumers poll. It waits on a condition variable, not in the
 // io_context: Asio keeps every connected socket in its epoll set, edge-triggered, so a progress
 // thread in io_context::run() was woken by every arrival, only to find nothing to do, and on 2
-// CPUs each wake-up preempted a spinning consumer (perf: 0.7 wake-ups per 8 B round trip in
-// the default mode, which ran at 2.4x the busy-poll latency). Meanwhile the consumers run the
-// io_context's handlers (Progress). When they stopped (Pause, or a dequeue loop that ended),
-// this thread takes over what they left: queued kicks and the PollSet.
+// CPUs each wake-up preempted a spinning consumer (0.7 wake-ups per 8 B round trip, 2.4x the
+// busy-poll latency). Meanwhile the consumers run the io_context's handlers (Progress). It sleeps
+// until handoff_us after the consumers' last poll and takes the sockets back then, or at once
+// when a consumer about to sleep says so (Pause): a consumer that stops polling without a word
+// (its dequeue loop ended, it spins on memory now) leaves arrivals and posted Work handoff_us at
+// most. While consumers poll, that is one wake-up per handoff_us; none while the IA idles.
 void TcpTransport::Park() {
   if (std::this_thread::get_id() != thread_.get_id()) {
     park_armed_.store(false, std::memory_order_release);  // a consumer ran it: ask again later
     return;
   }
-  while (true) {
-    {
-      std::unique_lock lock(park_mutex_);
-      parked_.store(true, std::memory_order_release);
-      while (!stopping_.load() && ConsumersPolling()) park_cv_.wait_for(lock, std::chrono::nanoseconds(kRecheckNs));
-      parked_.store(false, std::memory_order_release);
+  {
+    std::unique_lock lock(park_mutex_);
+    parked_.store(true, std::memory_order_release);
+    while (!stopping_.load()) {
+      const std::uint64_t last = last_poll_ns_.load(std::memory_order_relaxed);
+      const std::uint64_t now = NowNs();
+      if (now - last >= handoff_ns_) break;
+      park_cv_.wait_for(lock, std::chrono::nanoseconds(last + handoff_ns_ - now));
     }
-    // A consumer may be running handlers (RunAsio) that it began while this thread was parked:
-    // let it finish before this thread runs any (they share handler state, e.g. poll_armed_).
-    while (asio_turn_.load(std::memory_order_acquire)) std::this_thread::yield();
-    if (stopping_.load()) return;
-    park_armed_.store(false, std::memory_order_release);
-    // A consumer that polled again between the look and the store asked for nothing: look again.
-    if (!ConsumersPolling() || park_armed_.exchange(true, std::memory_order_acq_rel)) break;
+    parked_.store(false, std::memory_order_release);
   }
+  // A consumer may be running handlers (RunAsio) that it began while this thread was parked:
+  // let it finish before this thread runs any (they share handler state, e.g. poll_armed_).
+  while (asio_turn_.load(std::memory_order_acquire)) std::this_thread::yield();
+  if (stopping_.load()) return;
+  poll_streak_.store(0, std::memory_order_relaxed);
+  park_armed_.store(false, std::memory_order_release);  // consumers that poll on park it again
   kicks_.Drain();
+  PollReady(true);
   ArmPollSet();
 }
 
@@ -303,6 +346,47 @@ void TcpTransport::Run() noexcept {
   }
 }
 
+// progress=poll's watchdog. Nothing moves between the consumer's DAT calls, so a consumer that
+// spins on memory for an RDMA Write, or sleeps, waits forever with the data at hand: a stock
+// consumer written for an RNIC must not hang silently. Every kWatchPeriodNs it looks whether a
+// consumer called Progress since its last look and, if not, whether input waits; after
+// kStallWarnNs of that it says so, once per stall.
+void TcpTransport::Watch() noexcept {
+  pthread_setname_np(pthread_self(), "softdat-watch");
+  std::uint32_t calls_seen = progress_calls_.load(std::memory_order_relaxed);
+  std::uint64_t stalled_since = 0;
+  bool warned = false;
+  std::unique_lock lock(park_mutex_);
+  while (!stopping_.load()) {
+    park_cv_.wait_for(lock, std::chrono::nanoseconds(kWatchPeriodNs));
+    if (stopping_.load()) break;
+    const std::uint32_t calls = progress_calls_.load(std::memory_order_relaxed);
+    epoll_event ready;
+    // Input only: a Post writes what the socket takes (ConnectionOptions::post_writes_all), and
+    // what waits after it (a completion to report) waits for the consumer's call by design.
+    const bool waiting = poll_set_.fd() >= 0 && ::epoll_wait(poll_set_.fd(), &ready, 1, 0) > 0;
+    if (calls != calls_seen || !waiting) {
+      if (warned && calls != calls_seen)
+        SOFTDAT_LOG(kInfo, "tcp %s: progress=poll: the consumer called in again after %.1f s",
+                    IaText(address_).data(), static_cast<double>(NowNs() - stalled_since) / 1e9);
+      calls_seen = calls;
+      stalled_since = 0;
+      warned = false;
+      continue;
+    }
+    const std::uint64_t now = NowNs();
+    if (stalled_since == 0) stalled_since = now - kWatchPeriodNs;
+    if (warned || now - stalled_since < kStallWarnNs) continue;
+    warned = true;
+    SOFTDAT_LOG(kWarn,
+                "tcp %s: progress=poll: input has waited %.1f s for a DAT call on this IA; in poll mode arrivals "
+                "are placed (an RDMA Write lands) only inside the consumer's calls (dat_evd_wait, dat_evd_dequeue, "
+                "dat_cno_wait): a consumer that spins on memory or sleeps needs progress=thread (softdat(7), "
+                "PROGRESS)",
+                IaText(address_).data(), static_cast<double>(now - stalled_since) / 1e9);
+  }
+}
+
 bool TcpTransport::Progress() noexcept {
   // What consumer threads queued first (coalesced writes go out), then arrivals: a Send written
   // here is in its peer's socket before the read, so two endpoints of one IA (loopback pairs)
@@ -315,13 +399,21 @@ bool TcpTransport::Progress() noexcept {
   bool any = kicks_.Drain(!deep, connection_options_.buffers->last_write_ns.load(std::memory_order_relaxed));
   any |= PollReady(false);
   if (!busy_poll_) {
-    // The progress thread runs the io_context (setup, timers, waits for socket room); this
-    // consumer only keeps it from being woken by every arrival and kick. The time is taken every
-    // 16th call (tens of microseconds apart against a 1 ms hand-over): a clock read costs as much
-    // as a short syscall on some virtual machines.
+    // The progress thread runs the io_context (setup, timers, waits for socket room). A consumer
+    // that spins on the sockets (polls kStreakToPark times, each within kStreakGapNs of the last)
+    // parks it, and keeps it parked while it polls (the time is what the parked thread looks at);
+    // a consumer that polls now and then (one dequeue per round trip) leaves it watching.
+    const std::uint64_t now = NowNs();
+    const std::uint64_t previous = last_poll_ns_.load(std::memory_order_relaxed);
+    last_poll_ns_.store(now, std::memory_order_relaxed);
     const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
-    if ((calls & 15) == 0 || any) consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
-    if (!park_armed_.load(std::memory_order_relaxed)) ArmParkFromConsumer();
+    if (!park_armed_.load(std::memory_order_relaxed)) {
+      if (now - previous >= kStreakGapNs) {
+        poll_streak_.store(0, std::memory_order_relaxed);
+      } else if (poll_streak_.fetch_add(1, std::memory_order_relaxed) + 1 >= kStreakToPark) {
+        ArmParkFromConsumer();
+      }
+    }
     // The parked thread runs no handler (timers, accepts, waits for socket room): the consumers
     // do, as in busy-poll.
     if (parked_.load(std::memory_order_relaxed) && ((calls & 63) == 0 || (!any && (calls & 7) == 0))) any |= RunAsio();
@@ -338,13 +430,19 @@ bool TcpTransport::ProgressDue() const noexcept { return kicks_.depth() >= kDueD
 
 void TcpTransport::Pause() noexcept {
   if (busy_poll_) return;
-  // The consumer stops polling: the progress thread takes the sockets back now, not a handover
-  // period later (the notify unparks it; the posted drain runs after Park returns).
+  // The consumer stops polling: the progress thread takes the sockets back now, not a hand-off
+  // period later. A parked thread sees the poll time gone (and the notify wakes it); one about to
+  // park sees it at once; an unparked one is told through the io_context, for the same.
+  bool parked;
   {
     std::lock_guard lock(park_mutex_);
-    consumer_poll_ns_.store(0, std::memory_order_relaxed);
+    last_poll_ns_.store(0, std::memory_order_relaxed);
+    parked = parked_.load(std::memory_order_relaxed);
   }
-  park_cv_.notify_one();
+  if (parked) {
+    park_cv_.notify_one();
+    return;
+  }
   asio::post(io_, [this] {
     kicks_.Drain();
     ArmPollSet();

@@ -4,16 +4,20 @@
 // not wait on Asio: connected sockets sit in one level-triggered epoll set (PollSet), and
 // whoever drives progress reads the ready ones directly.
 //
-// Who drives progress:
-//  - busy-poll (progress=poll): only the consumer's EVD waits and dequeues (Progress()); nothing
-//    moves while nobody waits.
-//  - default: the consumer's waits too, for a brief spin before they sleep, and a progress thread
-//    for the rest. The progress thread parks (on a condition variable, outside the io_context's
-//    epoll wait) while consumers have polled within the last millisecond, so on a small machine
-//    it does not compete with them for the CPU and the sockets, and the consumers run the
-//    io_context's handlers now and then meanwhile, as in busy-poll; a consumer about to sleep
-//    hands over at once (Pause()), and one that just stops is noticed by the parked thread within
-//    25 ms.
+// Who drives progress (the guarantee is softdat(7)'s PROGRESS and docs/ARCHITECTURE.md's):
+//  - busy-poll (progress=poll): the consumer's calls. A post writes at once whatever the socket
+//    takes (ConnectionOptions::post_writes_all); arrivals are read in Progress(), which every EVD
+//    wait and dequeue and every CNO wait on the IA runs. No progress thread: a watchdog thread
+//    (Watch) only warns when input waits a second for a call.
+//  - default: a progress thread, and the consumers' own waits while they spin. The thread sleeps
+//    in its io_context until a socket, a kick or a timer needs it, handles that, then busy-polls
+//    for thread_spin_us while a CPU is idle (SpareCpu). A consumer that spins on the sockets (a
+//    streak of Progress() calls close together) parks it on a condition variable, outside the
+//    io_context (Asio's edge-triggered epoll would wake it for every arrival the consumer takes
+//    anyway, and on a small machine each wake-up preempts a spinning consumer); the parked thread
+//    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
+//    once when a consumer about to sleep says so (Pause()). So an arrival or a posted Work waits
+//    for someone handoff_us at most, whatever the consumer does.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
@@ -34,6 +38,7 @@
 #include "base/mutex.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/poll_set.h"
+#include "transport/tcp/spare_cpu.h"
 #include "transport/tcp/connection.h"
 #include "transport/transport.h"
 
@@ -76,14 +81,17 @@ class TcpTransport final : public Transport {
  private:
   friend struct TcpTransportTestAccess;  // test_seams.h
   void Run() noexcept;
+  void Watch() noexcept;  // progress=poll: warns of data that waits for a DAT call
   // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
   bool PollReady(bool wait) noexcept;
   void ArmPollSet();
   void OnPollSetReady();
+  // Progress thread, after traffic: polls the sockets and kicks until thread_spin_us pass with
+  // nothing to do, or consumers start polling.
+  void SpinAfterTraffic();
   void ArmParkFromConsumer();
   void Park();
   bool RunAsio() noexcept;
-  bool ConsumersPolling() const;
 
   const sockaddr_in address_;
   Capabilities capabilities_;
@@ -93,17 +101,23 @@ class TcpTransport final : public Transport {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
   PollSet poll_set_;
   asio::posix::stream_descriptor poll_descriptor_;  // the PollSet's epoll fd, in the io_context
+  const std::uint64_t handoff_ns_;
+  const std::uint64_t thread_spin_ns_;
   std::atomic<bool> park_armed_{false};  // the progress thread parks (or is about to): consumers polled
   std::atomic<bool> parked_{false};      // it is parked: consumers run the io_context's handlers
   softdat::Mutex park_mutex_;
-  std::condition_variable_any park_cv_;      // wakes the parked thread (Pause, the destructor)
+  std::condition_variable_any park_cv_;  // wakes the parked thread (Pause, the destructor)
+  // When a consumer last called Progress() (0: it paused), and how many calls in a row came
+  // within kStreakGapNs of each other (the spin that parks the progress thread).
+  std::atomic<std::uint64_t> last_poll_ns_{0};
+  std::atomic<std::uint32_t> poll_streak_{0};
+  SpareCpu spare_cpu_;  // progress thread: may it busy-poll (SpinAfterTraffic)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
   std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers
-  std::atomic<std::uint64_t> consumer_poll_ns_{0};  // when a consumer last drove progress
   std::atomic<std::uint32_t> progress_calls_{0};
   std::atomic<bool> stopping_{false};
-  std::thread thread_;  // the default mode's progress thread
+  std::thread thread_;  // the default mode's progress thread; progress=poll's watchdog
 };
 
 // Resolves the IA address of `params` and makes the transport: a transport::TransportFactory

@@ -4,13 +4,16 @@
 // receiver-not-ready back-pressure and its timeout, and teardown. Every wait is bounded.
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/congestion.h"
-#include "transport/tcp/deliberate_race.h"
+#include "testing/deliberate_race.h"
 #include "transport/tcp/tcp_listener.h"
+#include "transport/tcp/test_seams.h"
 #include "transport/test_recorder.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -63,7 +66,7 @@ class RacingWriter {
  public:
   explicit RacingWriter(std::vector<std::uint8_t>& memory)
       : thread_([this, &memory] {
-          DeliberatelyRacyWrites racing;
+          softdat::testing::DeliberatelyRacyWrites racing;
           for (std::uint64_t round = 0; !done_.load(std::memory_order_relaxed) && round < 200000; ++round) {
             volatile std::uint8_t* bytes = memory.data();
             for (std::size_t i = round % 4096; i < memory.size(); i += 4096) bytes[i] = static_cast<std::uint8_t>(round);
@@ -84,13 +87,15 @@ class TcpTransportTest : public ::testing::Test {
  protected:
   void SetUp() override { Open(IaOptions{}); }
 
-  void Open(const IaOptions& options) {
+  // `prepare` runs on the transport before the fixture's endpoints are made.
+  void Open(const IaOptions& options, const std::function<void(TcpTransport&)>& prepare = {}) {
     IaParams params;
     params.kind = TransportKind::kTcp;
     params.address = "127.0.0.1";
     params.options = options;
     std::string why;
     ASSERT_TRUE(CreateTcpTransport(params, why, transport_).ok()) << why;
+    if (prepare) prepare(static_cast<TcpTransport&>(*transport_));
     ASSERT_TRUE(transport_->Listen(0, &requests_, listener_).ok());
     ASSERT_TRUE(transport_->CreateEndpoint(Config(), &client_events_, client_).ok());
     ASSERT_TRUE(transport_->CreateEndpoint(Config(), &server_events_, server_).ok());
@@ -242,8 +247,19 @@ long ProgressThreadSyscall() {
 // where Asio keeps every connected socket, edge-triggered: every arrival woke it (0.7 wake-ups a
 // round trip; perf stat: 137,000 context switches per 100,000), and on 2 CPUs each wake-up
 // preempted a spinning consumer. Now it parks on a condition variable (a futex) while consumers
-// poll. Where it is blocked says which: epoll_wait before the fix, whatever the timing.
-TEST_F(TcpTransportTest, AConsumerPollingKeepsTheProgressThreadAsleepThroughTheTraffic) {
+// poll. Where it is blocked says which: epoll_wait before the fix, whatever the timing. The
+// hand-off period is a second here: each look at the thread (reading /proc) keeps this consumer
+// from polling for longer than the default 200 us, after which the thread rightly takes over.
+class TcpTransportLongHandoffTest : public TcpTransportTest {
+ protected:
+  void SetUp() override {
+    IaOptions options;
+    options.handoff_us = 1'000'000;
+    Open(options);
+  }
+};
+
+TEST_F(TcpTransportLongHandoffTest, AConsumerPollingKeepsTheProgressThreadAsleepThroughTheTraffic) {
   ConnectBoth();
   constexpr int kMessages = 100;
   std::vector<std::uint8_t> payload = Bytes(8, 6);
@@ -259,9 +275,9 @@ TEST_F(TcpTransportTest, AConsumerPollingKeepsTheProgressThreadAsleepThroughTheT
            std::chrono::steady_clock::now() < until)
       (void)transport_->Progress();
   }
-  // The consumer goes on polling; a look at the thread every millisecond. It wakes every 25 ms
-  // to see whether the consumer is still there (and a preempted consumer hands it back for a
-  // moment), so most looks, not all, must find it parked; before the fix none did.
+  // The consumer goes on polling; a look at the thread every millisecond. It wakes once in a
+  // hand-off period to see whether the consumer is still there (and a preempted consumer hands
+  // it back for a moment), so most looks, not all, must find it parked; before the fix none did.
   constexpr int kLooks = 20;
   int parked = 0;
   long other = -1;
@@ -280,15 +296,18 @@ TEST_F(TcpTransportTest, AConsumerPollingKeepsTheProgressThreadAsleepThroughTheT
 
 TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressThread) {
   // The consumer polls, posts two Sends (the second waits to be coalesced) and stops polling
-  // without a wait's hand-over, as a dequeue loop that ends does: the parked progress thread's
-  // look (every 25 ms) must take the queued Send over, or it would wait for a poll that never comes.
+  // without a wait's hand-over, as a dequeue loop that ends does: the progress thread (parked or
+  // not) must take the queued Send over, handoff_us after the last poll at most, or it would
+  // wait for a poll that never comes.
   ConnectBoth();
   std::vector<std::uint8_t> a = Bytes(8, 1), b = Bytes(8, 2), sink_a(8), sink_b(8);
   std::vector<Segment> gather_a = {SegmentOf(a)}, gather_b = {SegmentOf(b)};
   std::vector<Segment> scatter_a = {SegmentOf(sink_a)}, scatter_b = {SegmentOf(sink_b)};
   server_events_.AddBuffer(scatter_a);
   server_events_.AddBuffer(scatter_b);
-  (void)transport_->Progress();
+  // A spin long enough to park the thread (a streak of polls).
+  const auto spun = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  while (std::chrono::steady_clock::now() < spun) (void)transport_->Progress();
   ASSERT_TRUE(PostSend(gather_a, 1).ok());
   ASSERT_TRUE(PostSend(gather_b, 2).ok());
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
@@ -841,13 +860,18 @@ TEST_F(TcpTransportRnrTest, NoBufferWithinTheRnrTimeoutBreaksTheConnection) {
 
 class TcpTransportPollTest : public TcpTransportTest {
  protected:
-  void SetUp() override { OpenPolling(IaOptions{}.coalesce_us); }
-  // Opens the fixture's transport in poll mode with a coalescing window of `coalesce_us`.
-  void OpenPolling(std::uint32_t coalesce_us) {
+  void SetUp() override { OpenPolling(); }
+  void OpenPolling() {
     IaOptions options;
     options.progress = ProgressMode::kPoll;
-    options.coalesce_us = coalesce_us;
     Open(options);
+  }
+  // Opens the fixture's transport in poll mode, its connections coalescing as the default mode's
+  // do while consumers drive progress (its thread parked), with a window of `coalesce_us`.
+  void OpenCoalescing(std::uint32_t coalesce_us) {
+    IaOptions options;
+    options.progress = ProgressMode::kPoll;
+    Open(options, [&](TcpTransport& tcp) { TcpTransportTestAccess::CoalesceLikeTheDefaultMode(tcp, coalesce_us); });
   }
   // Drives the transport from this thread until `done` or the bound.
   bool PollUntil(const std::function<bool()>& done) {
@@ -917,25 +941,74 @@ TEST_F(TcpTransportPollTest, ProgressOnTheConsumersThreadDrivesSetupAndData) {
   EXPECT_EQ(sink, data);
 }
 
-TEST_F(TcpTransportPollTest, ABurstOfSendsPostedBetweenPollsGoesOutInOneWrite) {
-  PollConnectBoth();
+// progress=poll has no thread: a Send that waited for the consumer's next DAT call waited
+// forever for a consumer that posts and then sleeps. Each Post writes what the socket takes, so
+// 64 Sends posted without a poll of the sender are all in the peer's hands (only the peer polls
+// here); their completions come at the sender's next poll.
+TEST_F(TcpTransportPollTest, EverySendPostedIsOnTheWireWithoutAnotherCallOfTheSender) {
+  ConnectToRemote();
   constexpr int kBurst = 64;
   std::vector<std::uint8_t> payload = Bytes(8, 9);
   std::vector<std::vector<std::uint8_t>> sinks(kBurst, std::vector<std::uint8_t>(8));
   std::vector<std::vector<Segment>> scatters;
   for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
-  for (auto& scatter : scatters) server_events_.AddBuffer(scatter);
+  for (auto& scatter : scatters) remote_events_.AddBuffer(scatter);
   std::vector<Segment> gather = {SegmentOf(payload)};
-  auto& tcp = static_cast<TcpTransport&>(*transport_);
-  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
-  // The first Send is written by Post; nobody polls before the others are posted, so they wait
-  // for the next poll and go out together.
   for (int i = 0; i < kBurst; ++i) ASSERT_TRUE(PostSend(gather, static_cast<std::uint64_t>(i)).ok());
-  ASSERT_TRUE(PollUntil([&] {
-    return client_events_.work_done.size() == kBurst && server_events_.recvs.size() == kBurst;
-  }));
-  EXPECT_LE(tcp.buffers().sendmsg_calls.load() - before, 3u) << "64 small Sends, a write each";
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  while (remote_events_.recvs.size() < kBurst && std::chrono::steady_clock::now() < until) (void)remote_->Progress();
+  ASSERT_EQ(remote_events_.recvs.size(), static_cast<std::size_t>(kBurst)) << "Sends left for a poll that never came";
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
+  EXPECT_TRUE(client_events_.work_done.empty());
+  ASSERT_TRUE(PollUntil([&] { return client_events_.work_done.size() == kBurst; }));
+}
+
+// What this process writes to stderr (fd 2) while the object lives, readable through Read.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    if (pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    saved_ = dup(STDERR_FILENO);
+    dup2(pipe_[1], STDERR_FILENO);
+  }
+  ~StderrCapture() {
+    if (saved_ >= 0) dup2(saved_, STDERR_FILENO), close(saved_);
+    if (pipe_[0] >= 0) close(pipe_[0]), close(pipe_[1]);
+  }
+  // Waits up to `bound` for `text` in what was written; false if it never came.
+  bool WaitFor(const std::string& text, std::chrono::milliseconds bound) {
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while (written_.find(text) == std::string::npos && std::chrono::steady_clock::now() < until) {
+      pollfd readable{pipe_[0], POLLIN, 0};
+      if (poll(&readable, 1, 50) != 1) continue;
+      char chunk[512];
+      const ssize_t got = read(pipe_[0], chunk, sizeof chunk);
+      if (got > 0) written_.append(chunk, static_cast<std::size_t>(got));
+    }
+    return written_.find(text) != std::string::npos;
+  }
+  const std::string& written() const { return written_; }
+
+ private:
+  int pipe_[2] = {-1, -1};
+  int saved_ = -1;
+  std::string written_;
+};
+
+// progress=poll has no progress thread: input that waits for a DAT call waits forever for a
+// consumer that spins on memory or sleeps. A stock consumer written for an RNIC must not hang
+// silently: the IA's watchdog says at the default level (warn) what waits, since when, and why.
+TEST_F(TcpTransportPollTest, AnIaNobodyCallsWhileInputWaitsSaysSo) {
+  ConnectToRemote();
+  std::vector<std::uint8_t> payload = Bytes(8, 7), sink(8);
+  std::vector<Segment> gather = {SegmentOf(payload)}, scatter = {SegmentOf(sink)};
+  remote_events_.AddBuffer(scatter);
+  StderrCapture captured;
+  ASSERT_TRUE(PostSend(gather, 1).ok());  // on the wire at once; the remote IA is never called
+  EXPECT_TRUE(captured.WaitFor("progress=poll: input has waited", kBound)) << captured.written();
+  EXPECT_NE(captured.written().find("softdat: warn: tcp IA 127.0.0.1"), std::string::npos) << captured.written();
+  ASSERT_TRUE(PollBothUntil([&] { return remote_events_.recvs.size() == 1; }));
+  EXPECT_EQ(sink, payload);
 }
 
 // Sends go out up to 1 MiB per batch, and a turn writes about 2 MiB before it lets other
@@ -1031,14 +1104,41 @@ TEST_F(TcpTransportPollTest, SendWrittenByPostCompletesBeforeTheAnswerReadInTheS
   EXPECT_EQ(answered, answer);
 }
 
-// Regression (datperf's stream loop, busy-poll): a consumer that polls between posts (it looks
+// The default mode while consumers drive progress (its thread parked), with the default window.
+class TcpTransportDefaultWindowTest : public TcpTransportPollTest {
+ protected:
+  void SetUp() override { OpenCoalescing(IaOptions{}.coalesce_us); }
+};
+
+TEST_F(TcpTransportDefaultWindowTest, ABurstOfSendsPostedBetweenPollsGoesOutInOneWrite) {
+  PollConnectBoth();
+  constexpr int kBurst = 64;
+  std::vector<std::uint8_t> payload = Bytes(8, 9);
+  std::vector<std::vector<std::uint8_t>> sinks(kBurst, std::vector<std::uint8_t>(8));
+  std::vector<std::vector<Segment>> scatters;
+  for (auto& sink : sinks) scatters.push_back({SegmentOf(sink)});
+  for (auto& scatter : scatters) server_events_.AddBuffer(scatter);
+  std::vector<Segment> gather = {SegmentOf(payload)};
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  const std::uint64_t before = tcp.buffers().sendmsg_calls.load();
+  // The first Send is written by Post; nobody polls before the others are posted, so they wait
+  // for the next poll (the parked progress thread's consumers) and go out together.
+  for (int i = 0; i < kBurst; ++i) ASSERT_TRUE(PostSend(gather, static_cast<std::uint64_t>(i)).ok());
+  ASSERT_TRUE(PollUntil([&] {
+    return client_events_.work_done.size() == kBurst && server_events_.recvs.size() == kBurst;
+  }));
+  EXPECT_LE(tcp.buffers().sendmsg_calls.load() - before, 3u) << "64 small Sends, a write each";
+  for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
+}
+
+// Regression (datperf's stream loop, consumers driving progress): a consumer that polls between posts (it looks
 // at its receive EVD for the peer's answer, then reaps a Send's completion and posts the next)
 // must not write each Send alone: the one-connection poll (PollSet::Sole) flushed the queue on
 // every call, ignoring the coalescing window, and 8 B Sends went out one sendmsg each. A window
 // of a second makes the test independent of how fast this machine posts.
 class TcpTransportCoalesceTest : public TcpTransportPollTest {
  protected:
-  void SetUp() override { OpenPolling(1'000'000); }
+  void SetUp() override { OpenCoalescing(1'000'000); }
 };
 
 TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsTogether) {
@@ -1073,7 +1173,7 @@ TEST_F(TcpTransportCoalesceTest, AStreamThatPollsBetweenPostsWritesItsSendsToget
 // here (200 ms) is slept out first, so only the queued kick can hold the second Send back.
 class TcpTransportFanInCoalesceTest : public TcpTransportPollTest {
  protected:
-  void SetUp() override { OpenPolling(200'000); }
+  void SetUp() override { OpenCoalescing(200'000); }
 };
 
 TEST_F(TcpTransportFanInCoalesceTest, AStreamsPostJoinsTheDrainOtherConnectionsWaitFor) {
@@ -1140,7 +1240,7 @@ TEST_F(TcpTransportFanInCoalesceTest, AStreamsPostJoinsTheDrainOtherConnectionsW
 // passes, so only the depth can write them.
 class TcpTransportDeepDrainTest : public TcpTransportPollTest {
  protected:
-  void SetUp() override { OpenPolling(100'000'000); }
+  void SetUp() override { OpenCoalescing(100'000'000); }
 };
 
 TEST_F(TcpTransportDeepDrainTest, ConsumersProgressWritesADeepQueueInsideTheCoalescingWindow) {

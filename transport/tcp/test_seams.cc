@@ -37,6 +37,11 @@ Status ConnectionTestAccess::ConnectOver(Connection& c, int fd, std::span<const 
   return Status::Ok();
 }
 
+void TcpTransportTestAccess::CoalesceLikeTheDefaultMode(TcpTransport& transport, std::uint32_t coalesce_us) {
+  transport.connection_options_.post_writes_all = false;
+  transport.connection_options_.coalesce_ns = std::uint64_t{coalesce_us} * 1000;
+}
+
 std::unique_ptr<PendingConnection> TcpTransportTestAccess::AdoptRequest(TcpTransport& transport, int fd,
                                                                          const wire::MpaFrame& request,
                                                                          std::vector<std::uint8_t> private_data) {

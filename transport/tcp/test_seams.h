@@ -32,6 +32,11 @@ struct TcpTransportTestAccess {
   static std::unique_ptr<PendingConnection> AdoptRequest(TcpTransport& transport, int fd,
                                                          const wire::MpaFrame& request,
                                                          std::vector<std::uint8_t> private_data);
+  // Connections made after this call coalesce as those of the default mode do while its progress
+  // thread is parked and consumers drive progress, with a window of `coalesce_us`: Post no longer
+  // writes everything (progress=poll's rule). A poll-mode transport so set up lets a test drive
+  // the consumers' side of the default mode deterministically, from one thread.
+  static void CoalesceLikeTheDefaultMode(TcpTransport& transport, std::uint32_t coalesce_us);
 };
 
 }  // namespace softdat::transport::tcp

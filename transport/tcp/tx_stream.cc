@@ -191,17 +191,22 @@ void TxStream::CompleteWritten() {
 // thread now. Request-response traffic, like every ping-pong message, and an occasional Send go
 // out at once.
 void TxStream::WriteFromPost() {
-  if (!MayWrite() || written_count_ != 0) return;
-  if (!Due(c_.options_.buffers->last_write_ns.load(std::memory_order_relaxed))) return;
-  if (Streaming() && c_.options_.kicks != nullptr && c_.options_.kicks->queued()) return;
+  if (!MayWrite()) return;
+  // progress=poll: the consumer's next DAT call may never come (it posts, then sleeps), so the
+  // Post writes now whatever the socket takes (a full socket is all that waits, for that call).
+  if (!c_.options_.post_writes_all) {
+    if (written_count_ != 0) return;
+    if (!Due(c_.options_.buffers->last_write_ns.load(std::memory_order_relaxed))) return;
+    if (Streaming() && c_.options_.kicks != nullptr && c_.options_.kicks->queued()) return;
+  }
   from_post_ = true;
   // The shortest form: a Send framed whole at post, the only Work queued on an idle connection,
   // goes out with one send() straight from its frame (through the batch machinery an 8 B
   // ping-pong's post cost 40% more instructions; PERFORMANCE.md, "Small messages"). What the
   // socket does not take at once becomes a batch, as if Pump had framed it.
   PostQueue::Posted posted;
-  if (c_.setup() == SetupState::kEstablished && batch_.empty() && message_.kind == Kind::kNone && !owe_rtr_ &&
-      c_.reads_in_.empty() && c_.posts_.TakeLoneFramed(posted)) {
+  if (written_count_ == 0 && c_.setup() == SetupState::kEstablished && batch_.empty() && message_.kind == Kind::kNone &&
+      !owe_rtr_ && c_.reads_in_.empty() && c_.posts_.TakeLoneFramed(posted)) {
     written_[0] = Written{posted.work.id, static_cast<std::uint32_t>(posted.work.length), posted.inline_charged};
     written_count_ = 1;
     const auto* bytes = reinterpret_cast<const std::uint8_t*>(posted.inline_segment.address);

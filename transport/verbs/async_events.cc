@@ -45,6 +45,9 @@ bool AsyncEventRouter::Read() {
       case IBV_EVENT_SRQ_LIMIT_REACHED:
         context = event.element.srq->srq_context;
         break;
+      case IBV_EVENT_CQ_ERR:
+        context = event.element.cq->cq_context;
+        break;
       default:
         break;
     }

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "base/log.h"
+#include "transport/verbs/verbs_cq.h"
 #include "transport/verbs/verbs_memory.h"
 #include "transport/verbs/verbs_srq.h"
 
@@ -20,6 +22,21 @@ constexpr auto kDrainBound = std::chrono::seconds(3);
 // How long a graceful Disconnect lets posted sends finish (an RNR wait with rnr_retry 7 never does).
 constexpr auto kGracefulBound = std::chrono::seconds(5);
 
+// The inline data a QP asks for: rxe grants several hundred bytes, siw about a hundred; a device
+// that refuses is asked again for less, then for none.
+constexpr std::uint32_t kInlineWanted[] = {256, 64, 0};
+// How often teardown tries to take a CQ another thread is polling before it looks again later.
+constexpr int kDrainTries = 64;
+
+// wr_id: bit 63 a send, bit 62 a receive of the endpoint's own queue (neither: an SRQ slot);
+// bits 32-61 the endpoint's generation; bits 0-31 the ring sequence.
+constexpr std::uint64_t kSendTag = 1ull << 63;
+constexpr std::uint64_t kRecvTag = 1ull << 62;
+constexpr std::uint64_t kGenerationMask = (1ull << 30) - 1;
+std::uint64_t WrId(std::uint64_t tag, std::uint64_t generation, std::uint64_t seq) {
+  return tag | (generation & kGenerationMask) << 32 | (seq & 0xFFFFFFFFu);
+}
+
 std::span<const std::uint8_t> Data(const CmEvent& e) { return {e.private_data, e.private_data_length}; }
 
 }  // namespace
@@ -31,8 +48,11 @@ VerbsEndpoint::VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& co
       events_(events),
       pd_(static_cast<VerbsPd*>(config.pd)),
       srq_(static_cast<VerbsSrq*>(config.srq)),
+      generation_(transport.NextGeneration()),
       send_segments_(std::max<std::uint32_t>(1, config.max_send_segments)),
-      recv_segments_(std::max<std::uint32_t>(1, config.max_recv_segments)) {}
+      recv_segments_(std::max<std::uint32_t>(1, config.max_recv_segments)),
+      send_cq_(static_cast<VerbsCq*>(config.send_cq)),
+      recv_cq_(static_cast<VerbsCq*>(config.recv_cq)) {}
 
 Status VerbsEndpoint::Create(VerbsTransport& transport, const EndpointConfig& config, EndpointEvents* events,
                              std::unique_ptr<Endpoint>& out) {
@@ -43,7 +63,6 @@ Status VerbsEndpoint::Create(VerbsTransport& transport, const EndpointConfig& co
     return Status(Code::kInvalidParameter);
   std::unique_ptr<VerbsEndpoint> endpoint(new VerbsEndpoint(transport, config, events));
   if (Status s = endpoint->Init(); !s.ok()) return s;
-  transport.AddEndpoint(endpoint.get());
   out = std::move(endpoint);
   return Status::Ok();
 }
@@ -51,46 +70,33 @@ Status VerbsEndpoint::Create(VerbsTransport& transport, const EndpointConfig& co
 Status VerbsEndpoint::Init() {
   const std::uint32_t send = std::max<std::uint32_t>(1, config_.max_send_work);
   const std::uint32_t recv = std::max<std::uint32_t>(1, config_.max_recv_work);
-  const int max_cqe = transport_.device().attr.max_cqe;
-  // With an SRQ this QP may consume up to the whole SRQ before the progress polls.
-  const std::uint64_t recv_cqe = srq_ != nullptr ? std::max(recv, srq_->max_work()) : recv;
-  // Busy-poll: no completion channel, nothing armed; the consumer's Progress polls the CQs.
-  send_cq_ = ibv_create_cq(transport_.device().context, static_cast<int>(std::min<std::uint64_t>(send + 1, max_cqe)),
-                           this, transport_.comp_channel(), 0);
-  recv_cq_ = ibv_create_cq(transport_.device().context, static_cast<int>(std::min<std::uint64_t>(recv_cqe + 1, max_cqe)),
-                           this, transport_.comp_channel(), 0);
-  if (send_cq_ == nullptr || recv_cq_ == nullptr) return Status(Code::kInsufficientResources, Detail::kTep);
-  if (!transport_.busy_poll()) {
-    ibv_req_notify_cq(send_cq_, 0);
-    ibv_req_notify_cq(recv_cq_, 0);
-  }
+  // An EVD-less side reports to the transport's own CQ, made on first use.
+  if ((send_cq_ == nullptr || recv_cq_ == nullptr) && transport_.OwnCq() == nullptr)
+    return Status(Code::kInsufficientResources, Detail::kTep);
   send_sge_.reset(new ibv_sge[send_segments_]);
   recv_sge_.reset(new ibv_sge[recv_segments_]);
   early_ids_.reset(new std::uint64_t[recv]);
   early_counts_.reset(new std::uint32_t[recv]);
   early_segments_.reset(new Segment[static_cast<std::size_t>(recv) * recv_segments_]);
-  send_lengths_size_ = send + 1;
-  send_lengths_.reset(new std::uint32_t[send_lengths_size_]);
+  sends_.Allocate(send);
+  if (srq_ == nullptr) recvs_.Allocate(recv);
   return Status::Ok();
 }
 
 VerbsEndpoint::~VerbsEndpoint() {
-  ibv_qp* qp = nullptr;
-  {
-    // Once every context that names this endpoint is cleared under the dispatch lock, the
-    // progress only acks what still arrives for it; the destroys below then run outside the
-    // lock, because siw's rdma_destroy_id waits out an unfinished MPA exchange (about 10 s) and
-    // must not stall the other endpoints' progress meanwhile.
-    auto guard = transport_.LockDispatch();
-    transport_.RemoveEndpoint(this);
-    if (id_ != nullptr) {
-      id_->context = nullptr;
-      qp = id_->qp;
-    }
-    transport_.async_events().Detach(this, qp != nullptr ? &qp->qp_context : nullptr);
-    if (send_cq_ != nullptr) send_cq_->cq_context = nullptr;
-    if (recv_cq_ != nullptr) recv_cq_->cq_context = nullptr;
-  }
+  // No new request of ours starts in the progress, and none runs once its turn is free (or ours):
+  // id_ and the rest of the progress-side state are ours from here.
+  transport_.Forget(this);
+  transport_.turn().WaitUnlessMine();
+  ibv_qp* qp = id_ != nullptr ? id_->qp : nullptr;
+  // Unfindable: rdma_cm and async events only acked, completions dropped. Then wait once more
+  // for an event that found this endpoint before.
+  if (id_ != nullptr) std::atomic_ref<void*>(id_->context).store(nullptr);
+  transport_.async_events().Detach(this, qp != nullptr ? &qp->qp_context : nullptr);
+  LeaveCqs();
+  transport_.turn().WaitUnlessMine();
+  // The destroys run with no turn held: siw's rdma_destroy_id waits out an unfinished MPA
+  // exchange (about 10 s) and must not stall the other endpoints' progress meanwhile.
   if (id_ != nullptr) {
     if (qp != nullptr) rdma_destroy_qp(id_);
     rdma_destroy_id(id_);
@@ -99,8 +105,33 @@ VerbsEndpoint::~VerbsEndpoint() {
     rdma_reject(pending_id_, nullptr, 0);
     rdma_destroy_id(pending_id_);
   }
-  if (send_cq_ != nullptr) ibv_destroy_cq(send_cq_);
-  if (recv_cq_ != nullptr) ibv_destroy_cq(recv_cq_);
+}
+
+VerbsCq* VerbsEndpoint::send_cq() const {
+  std::lock_guard lock(mutex_);
+  return send_cq_ != nullptr ? send_cq_ : transport_.OwnCq();
+}
+
+VerbsCq* VerbsEndpoint::recv_cq() const {
+  std::lock_guard lock(mutex_);
+  return recv_cq_ != nullptr ? recv_cq_ : transport_.OwnCq();
+}
+
+void VerbsEndpoint::SetCompletionQueues(CompletionQueue* send_cq, CompletionQueue* recv_cq) {
+  if ((send_cq == nullptr || recv_cq == nullptr) && transport_.OwnCq() == nullptr)
+    SOFTDAT_LOG(kWarn, "verbs: no completion queue for an endpoint without an EVD");
+  std::lock_guard lock(mutex_);
+  send_cq_ = static_cast<VerbsCq*>(send_cq);
+  recv_cq_ = static_cast<VerbsCq*>(recv_cq);
+}
+
+void VerbsEndpoint::LeaveCqs() {
+  if (!in_cqs_) return;
+  in_cqs_ = false;
+  VerbsCq* const send = send_cq();
+  VerbsCq* const recv = recv_cq();
+  send->Remove(qp_num_);
+  if (recv != send) recv->Remove(qp_num_);
 }
 
 VerbsEndpoint::State VerbsEndpoint::state() const {
@@ -125,7 +156,7 @@ Status VerbsEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std
       connect_deadline_ = Clock::now() + std::chrono::microseconds(std::min<std::uint64_t>(timeout_us, 1ull << 50));
     state_ = State::kConnectRequested;
   }
-  transport_.Wake();
+  transport_.RequestService(this);
   return Status::Ok();
 }
 
@@ -142,7 +173,7 @@ Status VerbsEndpoint::TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> p
     peer_ord_ = peer_ord;
     state_ = State::kAcceptRequested;
   }
-  transport_.Wake();
+  transport_.RequestService(this);
   return Status::Ok();
 }
 
@@ -156,13 +187,12 @@ void VerbsEndpoint::Disconnect(bool graceful) {
     graceful_deadline_ = Clock::now() + kGracefulBound;
     disconnect_requested_ = true;
   }
-  transport_.Wake();
+  transport_.RequestService(this);
 }
 
 Status VerbsEndpoint::Post(const Work& work) {
   if (work.local.size() > send_segments_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   ibv_send_wr wr{};
-  wr.wr_id = work.id;
   wr.send_flags = IBV_SEND_SIGNALED;
   if (work.fence) wr.send_flags |= IBV_SEND_FENCE;
   switch (work.kind) {
@@ -193,21 +223,26 @@ Status VerbsEndpoint::Post(const Work& work) {
       return Status(Code::kModelNotSupported);  // the capabilities say so: core never posts them
   }
   std::lock_guard lock(mutex_);
+  // Ending (the QP in ERR, or gone while OnEnded is on its way): kInvalidState, which core reads
+  // as "the end flushes this request" (core/ep_post.cc).
   if (qp_ == nullptr || (state_ != State::kConnected && state_ != State::kDraining))
     return Status(Code::kInvalidState, Detail::kEpDisconnected);
   for (std::size_t i = 0; i < work.local.size(); ++i)
     send_sge_[i] = ibv_sge{work.local[i].address, work.local[i].length, work.local[i].key};
   wr.sg_list = send_sge_.get();
   wr.num_sge = static_cast<int>(work.local.size());
-  const std::uint64_t head = send_head_.load(std::memory_order_relaxed);
-  if (head - send_tail_.load(std::memory_order_acquire) >= send_lengths_size_ - 1)
-    return Status(Code::kQueueFull);
-  send_lengths_[head % send_lengths_size_] = static_cast<std::uint32_t>(work.length);
-  send_head_.store(head + 1, std::memory_order_release);  // before the post: the completion may beat us back
+  // Small Sends and Writes go inline: the device copies them at the post instead of reading
+  // them by key later (no work request keeps the buffer; the completion still comes).
+  if (work.kind != WorkKind::kRdmaRead && work.length > 0 && work.length <= max_inline_)
+    wr.send_flags |= IBV_SEND_INLINE;
+  std::uint64_t seq;
+  if (!sends_.Push(Posted{work.id, static_cast<std::uint32_t>(work.length)}, seq)) return Status(Code::kQueueFull);
+  wr.wr_id = WrId(kSendTag, generation_, seq);
   ibv_send_wr* bad = nullptr;
   if (const int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
-    send_head_.store(head, std::memory_order_release);
+    sends_.Unpush();
     SOFTDAT_LOG(kWarn, "verbs: ibv_post_send failed: %s", std::strerror(rc));
+    if (state_ == State::kDraining) return Status(Code::kInvalidState, Detail::kEpDisconnected);
     return Status(rc == ENOMEM ? Code::kQueueFull : Code::kInvalidParameter);
   }
   return Status::Ok();
@@ -224,11 +259,13 @@ Status VerbsEndpoint::PostRecv(std::uint64_t recv_id, std::span<const Segment> s
     early_counts_[early_count_] = static_cast<std::uint32_t>(segments.size());
     std::copy(segments.begin(), segments.end(), &early_segments_[std::size_t{early_count_} * recv_segments_]);
     ++early_count_;
-    recv_outstanding_.fetch_add(1);
     return Status::Ok();
   }
+  return PostRecvLocked(recv_id, segments);
+}
+
+Status VerbsEndpoint::PostRecvLocked(std::uint64_t recv_id, std::span<const Segment> segments) {
   ibv_recv_wr wr{};
-  wr.wr_id = recv_id;
   wr.sg_list = recv_sge_.get();
   if (segments.empty()) {
     recv_sge_[0] = pd_->EmptySge();
@@ -238,10 +275,12 @@ Status VerbsEndpoint::PostRecv(std::uint64_t recv_id, std::span<const Segment> s
       recv_sge_[i] = ibv_sge{segments[i].address, segments[i].length, segments[i].key};
     wr.num_sge = static_cast<int>(segments.size());
   }
-  recv_outstanding_.fetch_add(1);
+  std::uint64_t seq;
+  if (!recvs_.Push(Posted{recv_id, 0}, seq)) return Status(Code::kQueueFull);
+  wr.wr_id = WrId(kRecvTag, generation_, seq);
   ibv_recv_wr* bad = nullptr;
   if (const int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0) {
-    recv_outstanding_.fetch_sub(1);
+    recvs_.Unpush();
     SOFTDAT_LOG(kWarn, "verbs: ibv_post_recv failed: %s", std::strerror(rc));
     return Status(rc == ENOMEM ? Code::kQueueFull : Code::kInvalidParameter);
   }
@@ -274,41 +313,47 @@ rdma_conn_param VerbsEndpoint::ConnParam(std::uint8_t peer_ird, std::uint8_t pee
   return p;
 }
 
-bool VerbsEndpoint::CreateQp() {
+ibv_qp* VerbsEndpoint::CreateQpWithInline(std::uint32_t max_inline) {
   ibv_qp_init_attr attr{};
   attr.qp_context = static_cast<AsyncTarget*>(this);  // what the async event router reads
-  attr.send_cq = send_cq_;
-  attr.recv_cq = recv_cq_;
+  attr.send_cq = send_cq()->cq();
+  attr.recv_cq = recv_cq()->cq();
   attr.srq = srq_ != nullptr ? srq_->srq() : nullptr;
   attr.cap.max_send_wr = std::max<std::uint32_t>(1, config_.max_send_work);
   attr.cap.max_recv_wr = srq_ != nullptr ? 0 : std::max<std::uint32_t>(1, config_.max_recv_work);
   attr.cap.max_send_sge = send_segments_;
   attr.cap.max_recv_sge = srq_ != nullptr ? 0 : recv_segments_;
+  attr.cap.max_inline_data = max_inline;
   attr.qp_type = IBV_QPT_RC;
-  if (rdma_create_qp(id_, pd_->pd(), &attr) != 0) {
+  if (rdma_create_qp(id_, pd_->pd(), &attr) != 0) return nullptr;
+  std::lock_guard lock(mutex_);
+  max_inline_ = attr.cap.max_inline_data;
+  return id_->qp;
+}
+
+bool VerbsEndpoint::CreateQp() {
+  ibv_qp* qp = nullptr;
+  for (std::uint32_t inline_wanted : kInlineWanted)
+    if ((qp = CreateQpWithInline(inline_wanted)) != nullptr) break;
+  if (qp == nullptr) {
     SOFTDAT_LOG(kWarn, "verbs: rdma_create_qp failed: %s", std::strerror(errno));
     return false;
   }
+  // In the CQs' tables before anything can complete.
+  qp_num_ = qp->qp_num;
+  VerbsCq* const send = send_cq();
+  VerbsCq* const recv = recv_cq();
+  send->Add(qp_num_, this);
+  if (recv != send) recv->Add(qp_num_, this);
+  in_cqs_ = true;
   std::lock_guard lock(mutex_);
-  qp_ = id_->qp;
+  qp_ = qp;
   // The receives posted before the QP existed, in their order.
   for (std::uint32_t i = 0; i < early_count_; ++i) {
-    ibv_recv_wr wr{};
-    wr.wr_id = early_ids_[i];
-    wr.sg_list = recv_sge_.get();
-    const Segment* s = &early_segments_[std::size_t{i} * recv_segments_];
-    if (early_counts_[i] == 0) {
-      recv_sge_[0] = pd_->EmptySge();
-      wr.num_sge = 1;
-    } else {
-      for (std::uint32_t j = 0; j < early_counts_[i]; ++j) recv_sge_[j] = ibv_sge{s[j].address, s[j].length, s[j].key};
-      wr.num_sge = static_cast<int>(early_counts_[i]);
-    }
-    ibv_recv_wr* bad = nullptr;
-    if (ibv_post_recv(qp_, &wr, &bad) != 0) {
-      // Left for core to flush at OnEnded; the count stays, so teardown waits its bound.
+    const Segment* segments = &early_segments_[std::size_t{i} * recv_segments_];
+    // Left for core to flush at OnEnded on failure.
+    if (!PostRecvLocked(early_ids_[i], {segments, early_counts_[i]}).ok())
       SOFTDAT_LOG(kWarn, "verbs: posting an early receive failed");
-    }
   }
   early_count_ = 0;
   return true;
@@ -347,7 +392,7 @@ void VerbsEndpoint::StartAccept() {
     ord = peer_ord_;
     state_ = State::kAccepting;
   }
-  id_->context = static_cast<CmOwner*>(this);
+  std::atomic_ref<void*>(id_->context).store(static_cast<CmOwner*>(this));
   RecordAddresses();
   if (!CreateQp()) {
     rdma_reject(id_, nullptr, 0);
@@ -429,15 +474,7 @@ void VerbsEndpoint::OnAsyncEvent(ibv_event_type type) {
   if (type == IBV_EVENT_COMM_EST)
     OnCommEstablished();
   else
-    Break();  // a QP error: tell the peer and end
-}
-
-void VerbsEndpoint::Rearm() {
-  if (armed_) return;
-  armed_ = true;
-  ibv_req_notify_cq(send_cq_, 0);
-  ibv_req_notify_cq(recv_cq_, 0);
-  PollCqs();
+    BreakNow();  // a QP error: tell the peer and end, before an rdma_cm event says DISCONNECTED
 }
 
 // rdma_cm moves the QP to RTR with min_rnr_timer 0, which IB encodes as 655 ms: each RNR NAK we
@@ -457,8 +494,14 @@ void VerbsEndpoint::OnCommEstablished() {
   if (id_ != nullptr) rdma_notify(id_, IBV_EVENT_COMM_EST);
 }
 
-// A completion error or a QP error: tell the peer and end.
+// A completion error (on a polling thread): the progress tells the peer and ends (Service).
 void VerbsEndpoint::Break() {
+  break_requested_.store(true);
+  transport_.RequestService(this);
+}
+
+// A QP error, or a failed completion, in the progress context: tell the peer and end.
+void VerbsEndpoint::BreakNow() {
   const State s = state();
   if (s == State::kDraining || s == State::kEnded || s == State::kIdle) return;
   if (s == State::kConnected) rdma_disconnect(id_);
@@ -477,97 +520,130 @@ void VerbsEndpoint::BeginEnd(ConnectionEnd why, std::span<const std::uint8_t> pr
   end_data_length_ = static_cast<std::uint8_t>(std::min<std::size_t>(private_data.size(), sizeof end_data_));
   if (end_data_length_ > 0) std::memcpy(end_data_, private_data.data(), end_data_length_);
   drain_deadline_ = Clock::now() + kDrainBound;
-  if (!has_qp) return Finish();
+  // The drain is watched from Service: until the device flushed what is posted, or its bound.
+  transport_.RequestService(this);
+  if (!has_qp) {
+    (void)Finish();  // nothing the device holds: end now (or from that service)
+    return;
+  }
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;
   if (ibv_modify_qp(id_->qp, &attr, IBV_QP_STATE) != 0)
     SOFTDAT_LOG(kWarn, "verbs: moving the QP to ERR failed: %s", std::strerror(errno));
 }
 
-void VerbsEndpoint::Finish() {
-  PollCqs();
-  ibv_qp* qp;
-  {
-    std::lock_guard lock(mutex_);
-    qp = qp_;
-    qp_ = nullptr;
-    state_ = State::kEnded;
-  }
-  // A QP whose connection was established goes now. One that never was stays (in ERR, so the
-  // device touches no memory) for the destructor: on siw destroying it waits out the MPA timeout.
-  if (qp != nullptr && established_) {
-    rdma_destroy_qp(id_);
-    PollCqs();  // what the device completed while it went
-  }
-  ended_reported_ = true;
-  events_->OnEnded(end_why_, {end_data_, end_data_length_});
-  events_->Deliver();
+bool VerbsEndpoint::DrainCqs() {
+  auto drain = [](VerbsCq* cq) {
+    for (int tries = 0; tries < kDrainTries; ++tries) {
+      if (cq->TryDrain()) return true;
+      std::this_thread::yield();
+    }
+    return false;
+  };
+  VerbsCq* const send = send_cq();
+  VerbsCq* const recv = recv_cq();
+  return drain(send) && (recv == send || drain(recv));
 }
 
-bool VerbsEndpoint::PollCqs() {
-  if (ended_reported_) {
-    ibv_wc wc[16];
-    while (ibv_poll_cq(send_cq_, 16, wc) > 0) {}
-    while (ibv_poll_cq(recv_cq_, 16, wc) > 0) {}
-    return false;
-  }
-  bool any = false;
-  ibv_wc wc[16];
-  int n;
-  while ((n = ibv_poll_cq(send_cq_, 16, wc)) > 0) {
-    any = true;
-    for (int i = 0; i < n; ++i) {
-      const std::uint64_t tail = send_tail_.load(std::memory_order_relaxed);
-      // Pairs with Post's release of send_head_: the device orders the completion after the
-      // post, but the C++ memory model (and TSan) only sees this acquire.
-      (void)send_head_.load(std::memory_order_acquire);
-      const std::uint32_t length = send_lengths_[tail % send_lengths_size_];
-      send_tail_.store(tail + 1, std::memory_order_release);
-      const WorkStatus status = FromWcStatus(wc[i].status);
-      if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed)
-        SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
-      events_->OnWorkDone(wc[i].wr_id, status, status == WorkStatus::kSuccess ? length : 0);
-      events_->Deliver();
-      if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed) Break();
+bool VerbsEndpoint::Finish() {
+  // What the device completed before the end is reported before it: drained from the CQs (which
+  // reports the other endpoints' completions found there too), then the QP goes, then what it
+  // completed while it went. A CQ another thread polls now is looked at again soon.
+  if (!qp_destroyed_) {
+    if (in_cqs_ && !DrainCqs()) return false;
+    ibv_qp* qp;
+    {
+      std::lock_guard lock(mutex_);
+      qp = qp_;
+      qp_ = nullptr;
+      state_ = State::kEnded;
     }
+    // A QP whose connection was established goes now. One that never was stays (in ERR, so the
+    // device touches no memory) for the destructor: on siw destroying it waits out the MPA timeout.
+    if (qp != nullptr && established_) rdma_destroy_qp(id_);
+    qp_destroyed_ = true;
   }
-  while ((n = ibv_poll_cq(recv_cq_, 16, wc)) > 0) {
-    any = true;
-    for (int i = 0; i < n; ++i) {
-      if (srq_ == nullptr) recv_outstanding_.fetch_sub(1);
-      // A Send longer than its receive buffer: siw says LOC_LEN_ERR, rxe (seen in the VM, SRQ
-      // receive) LOC_QP_OP_ERR while the sender gets REM_OP_ERR. DAT calls it a local length error.
-      const WorkStatus status =
-          wc[i].status == IBV_WC_LOC_QP_OP_ERR ? WorkStatus::kLocalLength : FromWcStatus(wc[i].status);
-      RecvInfo info;
-      if (status == WorkStatus::kSuccess) {
-        info.length = wc[i].byte_len;
-        info.invalidated = (wc[i].wc_flags & IBV_WC_WITH_INV) != 0;
-        info.invalidate_key = info.invalidated ? wc[i].invalidated_rkey : 0;
-      }
-      if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed)
-        SOFTDAT_LOG(kInfo, "verbs: receive completion %s (vendor %u)", ibv_wc_status_str(wc[i].status), wc[i].vendor_err);
-      events_->OnDeviceRecvDone(wc[i].wr_id, status, info);
-      events_->Deliver();
-      if (status != WorkStatus::kSuccess && status != WorkStatus::kFlushed) Break();
+  if (in_cqs_ && !DrainCqs()) return false;
+  LeaveCqs();
+  ended_reported_.store(true, std::memory_order_release);
+  events_->OnEnded(end_why_, {end_data_, end_data_length_});
+  events_->Deliver();
+  return true;
+}
+
+void VerbsEndpoint::OnCompletion(const ibv_wc& wc) {
+  if (ended_reported_.load(std::memory_order_acquire)) return;
+  if ((wc.wr_id & kSendTag) != 0)
+    OnSendCompletion(wc);
+  else
+    OnRecvCompletion(wc);
+}
+
+void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
+  Posted posted;
+  if ((wc.wr_id >> 32 & kGenerationMask) != (generation_ & kGenerationMask) || !sends_.Pop(wc.wr_id & 0xFFFFFFFFu, posted)) {
+    SOFTDAT_LOG(kDebug, "verbs: a send completion 0x%llx of an older QP dropped", static_cast<unsigned long long>(wc.wr_id));
+    return;
+  }
+  const WorkStatus status = FromWcStatus(wc.status);
+  const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
+  if (failed)
+    SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
+  events_->OnWorkDone(posted.id, status, status == WorkStatus::kSuccess ? posted.length : 0);
+  events_->Deliver();  // on this thread: a consumer's dequeue takes the event it makes
+  if (failed) Break();
+}
+
+void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
+  std::uint64_t recv_id = wc.wr_id;  // an SRQ slot
+  if ((wc.wr_id & kRecvTag) != 0) {
+    Posted posted;
+    if ((wc.wr_id >> 32 & kGenerationMask) != (generation_ & kGenerationMask) || !recvs_.Pop(wc.wr_id & 0xFFFFFFFFu, posted)) {
+      SOFTDAT_LOG(kDebug, "verbs: a receive completion 0x%llx of an older QP dropped",
+                  static_cast<unsigned long long>(wc.wr_id));
+      return;
     }
+    recv_id = posted.id;
   }
-  return any;
+  // A Send longer than its receive buffer: siw says LOC_LEN_ERR, rxe (seen in the VM, SRQ
+  // receive) LOC_QP_OP_ERR while the sender gets REM_OP_ERR. DAT calls it a local length error.
+  const WorkStatus status = wc.status == IBV_WC_LOC_QP_OP_ERR ? WorkStatus::kLocalLength : FromWcStatus(wc.status);
+  RecvInfo info;
+  if (status == WorkStatus::kSuccess) {
+    info.length = wc.byte_len;
+    info.invalidated = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
+    info.invalidate_key = info.invalidated ? wc.invalidated_rkey : 0;
+  }
+  const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
+  if (failed)
+    SOFTDAT_LOG(kInfo, "verbs: receive completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
+  events_->OnDeviceRecvDone(recv_id, status, info);
+  events_->Deliver();  // on this thread: a consumer's dequeue takes the event it makes
+  if (failed) Break();
 }
 
 bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
-  bool any = PollCqs();
+  bool any = false;
+  if (break_requested_.exchange(false)) {
+    BreakNow();  // a completion failed on a polling thread
+    any = true;
+  }
   State s;
   bool disconnect;
+  bool graceful;
   Clock::time_point connect_deadline;
   {
     std::lock_guard lock(mutex_);
     s = state_;
     disconnect = disconnect_requested_;
+    graceful = graceful_ && now < graceful_deadline_;
     connect_deadline = connect_deadline_;
-    if (disconnect && graceful_ && state_ == State::kConnected && send_head_.load() != send_tail_.load() &&
-        now < graceful_deadline_) {
-      disconnect = false;  // sends still in flight: look again soon
+  }
+  if (disconnect && graceful && s == State::kConnected && !sends_.empty()) {
+    // Sends still in flight: what completed may sit in a CQ nobody polls; bring it in.
+    if (in_cqs_) (void)send_cq()->TryDrain();
+    if (!sends_.empty()) {
+      disconnect = false;  // look again soon
       timers = true;
     }
   }
@@ -596,13 +672,15 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
       timers = true;
     }
   }
-  if (state() == State::kDraining) {
-    const bool sends_done = send_head_.load() == send_tail_.load();
-    const bool recvs_done = srq_ != nullptr || recv_outstanding_.load() == 0;
-    if ((sends_done && recvs_done) || now >= drain_deadline_) {
-      if (!(sends_done && recvs_done))
+  if (state() == State::kDraining || (state() == State::kEnded && !ended_reported_.load())) {
+    // The flushes come through the CQs, which nobody else may be polling: drain them here.
+    if (in_cqs_ && !qp_destroyed_) (void)DrainCqs();
+    const bool sends_done = sends_.empty();
+    const bool recvs_done = srq_ != nullptr || recvs_.empty();
+    if ((sends_done && recvs_done) || now >= drain_deadline_ || qp_destroyed_) {
+      if (!(sends_done && recvs_done) && !qp_destroyed_)
         SOFTDAT_LOG(kInfo, "verbs: the device did not flush every posted request; core flushes the rest");
-      Finish();
+      if (!Finish()) timers = true;
       any = true;
     } else {
       timers = true;

@@ -36,7 +36,9 @@ Status VerbsListener::Create(VerbsTransport& transport, std::uint16_t port, List
 
 VerbsListener::~VerbsListener() {
   if (id_ == nullptr) return;
-  auto guard = transport_.LockDispatch();
+  // Unfindable, then no event of it runs once the progress's turn is free (or ours).
+  std::atomic_ref<void*>(id_->context).store(nullptr);
+  transport_.turn().WaitUnlessMine();
   rdma_destroy_id(id_);  // requests not yet reported are refused by the kernel
 }
 

@@ -36,10 +36,10 @@ Status VerbsSrq::Create(VerbsTransport& transport, VerbsPd& pd, std::uint32_t ma
 
 VerbsSrq::~VerbsSrq() {
   if (srq_ == nullptr) return;
-  // The limit event of this SRQ may be in dispatch: wait for it, then no more come (one read by
-  // another IA's progress and queued for ours is dropped).
-  auto guard = transport_.LockDispatch();
+  // No more limit events come (one read by another IA's progress and queued for ours is dropped),
+  // and one being delivered ends before the progress's turn is free.
   transport_.async_events().Detach(this, &srq_->srq_context);
+  transport_.turn().WaitUnlessMine();
   ibv_destroy_srq(srq_);
 }
 

@@ -10,11 +10,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "base/deferred_calls.h"
 #include "base/log.h"
+#include "transport/verbs/verbs_cq.h"
 #include "transport/verbs/verbs_endpoint.h"
 #include "transport/verbs/verbs_listener.h"
 #include "transport/verbs/verbs_memory.h"
@@ -28,14 +31,11 @@ bool SetNonBlocking(int fd) {
   return flags >= 0 && fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
 }
 
-// How long after a consumer's last poll the progress thread still counts on it (and leaves CQs
-// unarmed): the same handover period as the TCP transport's.
-constexpr std::int64_t kConsumerPollNs = 1'000'000;
-
-std::int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// The transport's own CQ (endpoints without an EVD on a side): what such endpoints may have
+// completed and nobody polled yet, within what the device allows.
+constexpr std::uint32_t kOwnCqEntries = 4096;
+// How often the progress thread looks at endpoints waiting for a deadline.
+constexpr int kDeadlineLookMs = 20;
 
 }  // namespace
 
@@ -63,18 +63,16 @@ Status VerbsTransport::Start(std::string& why) {
   cm_channel_ = rdma_create_event_channel();
   if (async_events_ == nullptr || cm_channel_ == nullptr || !SetNonBlocking(cm_channel_->fd))
     return failed("cannot set up the event channels");
-  // Busy-poll: the consumer's Progress polls the CQs and reads the rdma_cm and async fds itself;
-  // there is nothing to wait on, so no completion channel, epoll or eventfd.
+  // Busy-poll: the consumer's Progress reads the rdma_cm and async fds itself; there is nothing
+  // to wait on, so no epoll or eventfd.
   if (busy_poll_) return Status::Ok();
-  comp_channel_ = ibv_create_comp_channel(device_.context);
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (comp_channel_ == nullptr || epoll_fd_ < 0 || wake_fd_ < 0 || !SetNonBlocking(comp_channel_->fd))
-    return failed("cannot set up the event channels");
-  for (int fd : {cm_channel_->fd, comp_channel_->fd, async_events_->fd(), wake_fd_}) {
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return failed("cannot set up the event channels");
+  for (int fd : {cm_channel_->fd, async_events_->fd(), wake_fd_}) {
     epoll_event e{};
     e.events = EPOLLIN;
-    e.data.fd = fd;
+    e.data.ptr = nullptr;  // not a CQ
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &e) != 0) return failed("epoll_ctl");
   }
   thread_ = std::thread([this] { Run(); });
@@ -87,9 +85,9 @@ VerbsTransport::~VerbsTransport() {
     Wake();
     thread_.join();
   }
+  own_cq_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (comp_channel_ != nullptr) ibv_destroy_comp_channel(comp_channel_);
   if (cm_channel_ != nullptr) rdma_destroy_event_channel(cm_channel_);
   async_events_.reset();
   CloseDevice(device_);
@@ -107,6 +105,25 @@ Status VerbsTransport::RegisterMemory(ProtectionDomain& pd, void* address, std::
 Status VerbsTransport::CreateDeviceSrq(ProtectionDomain& pd, std::uint32_t max_work, std::uint32_t max_segments,
                                        DeviceSrqEvents* events, std::unique_ptr<DeviceSrq>& out) {
   return VerbsSrq::Create(*this, static_cast<VerbsPd&>(pd), max_work, max_segments, events, out);
+}
+
+Status VerbsTransport::CreateCompletionQueue(std::uint32_t entries, std::unique_ptr<CompletionQueue>& out) {
+  std::unique_ptr<VerbsCq> cq;
+  if (Status s = VerbsCq::Create(*this, entries, cq); !s.ok()) return s;
+  out = std::move(cq);
+  return Status::Ok();
+}
+
+VerbsCq* VerbsTransport::OwnCq() {
+  if (VerbsCq* made = own_cq_made_.load(std::memory_order_acquire)) return made;
+  std::lock_guard lock(own_cq_mutex_);
+  if (own_cq_ == nullptr) {
+    const auto entries = static_cast<std::uint32_t>(std::max(1, std::min<int>(kOwnCqEntries, device_.attr.max_cqe)));
+    if (!VerbsCq::Create(*this, entries, own_cq_).ok()) return nullptr;
+    own_cq_->SetWatched(true);
+    own_cq_made_.store(own_cq_.get(), std::memory_order_release);
+  }
+  return own_cq_.get();
 }
 
 Status VerbsTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
@@ -127,74 +144,102 @@ void VerbsTransport::Wake() {
   [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
 }
 
-void VerbsTransport::AddEndpoint(VerbsEndpoint* endpoint) {
-  std::lock_guard lock(dispatch_);
-  for (VerbsEndpoint*& slot : endpoints_) {
-    if (slot == nullptr) {
-      slot = endpoint;
-      return;
-    }
+void VerbsTransport::RequestService(VerbsEndpoint* endpoint) {
+  {
+    std::lock_guard lock(service_mutex_);
+    if (endpoint->queued_for_service()) return;
+    endpoint->queued_for_service() = true;
+    service_.push_back(endpoint);
   }
-  endpoints_.push_back(endpoint);
+  Wake();
 }
 
-void VerbsTransport::RemoveEndpoint(VerbsEndpoint* endpoint) {
-  for (VerbsEndpoint*& slot : endpoints_)
-    if (slot == endpoint) slot = nullptr;
+void VerbsTransport::Forget(VerbsEndpoint* endpoint) {
+  std::lock_guard lock(service_mutex_);
+  std::erase(service_, endpoint);
+  std::erase(deadlines_, endpoint);
+  endpoint->queued_for_service() = false;
+}
+
+void VerbsTransport::Watch(VerbsCq* cq, bool watched) {
+  std::lock_guard lock(service_mutex_);
+  if (watched) {
+    watched_.push_back(cq);
+  } else {
+    std::erase(watched_, cq);
+  }
+  if (busy_poll_ || cq->wait_fd() < 0) return;
+  epoll_event e{};
+  e.events = EPOLLIN;
+  e.data.ptr = cq;
+  if (epoll_ctl(epoll_fd_, watched ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, cq->wait_fd(), &e) != 0)
+    SOFTDAT_LOG(kWarn, "verbs: epoll_ctl on a completion channel failed: %s", std::strerror(errno));
+}
+
+bool VerbsTransport::IsWatched(const VerbsCq* cq) {
+  std::lock_guard lock(service_mutex_);
+  return std::find(watched_.begin(), watched_.end(), cq) != watched_.end();
 }
 
 bool VerbsTransport::Progress() noexcept {
-  if (!busy_poll_) consumer_poll_ns_.store(NowNs(), std::memory_order_relaxed);
-  std::unique_lock lock(dispatch_, std::try_to_lock);
-  if (!lock.owns_lock() || dispatching_) return false;
-  dispatching_ = true;
-  // The CQs first and always: no syscall on rxe or siw (their CQs are mapped into user space).
-  bool any = PollAllCqs();
-  if (busy_poll_) {
-    // The rest costs a read() per fd and a lock per endpoint: when asked, else now and then.
-    const std::uint32_t calls = progress_calls_++;
-    const bool asked = requested_.load(std::memory_order_relaxed) && requested_.exchange(false, std::memory_order_acquire);
-    if (asked || (calls & 63) == 0 || (!any && (calls & 7) == 0)) any |= DrainAll();
+  // With a progress thread the consumer's waits and dequeues poll their own CQs and need nothing
+  // more from here.
+  if (!busy_poll_) return false;
+  TurnGuard turn(turn_);
+  if (!turn.held()) return false;
+  // The watched CQs always (no syscall on rxe or siw: their CQs are mapped into user space); the
+  // rest costs a read() per fd: when asked, else now and then.
+  bool any = PollWatched();
+  const std::uint32_t calls = progress_calls_++;
+  const bool asked = requested_.load(std::memory_order_relaxed) && requested_.exchange(false, std::memory_order_acquire);
+  if (asked || (calls & 63) == 0 || (!any && (calls & 7) == 0)) {
+    bool timers = false;
+    any |= DrainAll(timers);
+    if (timers) requested_.store(true, std::memory_order_relaxed);  // deadlines: look again soon
   }
-  dispatching_ = false;
   return any;
 }
 
-void VerbsTransport::Pause() noexcept {
-  if (busy_poll_) return;
-  consumer_poll_ns_.store(0, std::memory_order_relaxed);
-  // The thread re-arms what it left unarmed for this consumer, now rather than a millisecond on.
-  if (unarmed_.load(std::memory_order_acquire)) Wake();
-}
-
-bool VerbsTransport::ConsumerPolling() const {
-  const std::int64_t last = consumer_poll_ns_.load(std::memory_order_relaxed);
-  return last != 0 && NowNs() - last < kConsumerPollNs;
+bool VerbsTransport::PollWatched() {
+  bool any = false;
+  // Index walk: an event may unwatch a CQ (its EVD freed by a CNO agent).
+  for (std::size_t i = 0;; ++i) {
+    VerbsCq* cq;
+    {
+      std::lock_guard lock(service_mutex_);
+      if (i >= watched_.size()) break;
+      cq = watched_[i];
+    }
+    any |= cq->Poll(UINT32_MAX) > 0;
+  }
+  return any;
 }
 
 void VerbsTransport::Run() {
   pthread_setname_np(pthread_self(), "softdat-verbs");
-  epoll_event events[8];
+  epoll_event events[16];
+  bool timers = false;
   while (!stop_) {
-    // Unarmed CQs need a look within a millisecond of the consumer's last poll; deadlines of
-    // endpoints every 20 ms; otherwise only the channels wake the thread.
-    const int timeout = unarmed_.load(std::memory_order_relaxed) ? 1 : timers_ ? 20 : -1;
-    epoll_wait(epoll_fd_, events, 8, timeout);
+    // Endpoints waiting for a deadline are looked at every few ms; otherwise only the channels
+    // wake the thread.
+    const int n = epoll_wait(epoll_fd_, events, 16, timers ? kDeadlineLookMs : -1);
     if (stop_) break;
-    {
-      std::lock_guard lock(dispatch_);
-      dispatching_ = true;
-      DrainAll();
-      RearmIfIdle();
-      dispatching_ = false;
+    // Only this thread runs the progress in this mode: the turn is free but for a moment.
+    while (!turn_.TryTake()) std::this_thread::yield();
+    for (int i = 0; i < n; ++i) {
+      auto* cq = static_cast<VerbsCq*>(events[i].data.ptr);
+      // A CQ unwatched since epoll reported it may be gone: only a watched one is touched (and
+      // stays while this thread holds the turn: its destructor waits for it).
+      if (cq != nullptr && IsWatched(cq)) cq->OnNotification();
     }
+    DrainAll(timers);
+    turn_.Release();
     RunDeferredCalls();  // this thread's safe point: CNO agents its deliveries triggered
   }
 }
 
-bool VerbsTransport::DrainAll() {
+bool VerbsTransport::DrainAll(bool& timers) {
   bool any = false;
-  bool timers = false;
   for (int round = 0; round < 8; ++round) {
     bool did = false;
     std::uint64_t count;
@@ -203,53 +248,47 @@ bool VerbsTransport::DrainAll() {
     // says why the connection ended (kBroken) where DISCONNECTED alone would say kDisconnected.
     did |= DrainAsync();
     did |= DrainCm();
-    did |= DrainCqEvents();
-    timers = false;
-    did |= SweepEndpoints(timers);
+    did |= ServiceEndpoints(round == 0, timers);
     any |= did;
     if (!did) break;
   }
-  timers_ = timers;
   return any;
 }
 
-bool VerbsTransport::DrainCqEvents() {
-  if (comp_channel_ == nullptr) return false;
-  bool any = false;
-  ibv_cq* cq = nullptr;
-  void* context = nullptr;
-  while (ibv_get_cq_event(comp_channel_, &cq, &context) == 0) {
-    any = true;
-    ibv_ack_cq_events(cq, 1);
-    auto* endpoint = static_cast<VerbsEndpoint*>(context);  // null: being destroyed
-    if (endpoint == nullptr) continue;
-    // A consumer polling now gets this CQ's completions itself: leave it unarmed so the next
-    // ones do not wake this thread (RearmIfIdle arms it when the consumer stops).
-    if (ConsumerPolling()) {
-      endpoint->LeaveUnarmed();
-      unarmed_.store(true, std::memory_order_release);
-    } else {
-      ibv_req_notify_cq(cq, 0);
+bool VerbsTransport::ServiceEndpoints(bool with_deadlines, bool& timers) {
+  {
+    std::lock_guard lock(service_mutex_);
+    if (with_deadlines) {
+      for (VerbsEndpoint* endpoint : deadlines_) {
+        if (endpoint->queued_for_service()) continue;
+        endpoint->queued_for_service() = true;
+        service_.push_back(endpoint);
+      }
+      deadlines_.clear();
     }
-    endpoint->PollCqs();
   }
-  return any;
-}
-
-void VerbsTransport::RearmIfIdle() {
-  if (!unarmed_.load(std::memory_order_acquire) || ConsumerPolling()) return;
-  unarmed_.store(false, std::memory_order_relaxed);
-  // Armed first, then polled: a completion that came before the arm is polled here, one after
-  // it raises an event.
-  for (std::size_t i = 0; i < endpoints_.size(); ++i)
-    if (VerbsEndpoint* endpoint = endpoints_[i]; endpoint != nullptr) endpoint->Rearm();
-}
-
-bool VerbsTransport::PollAllCqs() {
   bool any = false;
-  // Index walk: an event may add endpoints (the vector may grow) or remove them (slots go null).
-  for (std::size_t i = 0; i < endpoints_.size(); ++i)
-    if (VerbsEndpoint* endpoint = endpoints_[i]; endpoint != nullptr) any |= endpoint->PollCqs();
+  const auto now = VerbsEndpoint::Clock::now();
+  // One at a time, taken off the list under the lock: a service may end another endpoint's life
+  // (a CNO agent freeing an EP), which takes it off the list (Forget).
+  for (;;) {
+    VerbsEndpoint* endpoint;
+    {
+      std::lock_guard lock(service_mutex_);
+      if (service_.empty()) break;
+      endpoint = service_.back();
+      service_.pop_back();
+      endpoint->queued_for_service() = false;
+    }
+    bool deadline = false;
+    any |= endpoint->Service(now, deadline);
+    if (deadline) {
+      std::lock_guard lock(service_mutex_);
+      deadlines_.push_back(endpoint);
+    }
+  }
+  std::lock_guard lock(service_mutex_);
+  timers = !deadlines_.empty();
   return any;
 }
 
@@ -271,10 +310,11 @@ bool VerbsTransport::DrainCm() {
     e.initiator_depth = conn.initiator_depth;
     CmOwner* owner;
     if (e.type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-      owner = static_cast<CmOwner*>(raw->listen_id->context);
-      raw->id->context = nullptr;  // until an endpoint takes it: its events are only acked
+      owner = static_cast<CmOwner*>(std::atomic_ref<void*>(raw->listen_id->context).load());
+      std::atomic_ref<void*>(raw->id->context).store(nullptr);  // until an endpoint takes it: its events are only acked
     } else {
-      owner = static_cast<CmOwner*>(raw->id->context);
+      // Cleared by an object going away (then only acked), which waits for this turn to end.
+      owner = static_cast<CmOwner*>(std::atomic_ref<void*>(raw->id->context).load());
     }
     SOFTDAT_LOG(kDebug, "verbs: %s status %d", rdma_event_str(e.type), e.status);
     rdma_ack_cm_event(raw);
@@ -292,15 +332,6 @@ bool VerbsTransport::DrainAsync() {
     any = true;
     target->OnAsyncEvent(type);
   }
-  return any;
-}
-
-bool VerbsTransport::SweepEndpoints(bool& timers) {
-  bool any = false;
-  const auto now = VerbsEndpoint::Clock::now();
-  // Index walk: an event may add endpoints (the vector may grow) or remove them (slots go null).
-  for (std::size_t i = 0; i < endpoints_.size(); ++i)
-    if (VerbsEndpoint* endpoint = endpoints_[i]; endpoint != nullptr) any |= endpoint->Service(now, timers);
   return any;
 }
 

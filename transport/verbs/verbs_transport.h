@@ -1,25 +1,27 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // VerbsTransport: one rdma-core device port per IA. It owns the rdma_cm event channel, the
-// completion channel every endpoint's CQs report to, and the progress that reads them with the
-// device's async events (through the device's AsyncEventRouter, shared with the other IAs of the
-// process on that device).
+// progress that reads it with the device's async events (through the device's AsyncEventRouter,
+// shared with the other IAs of the process on that device), and the endpoints' requests.
+//
+// Completions are not the progress's business: each DTO EVD has its CQ (VerbsCq), which the
+// consumer's dat_evd_dequeue polls and dat_evd_wait arms and sleeps on. The progress polls a CQ
+// only where nobody else would: a watched one (its EVD has a CNO; and the transport's own CQ,
+// for endpoints without an EVD on a side), and an ending endpoint's, whose flushes it reports
+// before the end.
 //
 // Who drives it:
-//  - progress=poll: only the consumer's dat_evd_wait/dat_evd_dequeue, through Progress(), which
-//    polls every endpoint's CQs directly (no CQ notification is armed, no eventfd, no epoll, no
-//    thread); rdma_cm and async events and the endpoints' requests are looked at when an endpoint
-//    asked (Wake sets a flag) and every few calls otherwise.
-//  - default: a progress thread sleeps in epoll on the channels. A consumer spinning in
-//    dat_evd_wait polls the CQs itself (Progress()); while it does (it polled in the last
-//    millisecond), the thread leaves a CQ whose notification it took unarmed, so completions do
-//    not wake it needlessly. Pause() (the consumer is about to sleep), or a millisecond without a
-//    consumer poll, makes the thread re-arm them and poll once more.
+//  - progress=poll: only the consumer's dat_evd_wait/dat_evd_dequeue. Their Progress() polls the
+//    watched CQs and, when an endpoint asked (RequestService) or every few calls, reads the
+//    rdma_cm and async fds and serves the endpoints that asked: no thread, no epoll, no channel.
+//  - default: a progress thread sleeps in epoll on the rdma_cm and async fds, an eventfd the
+//    endpoints' requests write, and the channels of the watched CQs; Progress() does nothing.
 //
-// Locking: every event reaches core while the progress holds the dispatch lock (recursive, so a
-// destructor called from inside another object's event works). Destructors of endpoints,
-// listeners and SRQs take it, which is how "no event runs after the destructor returns" holds.
-// Calls from core (Connect, Accept, Disconnect, Post, PostRecv) never take it: they record a
-// request and wake the progress, or post straight to the device under the endpoint's own lock.
+// Serialization: whoever runs the progress holds its turn (turn.h), taken without blocking; an
+// event that calls Progress() (a CNO agent in a dat_evd_wait) finds the turn held and goes on.
+// Destructors of endpoints, listeners, SRQs and CQs clear what names them, then wait until no
+// other thread holds the turn: after that no event of theirs runs. Calls from core (Connect,
+// Accept, Disconnect, Post, PostRecv) never wait for the turn: they record a request and wake
+// the progress, or post straight to the device under the endpoint's own mutex.
 #pragma once
 
 #include <rdma/rdma_cma.h>
@@ -31,12 +33,15 @@
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "transport/transport.h"
 #include "transport/verbs/async_events.h"
+#include "transport/verbs/turn.h"
 #include "transport/verbs/verbs_device.h"
 
 namespace softdat::transport::verbs {
 
+class VerbsCq;
 class VerbsEndpoint;
 
 // A rdma_cm event copied out of librdmacm's buffer, so it can be acked before dispatch.
@@ -72,35 +77,41 @@ class VerbsTransport final : public Transport, public AsyncSink {
                         std::unique_ptr<MemoryRegion>& out) override;
   Status CreateDeviceSrq(ProtectionDomain& pd, std::uint32_t max_work, std::uint32_t max_segments,
                          DeviceSrqEvents* events, std::unique_ptr<DeviceSrq>& out) override;
+  Status CreateCompletionQueue(std::uint32_t entries, std::unique_ptr<CompletionQueue>& out) override;
   Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events, std::unique_ptr<Endpoint>& out) override;
   Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
   bool Progress() noexcept override;
-  void Pause() noexcept override;
   void WakeForAsyncEvents() override { Wake(); }
 
   // For the objects of this transport.
   const Device& device() const { return device_; }
   bool busy_poll() const { return busy_poll_; }
   rdma_event_channel* cm_channel() const { return cm_channel_; }
-  ibv_comp_channel* comp_channel() const { return comp_channel_; }  // null with progress=poll
   AsyncEventRouter& async_events() const { return *async_events_; }
-  std::unique_lock<std::recursive_mutex> LockDispatch() { return std::unique_lock(dispatch_); }
-  void Wake();  // the progress looks at the endpoints' requests and async events soon
-  void AddEndpoint(VerbsEndpoint* endpoint);     // takes the dispatch lock
-  void RemoveEndpoint(VerbsEndpoint* endpoint);  // under the dispatch lock
+  Turn& turn() const { return turn_; }
+  // A new endpoint's generation, which tags its work requests.
+  std::uint64_t NextGeneration() { return generation_.fetch_add(1, std::memory_order_relaxed); }
+  // The CQ of endpoints that have no EVD on a side (made on first use, watched); null when the
+  // device refuses it.
+  VerbsCq* OwnCq();
+  // The progress looks at `endpoint` soon (a request, a completion error); any thread.
+  void RequestService(VerbsEndpoint* endpoint);
+  // `endpoint` leaves the service lists (its destructor).
+  void Forget(VerbsEndpoint* endpoint);
+  // The progress polls `cq` on its notifications (watched) or no more.
+  void Watch(VerbsCq* cq, bool watched);
+  void Wake();  // the progress runs soon
 
  private:
   void Run();
-  // Under the dispatch lock (dispatching_ set by the caller).
-  bool DrainAll();
+  // With the turn held.
+  bool DrainAll(bool& timers);
   bool DrainCm();
   bool DrainAsync();
-  bool DrainCqEvents();
-  bool PollAllCqs();
-  bool SweepEndpoints(bool& timers);
-  // Default mode: re-arms the CQ notifications left unarmed once no consumer polls.
-  void RearmIfIdle();
-  bool ConsumerPolling() const;
+  bool ServiceEndpoints(bool with_deadlines, bool& timers);
+  bool PollWatched();
+  // Whether `cq` is watched now (the progress thread checks what epoll reported).
+  bool IsWatched(const VerbsCq* cq);
 
   Device device_;
   Capabilities capabilities_;
@@ -108,21 +119,21 @@ class VerbsTransport final : public Transport, public AsyncSink {
   const bool busy_poll_;
   std::shared_ptr<AsyncEventRouter> async_events_;
   rdma_event_channel* cm_channel_ = nullptr;
-  ibv_comp_channel* comp_channel_ = nullptr;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
-  std::recursive_mutex dispatch_;
-  bool dispatching_ = false;  // under dispatch_: Progress() called from inside an event does nothing
-  std::atomic<bool> timers_{false};  // some endpoint waits for a deadline: wake up periodically
-  std::vector<VerbsEndpoint*> endpoints_;  // under dispatch_; slots, null when free
+  mutable Turn turn_;
+  std::atomic<std::uint64_t> generation_{1};
+  softdat::Mutex own_cq_mutex_;
+  std::unique_ptr<VerbsCq> own_cq_;  // under own_cq_mutex_ until made, then fixed
+  std::atomic<VerbsCq*> own_cq_made_{nullptr};
+  softdat::Mutex service_mutex_;
+  std::vector<VerbsEndpoint*> service_;    // asked for service, under service_mutex_
+  std::vector<VerbsEndpoint*> deadlines_;  // waiting for a deadline, under service_mutex_
+  std::vector<VerbsCq*> watched_;          // under service_mutex_
   // progress=poll: an endpoint or the async router asked for the progress (Wake); how many
-  // times Progress ran (to look at the rdma_cm and async fds every few calls).
+  // times Progress ran (to look at the rdma_cm and async fds every few calls; under the turn).
   std::atomic<bool> requested_{false};
-  std::uint32_t progress_calls_ = 0;  // under dispatch_
-  // Default mode: when a consumer last polled (steady clock ns, 0 after Pause), and whether the
-  // thread left some CQ unarmed because of it.
-  std::atomic<std::int64_t> consumer_poll_ns_{0};
-  std::atomic<bool> unarmed_{false};
+  std::uint32_t progress_calls_ = 0;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -535,8 +535,10 @@ TEST_F(VerbsTransportTest, BusyPollRunsNoThreadAndPollsOnTheCallersThread) {
   std::unique_ptr<Transport> transport;
   std::string why;
   ASSERT_TRUE(verbs::CreateVerbsTransport(params, why, transport).ok()) << why;
-  auto& verbs_transport = static_cast<verbs::VerbsTransport&>(*transport);
-  EXPECT_EQ(verbs_transport.comp_channel(), nullptr) << "nothing to wait on: CQs are polled";
+  std::unique_ptr<CompletionQueue> cq;
+  ASSERT_TRUE(transport->CreateCompletionQueue(16, cq).ok());
+  EXPECT_EQ(cq->wait_fd(), -1) << "nothing to wait on: CQs are polled";
+  cq.reset();
   std::unique_ptr<ProtectionDomain> pd;
   ASSERT_TRUE(transport->CreateProtectionDomain(pd).ok());
   std::vector<std::uint8_t> src(32, 7), dst(32);
@@ -578,29 +580,42 @@ TEST_F(VerbsTransportTest, BusyPollRunsNoThreadAndPollsOnTheCallersThread) {
   listener.reset();
 }
 
-// With a progress thread, a consumer spinning in dat_evd_wait still gets its completions itself:
-// Progress polls the CQs on its thread. The test holds the dispatch lock, so the progress thread
-// cannot be the one that reports the receive.
-TEST_F(VerbsTransportTest, ProgressPollsTheCqsOnTheConsumersThreadBesideTheProgressThread) {
+// An EVD's CQ: the endpoints naming it report there and nowhere else, nobody but its consumer
+// polls it (it is not watched), an armed CQ's descriptor wakes a waiter, and its consumer's polls
+// report every completion on its own thread.
+TEST_F(VerbsTransportTest, AnEvdsCqReportsOnlyWhatItsConsumerPolls) {
   Buffer& src = Make(32, 4);
   Buffer& dst = Make(32);
-  MakeEndpoints();
+  std::unique_ptr<CompletionQueue> cq;
+  ASSERT_TRUE(transport_->CreateCompletionQueue(64, cq).ok());
+  EXPECT_GE(cq->capacity(), 64u);
+  EndpointConfig config = Config();
+  config.send_cq = cq.get();
+  config.recv_cq = cq.get();
+  ASSERT_TRUE(transport_->CreateEndpoint(config, &a_, active_).ok());
+  ASSERT_TRUE(transport_->CreateEndpoint(config, &p_, passive_).ok());
   Segment r[] = {dst.Seg(0, 32)};
   ASSERT_TRUE(passive_->PostRecv(1, r).ok());
-  ASSERT_TRUE(passive_->PostRecv(2, r).ok());
   Connect();
-  auto guard = static_cast<verbs::VerbsTransport&>(*transport_).LockDispatch();
+  cq->Arm();
   Segment s[] = {src.Seg(0, 20)};
   ASSERT_TRUE(active_->Post(SendOf(2, s)).ok());
+  if (cq->wait_fd() >= 0) {
+    pollfd fd{cq->wait_fd(), POLLIN, 0};
+    ASSERT_EQ(::poll(&fd, 1, static_cast<int>(std::chrono::milliseconds(kBound).count())), 1) << "no notification";
+    cq->TakeNotifications();
+  }
+  std::uint32_t polled = 0;
   const auto until = std::chrono::steady_clock::now() + kBound;
-  while (p_.Get(p_.recvs).empty() && std::chrono::steady_clock::now() < until) transport_->Progress();
-  ASSERT_EQ(p_.Get(p_.recvs).size(), 1u) << "Progress did not poll the CQs";
+  while (polled < 2 && std::chrono::steady_clock::now() < until) polled += cq->Poll(16);
+  EXPECT_EQ(polled, 2u) << "the receive and the send, each once, by this thread's polls";
+  ASSERT_EQ(p_.Get(p_.recvs).size(), 1u);
+  EXPECT_EQ(p_.Get(p_.recvs)[0].id, 1u);
   EXPECT_EQ(p_.Get(p_.recvs)[0].info.length, 20u);
-  guard.unlock();
-  // Handing back (Pause, as a waiter about to sleep does) leaves the thread in charge again.
-  transport_->Pause();
-  ASSERT_TRUE(active_->Post(SendOf(3, s)).ok());
-  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 2; })) << "the progress thread took nothing back";
+  ASSERT_EQ(a_.Get(a_.work_done).size(), 1u);
+  EXPECT_EQ(a_.Get(a_.work_done)[0].id, 2u);
+  active_.reset();
+  passive_.reset();
 }
 
 // Two IAs on one device in one process share the device's async event fd (librdmacm opens a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// For tests that touch memory the progress thread places into or sends from, on purpose and
-// without synchronizing, as a consumer may with an RNIC's DMA: ThreadSanitizer is told to ignore
+// For tests that touch memory the provider places into or sends from, on purpose and without
+// synchronizing, as a consumer may with an RNIC's DMA (a spin on memory an RDMA Write lands in): ThreadSanitizer is told to ignore
 // this thread's accesses inside the scope, so the test runs under TSan with its meaning intact.
 // Outside TSan builds the scopes do nothing.
 #pragma once
@@ -12,7 +12,7 @@ extern "C" void AnnotateIgnoreWritesBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreWritesEnd(const char* file, int line);
 #endif
 
-namespace softdat::transport::tcp {
+namespace softdat::testing {
 
 // This thread's reads in the scope race with the progress thread's placement by design.
 class DeliberatelyRacyReads {
@@ -40,4 +40,4 @@ class DeliberatelyRacyWrites {
   DeliberatelyRacyWrites& operator=(const DeliberatelyRacyWrites&) = delete;
 };
 
-}  // namespace softdat::transport::tcp
+}  // namespace softdat::testing

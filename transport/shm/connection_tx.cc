@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// Transmission on a shared-memory connection: posted Work becomes records in our ring (Sends,
+// RDMA Writes and Read Requests through the ring; pull records for large Sends) or one-sided
+// copies into the peer (RDMA Write and Read by cross-memory attach, checked against the peer's
+// key table under the access rule of key_table.h), and the peer's Read Requests get their
+// responses. Runs with the io lock held, from Post (the latency path: no hand-off) or a poll; it
+// never reports an event itself (Post may be its caller): completions go to done_, failures to
+// failure_, and the next poll reports them.
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "base/log.h"
+#include "transport/shm/cma.h"
+#include "transport/shm/shm_connection.h"
+
+namespace softdat::transport::shm {
+namespace {
+
+// Bytes one pump moves before it lets the poller go on (the rest at the next poll).
+constexpr std::int64_t kPumpBudget = 4 << 20;
+// A one-sided copy goes in pieces this long, each checked and announced on its own: a revocation
+// waits for at most one piece.
+constexpr std::uint64_t kOneSidedPiece = 1 << 20;
+constexpr std::size_t kMaxIovecs = kMaxPullSegments;
+
+}  // namespace
+
+Status Connection::Post(const Work& work) {
+  // The connection ended and its OnEnded is on its way (core holds the EP's state lock around
+  // this call, so it has not run yet): the Work is left for that end to flush, as core promises.
+  if (ended_.load(std::memory_order_acquire)) return Status::Ok();
+  {
+    std::lock_guard lock(post_mutex_);
+    const std::uint64_t tail = post_tail_.load(std::memory_order_relaxed);
+    if (tail - post_head_.load(std::memory_order_acquire) >= posted_.size()) return Status(Code::kQueueFull);
+    posted_[tail % posted_.size()] = work;
+    post_tail_.store(tail + 1, std::memory_order_release);
+  }
+  // Write it now unless a poller is at it (it will see the Work: it pumps after its reads).
+  if (!io_mutex_.try_lock()) {
+    Kick();
+    return Status::Ok();
+  }
+  bool left = false;
+  if (!detached_ && phase_ != Phase::kEnded) {
+    in_post_ = true;
+    (void)PumpTx();
+    in_post_ = false;
+    left = tx_wait_.load(std::memory_order_relaxed) == TxWait::kMore;
+  }
+  const bool report = done_count_ != 0 || failure_.set;
+  io_mutex_.unlock();
+  if (report) {
+    Note(kNoteCompletions);
+  } else if (left) {
+    Kick();
+  }
+  return Status::Ok();
+}
+
+bool Connection::TxIdle() const {
+  return post_tail_.load(std::memory_order_acquire) == post_head_.load(std::memory_order_relaxed) &&
+         tx_.mode == TxMode::kNone && !pull_.active && responses_count_ == 0 && reads_count_ == 0;
+}
+
+void Connection::Complete(std::uint64_t id, WorkStatus status, std::uint32_t length) {
+  done_[(done_head_ + done_count_) % done_.size()] = Done{id, status, length};
+  ++done_count_;
+}
+
+void Connection::TxFailure(RemoteCheck check, std::uint64_t id, WorkStatus status) {
+  Complete(id, status, 0);
+  tx_.mode = TxMode::kNone;
+  failure_.set = true;
+  failure_.check = check;
+}
+
+bool Connection::PumpTx() {
+  if (phase_ == Phase::kEnded || failure_.set) return false;
+  budget_ = kPumpBudget;
+  const std::uint64_t written_before = writer_.written();
+  const std::uint32_t done_before = done_count_;
+  Pump state = Pump::kDone;
+  while (state == Pump::kDone && !failure_.set) {
+    if (responses_count_ > 0) {
+      state = PumpResponse();
+    } else if (pull_.active) {
+      state = CheckPull() ? Pump::kDone : Pump::kRoom;
+    } else if (tx_.mode != TxMode::kNone) {
+      state = PumpMessage();
+    } else {
+      state = NextWork();
+    }
+    if (state == Pump::kDone && budget_ <= 0) state = Pump::kMore;
+  }
+  TxWait wait = TxWait::kIdle;
+  switch (state) {
+    case Pump::kMore: wait = TxWait::kMore; break;
+    case Pump::kRoom: wait = TxWait::kConsumption; break;
+    case Pump::kInbound: wait = TxWait::kInbound; break;
+    default: break;
+  }
+  if (wait == TxWait::kConsumption) consumed_seen_.store(writer_.consumed(), std::memory_order_relaxed);
+  tx_wait_.store(wait, std::memory_order_relaxed);
+  if (writer_.broken() && !failure_.set) {
+    SOFTDAT_LOG(kWarn, "shm: process %d published a consumed count that lies", static_cast<int>(peer_pid_));
+    failure_.set = true;
+  }
+  const bool wrote = writer_.written() != written_before;
+  if (wrote) MaybeRing();
+  return wrote || done_count_ != done_before;
+}
+
+Connection::Pump Connection::NextWork() {
+  const std::uint64_t head = post_head_.load(std::memory_order_relaxed);
+  if (head == post_tail_.load(std::memory_order_acquire)) return Pump::kIdle;
+  const Work& work = posted_[head % posted_.size()];
+  if (work.fence && reads_count_ > 0) return Pump::kInbound;  // after our earlier Reads complete
+  TxMode mode = TxMode::kNone;
+  switch (work.kind) {
+    case WorkKind::kSend:
+      mode = peer_attaches_ && work.length >= options_.pull_threshold && work.local.size() <= kMaxPullSegments
+                 ? TxMode::kPull
+                 : TxMode::kInline;
+      break;
+    case WorkKind::kRdmaWrite:
+      mode = attach_ ? TxMode::kOneSided : TxMode::kRingWrite;
+      break;
+    case WorkKind::kRdmaRead:
+      if (!attach_ && reads_count_ >= ord_limit_) return Pump::kInbound;
+      mode = attach_ ? TxMode::kOneSided : TxMode::kReadRequest;
+      break;
+    case WorkKind::kRdmaWriteImmediate:
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+    case WorkKind::kSendDatagram:
+      break;  // the IB extensions: this transport's capabilities offer none, so core never posts them
+  }
+  tx_ = TxMessage{};
+  tx_.mode = mode;
+  tx_.work = work;
+  if (work.kind == WorkKind::kSend) tx_.msn = send_msn_++;
+  post_head_.store(head + 1, std::memory_order_release);
+  return Pump::kDone;
+}
+
+Connection::Pump Connection::PumpMessage() {
+  switch (tx_.mode) {
+    case TxMode::kInline:
+    case TxMode::kResend: {
+      const Work& work = tx_.work;
+      const auto flags = static_cast<std::uint8_t>((work.solicited ? kFlagSolicited : 0) | (work.invalidate ? kFlagInvalidate : 0));
+      return PumpRecords(Opcode::kSend, flags, work.invalidate ? work.invalidate_key : 0, 0);
+    }
+    case TxMode::kPull:
+      return PumpPull();
+    case TxMode::kOneSided:
+      return PumpOneSided();
+    case TxMode::kRingWrite:  // the target places it after its own key check
+      return PumpRecords(Opcode::kWrite, 0, tx_.work.remote_key, tx_.work.remote_address);
+    case TxMode::kReadRequest:
+      return PumpReadRequest();
+    case TxMode::kNone:
+      break;
+  }
+  return Pump::kDone;
+}
+
+// A Send or an RDMA Write through the ring, in records of at most max_payload bytes each
+// carrying its offset in the message plus `base` (a Write's tagged offset; 0 for a Send).
+Connection::Pump Connection::PumpRecords(Opcode opcode, std::uint8_t flags, std::uint32_t key, std::uint64_t base) {
+  const Work& work = tx_.work;
+  do {
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(writer_.max_payload(), work.length - tx_.offset));
+    RecordHeader* header = writer_.Begin(n);
+    if (header == nullptr) return Pump::kRoom;
+    header->opcode = opcode;
+    header->flags = static_cast<std::uint8_t>(flags | (tx_.offset + n == work.length ? kFlagLast : 0));
+    header->segments = 0;
+    header->msn = tx_.msn;
+    header->key = key;
+    header->total = static_cast<std::uint32_t>(work.length);
+    header->offset = base + tx_.offset;
+    Gather(work.local, tx_.cursor, RingWriter::Payload(header), n);
+    writer_.Commit(header, n);
+    tx_.offset += n;
+    budget_ -= n + kHeaderBytes;
+    if (budget_ <= 0 && tx_.offset < work.length) return Pump::kMore;
+  } while (tx_.offset < work.length);
+  Complete(work.id, WorkStatus::kSuccess, static_cast<std::uint32_t>(work.length));
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+// A large Send as one record naming our memory: the receiver pulls it. Nothing follows it until
+// it is consumed (CheckPull), so that a refused pull can be resent in its place.
+Connection::Pump Connection::PumpPull() {
+  const Work& work = tx_.work;
+  const auto count = static_cast<std::uint16_t>(work.local.size());
+  RecordHeader* header = writer_.Begin(count * sizeof(PullSegment));
+  if (header == nullptr) return Pump::kRoom;
+  header->opcode = Opcode::kSendPull;
+  header->flags = static_cast<std::uint8_t>(kFlagLast | (work.solicited ? kFlagSolicited : 0) |
+                                            (work.invalidate ? kFlagInvalidate : 0));
+  header->segments = count;
+  header->msn = tx_.msn;
+  header->key = work.invalidate ? work.invalidate_key : 0;
+  header->total = static_cast<std::uint32_t>(work.length);
+  header->offset = 0;
+  auto* pieces = reinterpret_cast<PullSegment*>(RingWriter::Payload(header));
+  for (std::uint16_t i = 0; i < count; ++i) pieces[i] = PullSegment{work.local[i].address, work.local[i].length};
+  writer_.Commit(header, count * sizeof(PullSegment));
+  pull_.active = true;
+  pull_.id = work.id;
+  pull_.msn = tx_.msn;
+  pull_.length = static_cast<std::uint32_t>(work.length);
+  pull_.end = writer_.written();
+  pull_.work = work;
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+bool Connection::CheckPull() {
+  if (writer_.consumed() < pull_.end && (!writer_.Refresh() || writer_.consumed() < pull_.end)) return false;
+  pull_.active = false;
+  // The peer wrote its refusal before it published the consumed count we just read.
+  if (LoadAcquire(&peer_control_->pull_refused) == pull_.msn) {
+    SOFTDAT_LOG(kInfo, "shm: process %d could not pull Send MSN %u: it and later Sends go through the ring",
+                static_cast<int>(peer_pid_), pull_.msn);
+    peer_attaches_ = false;
+    tx_ = TxMessage{};
+    tx_.mode = TxMode::kResend;
+    tx_.work = pull_.work;
+    tx_.msn = pull_.msn;
+    return true;
+  }
+  Complete(pull_.id, WorkStatus::kSuccess, pull_.length);
+  return true;
+}
+
+// An RDMA Write or Read by cross-memory attach, once every earlier record is consumed (so it is
+// placed after them, as on the wire), in pieces each announced and checked (key_table.h).
+Connection::Pump Connection::PumpOneSided() {
+  if (writer_.consumed() != writer_.written() && (!writer_.Refresh() || writer_.consumed() != writer_.written()))
+    return Pump::kRoom;
+  const Work& work = tx_.work;
+  const bool write = work.kind == WorkKind::kRdmaWrite;
+  const RemoteAccess access = write ? RemoteAccess::kWrite : RemoteAccess::kRead;
+  std::atomic_ref<std::uint64_t> announced(my_control_->access);
+  do {
+    const std::uint64_t n = std::min<std::uint64_t>(kOneSidedPiece, work.length - tx_.offset);
+    const std::uint64_t remote_address = work.remote_address + tx_.offset;
+    iovec local[kMaxIovecs];
+    const std::size_t local_count = SegmentIovecs(work.local, tx_.offset, n, local);
+    if (n != 0 && local_count == 0) {
+      // More pieces than one call takes: this Work goes through the ring.
+      tx_.mode = write ? TxMode::kRingWrite : TxMode::kReadRequest;
+      tx_.offset = 0;
+      tx_.cursor = {};
+      return write || reads_count_ < ord_limit_ ? Pump::kDone : Pump::kInbound;
+    }
+    announced.fetch_add(1, std::memory_order_seq_cst);  // odd: in flight
+    bool gone = LoadAcquire(&peer_control_->ended) != 0;
+    RemoteCheck check = RemoteCheck::kOk;
+    CmaResult result = CmaResult::kDone;
+    if (!gone && n != 0) {  // a zero-length access touches nothing and checks nothing, as on the wire
+      check = peer_table_->Check(work.remote_key, remote_address, n, access, peer_binding_);
+      if (check == RemoteCheck::kOk) {
+        const iovec remote{reinterpret_cast<void*>(remote_address), static_cast<std::size_t>(n)};
+        result = CrossMemoryCopy(peer_pid_, write, {local, local_count}, {&remote, 1}, n);
+      }
+    }
+    announced.fetch_add(1, std::memory_order_release);  // even: done
+    if (gone) return Pump::kInbound;  // its end reaches us through the socket
+    if (check != RemoteCheck::kOk) {
+      SOFTDAT_LOG(kInfo, "shm: our RDMA %s of %llu bytes at %#llx (STag %#x) was refused by process %d's key table (%d)",
+                  write ? "Write" : "Read", static_cast<unsigned long long>(n), static_cast<unsigned long long>(remote_address),
+                  work.remote_key, static_cast<int>(peer_pid_), static_cast<int>(check));
+      TxFailure(check, work.id, WorkStatus::kRemoteAccess);
+      return Pump::kFailed;
+    }
+    if (result == CmaResult::kRefused) {
+      SOFTDAT_LOG(kInfo, "shm: the kernel refused cross-memory attach to process %d: RDMA goes through the ring",
+                  static_cast<int>(peer_pid_));
+      attach_ = false;
+      tx_.mode = write ? TxMode::kRingWrite : TxMode::kReadRequest;
+      tx_.offset = 0;  // again from the start: the same bytes again are harmless
+      tx_.cursor = {};
+      return write || reads_count_ < ord_limit_ ? Pump::kDone : Pump::kInbound;
+    }
+    if (result == CmaResult::kFault) {
+      SOFTDAT_LOG(kWarn, "shm: process %d's key table grants STag %#x at %#llx, but that memory is not there", static_cast<int>(peer_pid_),
+                  work.remote_key, static_cast<unsigned long long>(remote_address));
+      TxFailure(RemoteCheck::kBounds, work.id, WorkStatus::kRemoteAccess);
+      return Pump::kFailed;
+    }
+    tx_.offset += n;
+    budget_ -= static_cast<std::int64_t>(n);
+    if (budget_ <= 0 && tx_.offset < work.length) return Pump::kMore;
+  } while (tx_.offset < work.length);
+  Complete(work.id, WorkStatus::kSuccess, static_cast<std::uint32_t>(work.length));
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+// An RDMA Read through the ring: a request record; the response comes as records.
+Connection::Pump Connection::PumpReadRequest() {
+  if (reads_count_ >= ord_limit_) return Pump::kInbound;
+  const Work& work = tx_.work;
+  RecordHeader* header = writer_.Begin(0);
+  if (header == nullptr) return Pump::kRoom;
+  header->opcode = Opcode::kReadRequest;
+  header->flags = kFlagLast;
+  header->segments = 0;
+  header->msn = read_msn_;
+  header->key = work.remote_key;
+  header->total = static_cast<std::uint32_t>(work.length);
+  header->offset = work.remote_address;
+  writer_.Commit(header, 0);
+  RingRead& read = reads_[(reads_head_ + reads_count_) % reads_.size()];
+  read = RingRead{work, read_msn_++, 0, {}};
+  ++reads_count_;
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+// The response to the peer's oldest Read Request, from the memory its key check resolved.
+Connection::Pump Connection::PumpResponse() {
+  Response& response = responses_[responses_head_];
+  do {
+    const std::uint32_t n = std::min(writer_.max_payload(), response.length - response.sent);
+    RecordHeader* header = writer_.Begin(n);
+    if (header == nullptr) return Pump::kRoom;
+    header->opcode = Opcode::kReadResponse;
+    header->flags = response.sent + n == response.length ? kFlagLast : 0;
+    header->segments = 0;
+    header->msn = response.msn;
+    header->key = 0;
+    header->total = response.length;
+    header->offset = response.sent;
+    if (n != 0) std::memcpy(RingWriter::Payload(header), response.source + response.sent, n);
+    writer_.Commit(header, n);
+    response.sent += n;
+    budget_ -= n + kHeaderBytes;
+    if (budget_ <= 0 && response.sent < response.length) return Pump::kMore;
+  } while (response.sent < response.length);
+  responses_head_ = (responses_head_ + 1) % responses_.size();
+  --responses_count_;
+  return Pump::kDone;
+}
+
+}  // namespace softdat::transport::shm
