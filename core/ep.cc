@@ -207,6 +207,7 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
     if (evd != nullptr) evd->AddUser();
   if (srq != nullptr) srq->AddRecvEvd(recv_evd);
   ia->Track(ep);
+  if (ep->datagram_) ia->WantDatagrams();  // every PSP of the IA listens for UD requests from now on
   *out = ep;
   return Status::Ok();
 }

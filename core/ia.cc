@@ -178,6 +178,15 @@ Status Ia::PrintCounters(int which, bool reset) {
   return ReadCounters(counters_, kIaCounterNames, "IA", this, which, nullptr, reset);
 }
 
+void Ia::WantDatagrams() {
+  // Set first, then visit: a PSP tracked meanwhile either is visited here or sees the flag itself
+  // (Psp::Listen checks it after it is tracked); listening twice is a no-op.
+  if (datagrams_wanted_.exchange(true, std::memory_order_seq_cst)) return;
+  ForEachTracked([](HandleHeader* object) {
+    if (object->kind.load(std::memory_order_relaxed) == HandleKind::kPsp) static_cast<Psp*>(object)->ListenDatagrams();
+  });
+}
+
 std::size_t Ia::tracked() const {
   std::lock_guard lock(objects_mutex_);
   return objects_.size();

@@ -103,6 +103,12 @@ class Ia : public HandleHeader {
     for (HandleHeader* object : objects_) visit(object);
   }
 
+  // The first UD EP of the IA was made: from now on every PSP also listens for UD endpoints'
+  // requests (Psp::ListenDatagrams), those that exist now and those made later. Until then a PSP
+  // holds no datagram listener (a socket on tcp): an IA without UD EPs pays nothing for them.
+  void WantDatagrams();
+  bool datagrams_wanted() const { return datagrams_wanted_.load(std::memory_order_seq_cst); }
+
   // How many LMRs and bound RMRs one IA may have (the key table is sized for it at open).
   static constexpr std::uint32_t kMaxMemoryKeys = 16384;
 
@@ -148,6 +154,7 @@ class Ia : public HandleHeader {
   Poller poller_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
   mutable softdat::Mutex objects_mutex_;
+  std::atomic<bool> datagrams_wanted_{false};
   std::unordered_set<HandleHeader*> objects_;
 };
 

@@ -305,6 +305,23 @@ TEST_F(ExtensionTest, UdEndpointsResolveEachOtherAndExchangeDatagrams) {
   EXPECT_TRUE(server->FreeAddressHandle(&to_client).ok());
 }
 
+// An IA without UD EPs keeps no datagram listener (on tcp, a socket per PSP); its first UD EP
+// makes every PSP listen for UD requests, those made before it too.
+TEST_F(ExtensionTest, APspMadeBeforeTheFirstUdEpTakesUdRequestsOnceThereIsOne) {
+  Psp* psp = nullptr;
+  ASSERT_TRUE(Psp::Create(ia_, 4321, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp).ok());
+  EXPECT_FALSE(ia_->datagrams_wanted());
+  Ep* client = MakeUdEp();
+  ASSERT_NE(client, nullptr);
+  EXPECT_TRUE(ia_->datagrams_wanted());
+  sockaddr_in address = ia_->address();
+  ASSERT_TRUE(client->Connect(reinterpret_cast<sockaddr*>(&address), 4321, DAT_TIMEOUT_INFINITE, 0, nullptr).ok());
+  DAT_EVENT event;
+  ASSERT_TRUE(Next(cr_evd_, event));
+  EXPECT_EQ(static_cast<int>(event.event_number), DAT_IB_UD_CONNECTION_REQUEST_EVENT);
+  ASSERT_TRUE(Psp::Free(psp).ok());
+}
+
 TEST_F(ExtensionTest, ADatagramWithoutAReceiveIsDroppedAndCounted) {
   Ep* server = MakeUdEp();
   Ep* client = MakeUdEp();
