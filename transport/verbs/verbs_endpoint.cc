@@ -2,7 +2,10 @@
 // VerbsEndpoint: connection setup through rdma_cm, posting to the QP, completions, teardown.
 #include "transport/verbs/verbs_endpoint.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -38,6 +41,11 @@ std::uint64_t WrId(std::uint64_t tag, std::uint64_t generation, std::uint64_t se
 }
 
 std::span<const std::uint8_t> Data(const CmEvent& e) { return {e.private_data, e.private_data_length}; }
+
+// By WorkKind: whose payload the device may take inline at the post (what it sends; not a Read's
+// or an atomic's local buffer, which it writes).
+constexpr bool kMayInline[] = {true, true, false, true, false, false, true};
+static_assert(std::size(kMayInline) == static_cast<std::size_t>(WorkKind::kSendDatagram) + 1);
 
 }  // namespace
 
@@ -216,11 +224,24 @@ Status VerbsEndpoint::Post(const Work& work) {
       wr.wr.rdma.remote_addr = work.remote_address;
       wr.wr.rdma.rkey = work.remote_key;
       break;
+    // The DAT IB extensions, posted only where the capabilities offer them (verbs_device.cc).
     case WorkKind::kRdmaWriteImmediate:
+      wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+      wr.imm_data = htonl(work.immediate);
+      wr.wr.rdma.remote_addr = work.remote_address;
+      wr.wr.rdma.rkey = work.remote_key;
+      if (work.solicited) wr.send_flags |= IBV_SEND_SOLICITED;
+      break;
     case WorkKind::kFetchAdd:
     case WorkKind::kCompareSwap:
+      wr.opcode = work.kind == WorkKind::kFetchAdd ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
+      wr.wr.atomic.remote_addr = work.remote_address;
+      wr.wr.atomic.rkey = work.remote_key;
+      wr.wr.atomic.compare_add = work.compare_add;
+      wr.wr.atomic.swap = work.swap;
+      break;
     case WorkKind::kSendDatagram:
-      return Status(Code::kModelNotSupported);  // the capabilities say so: core never posts them
+      return Status(Code::kModelNotSupported);  // a connected endpoint sends no datagram (core never asks)
   }
   std::lock_guard lock(mutex_);
   // Ending (the QP in ERR, or gone while OnEnded is on its way): kInvalidState, which core reads
@@ -233,7 +254,7 @@ Status VerbsEndpoint::Post(const Work& work) {
   wr.num_sge = static_cast<int>(work.local.size());
   // Small Sends and Writes go inline: the device copies them at the post instead of reading
   // them by key later (no work request keeps the buffer; the completion still comes).
-  if (work.kind != WorkKind::kRdmaRead && work.length > 0 && work.length <= max_inline_)
+  if (kMayInline[static_cast<std::size_t>(work.kind)] && work.length > 0 && work.length <= max_inline_)
     wr.send_flags |= IBV_SEND_INLINE;
   std::uint64_t seq;
   if (!sends_.Push(Posted{work.id, static_cast<std::uint32_t>(work.length)}, seq)) return Status(Code::kQueueFull);
@@ -613,6 +634,13 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
     info.length = wc.byte_len;
     info.invalidated = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
     info.invalidate_key = info.invalidated ? wc.invalidated_rkey : 0;
+    // An RDMA Write with immediate data: the buffer holds nothing; byte_len is the Write's length.
+    if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      info.extension.immediate = true;
+      info.extension.immediate_data = ntohl(wc.imm_data);
+      info.extension.written = wc.byte_len;
+      info.length = 0;
+    }
   }
   const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
   if (failed)

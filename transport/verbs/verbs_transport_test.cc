@@ -98,11 +98,14 @@ class VerbsTransportTest : public ::testing::Test {
     transport_.reset();
   }
 
-  // Registered with every access; the fixture owns it so it outlives the endpoints.
-  Buffer& Make(std::size_t n, std::uint8_t seed = 0) {
+  // Registered with every access (remote atomics when asked); the fixture owns it so it outlives
+  // the endpoints.
+  Buffer& Make(std::size_t n, std::uint8_t seed = 0, bool atomic = false) {
     buffers_.push_back(std::make_unique<Buffer>(n, seed));
     Buffer& b = *buffers_.back();
-    EXPECT_TRUE(transport_->RegisterMemory(*pd_, b.bytes.data(), b.bytes.size(), MemoryAccess{true, true, true}, b.mr).ok());
+    EXPECT_TRUE(
+        transport_->RegisterMemory(*pd_, b.bytes.data(), b.bytes.size(), MemoryAccess{true, true, true, atomic}, b.mr)
+            .ok());
     return b;
   }
 
@@ -297,6 +300,74 @@ TEST_F(VerbsTransportTest, RdmaWriteAndReadReachTheRemoteRegion) {
   EXPECT_EQ(done.length, 40u);
   EXPECT_EQ(0, std::memcmp(back.bytes.data(), remote.bytes.data(), 30));
   EXPECT_EQ(0, std::memcmp(reinterpret_cast<const void*>(r[1].address), remote.bytes.data() + 30, 10));
+}
+
+// The DAT IB extensions are what the device has: all on InfiniBand and RoCE (rxe), none on iWARP
+// (siw has no immediate data, no atomics, no UD); the IA reports exactly that (issue 37).
+TEST_F(VerbsTransportTest, TheIbExtensionsAreWhatTheDeviceHas) {
+  const Capabilities& c = transport_->capabilities();
+  std::cout << "IB extensions: immediate " << c.immediate_data << " atomics " << c.atomics << " datagrams "
+            << c.datagrams << std::endl;
+  if (iwarp()) {
+    EXPECT_FALSE(c.immediate_data);
+    EXPECT_FALSE(c.atomics);
+    EXPECT_FALSE(c.datagrams);
+  } else {
+    EXPECT_TRUE(c.immediate_data);
+    EXPECT_TRUE(c.atomics);
+  }
+}
+
+TEST_F(VerbsTransportTest, WriteWithImmediateCompletesTheNextReceiveWithTheImmediateAndTheLength) {
+  if (!transport_->capabilities().immediate_data) GTEST_SKIP() << "the device has no immediate data";
+  Buffer& local = Make(64, 5);
+  Buffer& remote = Make(64);
+  Buffer& receive = Make(16, 9);
+  MakeEndpoints();
+  Connect();
+  Segment r[] = {receive.Seg(0, 16)};
+  ASSERT_TRUE(passive_->PostRecv(55, r).ok());
+  Segment w[] = {local.Seg(0, 40)};
+  Work write = Rdma(WorkKind::kRdmaWriteImmediate, 30, w, remote.address(8), remote.mr->remote_key());
+  write.immediate = 0xC0FFEE;
+  ASSERT_TRUE(active_->Post(write).ok());
+  ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 1; }));
+  const auto recv = p_.Get(p_.recvs)[0];
+  EXPECT_EQ(recv.id, 55u);
+  EXPECT_EQ(recv.status, WorkStatus::kSuccess);
+  EXPECT_TRUE(recv.info.extension.immediate);
+  EXPECT_EQ(recv.info.extension.immediate_data, 0xC0FFEEu);
+  EXPECT_EQ(recv.info.extension.written, 40u);
+  EXPECT_EQ(0, std::memcmp(remote.bytes.data() + 8, local.bytes.data(), 40));
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.work_done)[0].status, WorkStatus::kSuccess);
+}
+
+TEST_F(VerbsTransportTest, AtomicsReturnTheOriginalValue) {
+  if (!transport_->capabilities().atomics) GTEST_SKIP() << "the device has no atomics";
+  Buffer& target = Make(64, 0, true);
+  Buffer& result = Make(16);
+  const std::uint64_t five = 5;
+  std::memcpy(target.bytes.data() + 8, &five, 8);
+  MakeEndpoints();
+  Connect();
+  Segment first[] = {result.Seg(0, 8)}, second[] = {result.Seg(8, 8)};
+  Work add = Rdma(WorkKind::kFetchAdd, 40, first, target.address(8), target.mr->remote_key());
+  add.compare_add = 10;
+  Work swap = Rdma(WorkKind::kCompareSwap, 41, second, target.address(8), target.mr->remote_key());
+  swap.compare_add = 15;
+  swap.swap = 99;
+  ASSERT_TRUE(active_->Post(add).ok());
+  ASSERT_TRUE(active_->Post(swap).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 2; }));
+  for (const auto& done : a_.Get(a_.work_done)) EXPECT_EQ(done.status, WorkStatus::kSuccess);
+  std::uint64_t original = 0, now = 0;
+  std::memcpy(&original, result.bytes.data(), 8);
+  EXPECT_EQ(original, 5u) << "in host byte order";
+  std::memcpy(&original, result.bytes.data() + 8, 8);
+  EXPECT_EQ(original, 15u);
+  std::memcpy(&now, target.bytes.data() + 8, 8);
+  EXPECT_EQ(now, 99u);
 }
 
 TEST_F(VerbsTransportTest, WriteWithABadKeyIsRemoteAccessAndBreaksTheConnection) {
