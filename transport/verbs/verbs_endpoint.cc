@@ -227,7 +227,9 @@ Status VerbsEndpoint::Post(const Work& work) {
     // The DAT IB extensions, posted only where the capabilities offer them (verbs_device.cc).
     case WorkKind::kRdmaWriteImmediate:
       wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-      wr.imm_data = htonl(work.immediate);
+      // As OFED DAPL does: the consumer's 32 bits as the host holds them, not swapped to the
+      // network order ibv_send_wr's type suggests (dtestx against OFED DAPL on rxe0 checks it).
+      wr.imm_data = work.immediate;
       wr.wr.rdma.remote_addr = work.remote_address;
       wr.wr.rdma.rkey = work.remote_key;
       if (work.solicited) wr.send_flags |= IBV_SEND_SOLICITED;
@@ -637,7 +639,7 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
     // An RDMA Write with immediate data: the buffer holds nothing; byte_len is the Write's length.
     if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
       info.extension.immediate = true;
-      info.extension.immediate_data = ntohl(wc.imm_data);
+      info.extension.immediate_data = wc.imm_data;  // unswapped, as OFED DAPL (see Post)
       info.extension.written = wc.byte_len;
       info.length = 0;
     }
