@@ -92,9 +92,14 @@ bool HandoffRelay::Start(std::uint16_t port, std::size_t bytes, std::uint16_t th
   close(in);
   if (!taken) return false;
 
-  // The server is ready once its next port listens.
-  while (!Listening(then_port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
-  if (!Listening(then_port)) return error = "the server never listened on port " + std::to_string(then_port), false;
+  // The server is ready once its next port listens; a listener the kernel's socket table does not
+  // show (rdma_cm's on RoCE: then_port 0) gets a pause instead.
+  if (then_port == 0) {
+    std::this_thread::sleep_for(kUnseenListenerPause);
+  } else {
+    while (!Listening(then_port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    if (!Listening(then_port)) return error = "the server never listened on port " + std::to_string(then_port), false;
+  }
 
   // Serve the same bytes on the server's hand-off port (the server closed its listener before it
   // wrote), on every address as dtest's server listens: a client in another network namespace

@@ -23,6 +23,10 @@ namespace softdat::testing {
 inline constexpr std::uint16_t kDtestHandoffPort = 15828;
 inline constexpr std::size_t kDtestHandoffBytes = 128;
 inline constexpr std::uint16_t kDtestPsp = 45248;
+// When the server's next listener is one the kernel's socket table does not show (rdma_cm's on
+// RoCE), Start is given port 0 and waits this long instead (a pause, not a bound: the guest's
+// suites only).
+inline constexpr std::chrono::seconds kUnseenListenerPause{2};
 // Stock dtestx: the same port and size both ways; its server's PSP, and its UD client's.
 inline constexpr std::uint16_t kDtestxServerPsp = 31112;
 inline constexpr std::uint16_t kDtestxClientPsp = 31111;
@@ -44,7 +48,7 @@ class HandoffRelay {
   ~HandoffRelay();
 
   // Connects to 127.0.0.1:`port`, reads exactly `bytes` from the server, waits until `then_port`
-  // listens (in this thread's network namespace), then listens on `port` itself, on every
+  // listens (in this thread's network namespace; 0: kUnseenListenerPause), then listens on `port` itself, on every
   // address as dtest's server does, and hands the same bytes to the first connection, in a
   // thread. Every wait is bounded by `bound`. False, with `error` saying why, if any step
   // failed; nothing then listens on `port`. With a `reply` (dtestx), the relay writes it to the

@@ -6,6 +6,9 @@
 //
 //   handoff_relay PORT BYTES THEN_PORT SECONDS READY_FILE [CLIENT_ADDRESS PROVIDER]
 //
+// THEN_PORT 0: the server's next listener is one the kernel's socket table does not show
+// (rdma_cm's on RoCE); the relay pauses instead (kUnseenListenerPause).
+//
 // With CLIENT_ADDRESS (IPv4) and PROVIDER, the hand-off is dtestx's, which goes both ways: the
 // relay answers the server as a dtestx client at that address using that provider would
 // (DtestxReply), and drops the client's own answer.
@@ -37,7 +40,7 @@ int main(int argc, char** argv) {
   const bool dtestx = argc == 8;
   if (dtestx && inet_pton(AF_INET, argv[6], &client.sin_addr) != 1) argc = 0;  // usage
   if ((argc != 6 && argc != 8) || !Number(argv[1], 65535, port) || !Number(argv[2], 1 << 20, bytes) ||
-      !Number(argv[3], 65535, then_port) || !Number(argv[4], 3600, seconds) || port == 0 || then_port == 0 ||
+      !Number(argv[3], 65535, then_port) || !Number(argv[4], 3600, seconds) || port == 0 ||
       bytes == 0 || seconds == 0) {
     std::fprintf(stderr, "usage: handoff_relay PORT BYTES THEN_PORT SECONDS READY_FILE [CLIENT_ADDRESS PROVIDER]\n");
     return 2;
