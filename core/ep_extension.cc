@@ -47,6 +47,13 @@ Status Ep::PostAtomic(transport::WorkKind kind, DAT_UINT64 compare_add, DAT_UINT
   const char* call = fetch_add ? "dat_ib_post_fetch_and_add" : "dat_ib_post_cmp_and_swap";
   if (!ia_->capabilities().atomics) return Unsupported(call, "remote atomic operations");
   if (datagram_) return Unsupported(call, "atomics on a UD endpoint");
+  // The target must be naturally aligned: said at the post, on every transport, as a device
+  // says it (rxe refuses the work request); the responder checks it again (a hostile peer).
+  if (remote_iov != nullptr && (remote_iov->virtual_address & 7) != 0) {
+    SOFTDAT_LOG(kWarn, "%s: the remote address 0x%llx is not 8-byte aligned", call,
+                static_cast<unsigned long long>(remote_iov->virtual_address));
+    return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+  }
   RequestSpec spec = RequestSpec::Of(static_cast<DAT_DTOS>(fetch_add ? DAT_IB_DTO_FETCH_ADD : DAT_IB_DTO_CMP_SWAP),
                                      kind, local_iov, 1, cookie, remote_iov, flags);
   spec.compare_add = compare_add;

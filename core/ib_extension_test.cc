@@ -236,11 +236,14 @@ TEST_F(ExtensionTest, AnAtomicThatBreaksProtectionIsARemoteAccessError) {
   DAT_RMR_TRIPLET no_right = Remote(4, 8);  // the fixture's LMR: every right but the atomic one
   DAT_RMR_TRIPLET misaligned = AtomicTarget(1);
   misaligned.virtual_address += 4;
+  // A misaligned target is refused at the post, on every transport, as a device refuses it.
+  EXPECT_EQ(client->PostAtomic(WorkKind::kFetchAdd, 1, 0, &result, Cookie(1), &misaligned, DAT_COMPLETION_DEFAULT_FLAG),
+            Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer));
   DAT_RMR_TRIPLET bad_key = AtomicTarget(1);
   bad_key.rmr_context ^= 0x100;
   DAT_RMR_TRIPLET outside = AtomicTarget(1);
   outside.virtual_address = reinterpret_cast<DAT_VADDR>(atomic_.data() + atomic_.size());
-  for (const DAT_RMR_TRIPLET& target : {no_right, misaligned, bad_key, outside}) {
+  for (const DAT_RMR_TRIPLET& target : {no_right, bad_key, outside}) {
     ASSERT_TRUE(client->PostAtomic(WorkKind::kFetchAdd, 1, 0, &result, Cookie(1), &target,
                                    DAT_COMPLETION_DEFAULT_FLAG)
                     .ok());

@@ -238,7 +238,7 @@ TEST_F(IbExtensions, CompareAndSwapSwapsOnlyOnAMatch) {
   EXPECT_EQ(Word(target, 8), 0x98765u);
 }
 
-// An atomic the target's memory does not allow, or at an address not 8-byte aligned, and an
+// An atomic the target's memory does not allow (a misaligned one is refused at its post), and an
 // RDMA Write with immediate data under a key the peer never gave: the initiator sees a remote error
 // (for the Write, where the transport acknowledges Writes), the connection ends, and the target's
 // memory and the receiver's buffers are untouched.
@@ -256,8 +256,6 @@ TEST_F(IbExtensions, ProtectionFailuresAreRemoteErrorsThatTouchNothing) {
   };
   const Case cases[] = {
       {"no REMOTE_ATOMIC privilege", plain.Remote(8, 8), {DAT_DTO_ERR_REMOTE_ACCESS}},
-      // InfiniBand answers a misaligned atomic as an invalid request (a remote responder error).
-      {"a misaligned address", aligned.Remote(12, 8), {DAT_DTO_ERR_REMOTE_ACCESS, DAT_DTO_ERR_REMOTE_RESPONDER}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -277,6 +275,20 @@ TEST_F(IbExtensions, ProtectionFailuresAreRemoteErrorsThatTouchNothing) {
     const DAT_DTO_COMPLETION_STATUS status = event.event_data.dto_completion_event_data.status;
     EXPECT_NE(std::find(c.allowed.begin(), c.allowed.end(), status), c.allowed.end()) << "status " << status;
     EXPECT_EQ(std::count(result.bytes.begin(), result.bytes.end(), '\x5A'), 8) << "no original value came back";
+  }
+  {
+    // A misaligned target is refused at the post (as a device refuses the work request).
+    DAT_SRQ_HANDLE srq;
+    Pair pair;
+    Region target, result;
+    ASSERT_NO_FATAL_FAILURE(Setup(pair, srq, target, result, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG));
+    DAT_LMR_TRIPLET local = result.Triplet(0, 8);
+    DAT_RMR_TRIPLET remote = aligned.Remote(12, 8);
+    EXPECT_EQ(DAT_GET_TYPE(dat_ib_post_fetch_and_add(pair.sender, 1, &local, Cookie(10), &remote,
+                                                     DAT_COMPLETION_DEFAULT_FLAG)),
+              DAT_INVALID_PARAMETER);
+    DAT_EVENT event{};
+    EXPECT_EQ(DAT_GET_TYPE(Wait(pair.sender_request_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
   }
   EXPECT_EQ(std::count(plain.bytes.begin(), plain.bytes.end(), '\0'), 64);
   EXPECT_EQ(std::count(aligned.bytes.begin(), aligned.bytes.end(), '\0'), 64);
