@@ -14,6 +14,7 @@
 #include "transport/verbs/verbs_cq.h"
 #include "transport/verbs/verbs_memory.h"
 #include "transport/verbs/verbs_srq.h"
+#include "transport/verbs/verbs_ud.h"
 
 namespace softdat::transport::verbs {
 namespace {
@@ -53,6 +54,7 @@ VerbsEndpoint::VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& co
     : AsyncTarget(transport),
       transport_(transport),
       config_(config),
+      datagram_(config.datagram),
       events_(events),
       pd_(static_cast<VerbsPd*>(config.pd)),
       srq_(static_cast<VerbsSrq*>(config.srq)),
@@ -88,7 +90,7 @@ Status VerbsEndpoint::Init() {
   early_segments_.reset(new Segment[static_cast<std::size_t>(recv) * recv_segments_]);
   sends_.Allocate(send);
   if (srq_ == nullptr) recvs_.Allocate(recv);
-  return Status::Ok();
+  return datagram_ ? InitDatagram() : Status::Ok();
 }
 
 VerbsEndpoint::~VerbsEndpoint() {
@@ -100,6 +102,9 @@ VerbsEndpoint::~VerbsEndpoint() {
   // Unfindable: rdma_cm and async events only acked, completions dropped. Then wait once more
   // for an event that found this endpoint before.
   if (id_ != nullptr) std::atomic_ref<void*>(id_->context).store(nullptr);
+  // A UD endpoint's resolutions under way point their ids at themselves, which point at us.
+  for (const auto& resolution : resolutions_)
+    if (resolution->id_ != nullptr) std::atomic_ref<void*>(resolution->id_->context).store(nullptr);
   transport_.async_events().Detach(this, qp != nullptr ? &qp->qp_context : nullptr);
   LeaveCqs();
   transport_.turn().WaitUnlessMine();
@@ -113,6 +118,9 @@ VerbsEndpoint::~VerbsEndpoint() {
     rdma_reject(pending_id_, nullptr, 0);
     rdma_destroy_id(pending_id_);
   }
+  // Resolutions still under way: their ids unfindable since the second turn, as id_.
+  for (const auto& resolution : resolutions_)
+    if (resolution->id_ != nullptr) rdma_destroy_id(resolution->id_);
 }
 
 VerbsCq* VerbsEndpoint::send_cq() const {
@@ -242,8 +250,16 @@ Status VerbsEndpoint::Post(const Work& work) {
       wr.wr.atomic.compare_add = work.compare_add;
       wr.wr.atomic.swap = work.swap;
       break;
-    case WorkKind::kSendDatagram:
-      return Status(Code::kModelNotSupported);  // a connected endpoint sends no datagram (core never asks)
+    case WorkKind::kSendDatagram: {
+      if (!datagram_) return Status(Code::kModelNotSupported);  // a connected endpoint sends none (core never asks)
+      // Core gives a UD endpoint only address handles of this transport's UD endpoints.
+      const auto& to = static_cast<const VerbsAddressHandle&>(*work.destination);
+      wr.opcode = IBV_WR_SEND;
+      wr.wr.ud.ah = to.ah();
+      wr.wr.ud.remote_qpn = to.qpn();
+      wr.wr.ud.remote_qkey = to.qkey();
+      break;
+    }
   }
   std::lock_guard lock(mutex_);
   // Ending (the QP in ERR, or gone while OnEnded is on its way): kInvalidState, which core reads
@@ -299,7 +315,8 @@ Status VerbsEndpoint::PostRecvLocked(std::uint64_t recv_id, std::span<const Segm
     wr.num_sge = static_cast<int>(segments.size());
   }
   std::uint64_t seq;
-  if (!recvs_.Push(Posted{recv_id, 0}, seq)) return Status(Code::kQueueFull);
+  if (!recvs_.Push(Posted{recv_id, 0, segments.empty() ? 0 : segments[0].address}, seq))
+    return Status(Code::kQueueFull);
   wr.wr_id = WrId(kRecvTag, generation_, seq);
   ibv_recv_wr* bad = nullptr;
   if (const int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0) {
@@ -347,7 +364,7 @@ ibv_qp* VerbsEndpoint::CreateQpWithInline(std::uint32_t max_inline) {
   attr.cap.max_send_sge = send_segments_;
   attr.cap.max_recv_sge = srq_ != nullptr ? 0 : recv_segments_;
   attr.cap.max_inline_data = max_inline;
-  attr.qp_type = IBV_QPT_RC;
+  attr.qp_type = datagram_ ? IBV_QPT_UD : IBV_QPT_RC;
   if (rdma_create_qp(id_, pd_->pd(), &attr) != 0) return nullptr;
   std::lock_guard lock(mutex_);
   max_inline_ = attr.cap.max_inline_data;
@@ -619,8 +636,8 @@ void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
 
 void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
   std::uint64_t recv_id = wc.wr_id;  // an SRQ slot
+  Posted posted{0, 0, 0};
   if ((wc.wr_id & kRecvTag) != 0) {
-    Posted posted;
     if ((wc.wr_id >> 32 & kGenerationMask) != (generation_ & kGenerationMask) || !recvs_.Pop(wc.wr_id & 0xFFFFFFFFu, posted)) {
       SOFTDAT_LOG(kDebug, "verbs: a receive completion 0x%llx of an older QP dropped",
                   static_cast<unsigned long long>(wc.wr_id));
@@ -636,6 +653,12 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
     info.length = wc.byte_len;
     info.invalidated = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
     info.invalidate_key = info.invalidated ? wc.invalidated_rkey : 0;
+    // A datagram (its GRH first, counted in byte_len): the sender, as a UD completion names it.
+    if (datagram_) {
+      info.extension.source_qpn = wc.src_qp;
+      if ((wc.wc_flags & IBV_WC_GRH) != 0 && posted.first != 0)
+        info.extension.source_address = ud::SourceAddress(reinterpret_cast<const std::uint8_t*>(posted.first));
+    }
     // An RDMA Write with immediate data: the buffer holds nothing; byte_len is the Write's length.
     if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
       info.extension.immediate = true;
@@ -653,7 +676,7 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
 }
 
 bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
-  bool any = false;
+  bool any = datagram_ && ServiceResolutions(now, timers);
   if (break_requested_.exchange(false)) {
     BreakNow();  // a completion failed on a polling thread
     any = true;

@@ -370,6 +370,66 @@ TEST_F(VerbsTransportTest, AtomicsReturnTheOriginalValue) {
   EXPECT_EQ(now, 99u);
 }
 
+// UD endpoints (verbs_ud.h): one resolves the other through a UD listener (SIDR), each gets a
+// handle of the other, and a datagram goes each way behind its GRH, naming its sender.
+TEST_F(VerbsTransportTest, UdEndpointsResolveEachOtherAndExchangeDatagrams) {
+  const Capabilities& caps = transport_->capabilities();
+  if (!caps.datagrams) GTEST_SKIP() << "the device has no UD";
+  std::cout << "UD MTU " << caps.max_datagram << std::endl;
+  EndpointConfig config = Config();
+  config.datagram = true;
+  config.max_rdma_read_in = config.max_rdma_read_out = 0;
+  ASSERT_TRUE(transport_->CreateEndpoint(config, &a_, active_).ok());
+  ASSERT_TRUE(transport_->CreateEndpoint(config, &p_, passive_).ok());
+  std::unique_ptr<Listener> ud_listener;
+  ASSERT_TRUE(transport_->ListenDatagram(0, &requests_, ud_listener).ok());
+  Buffer& in_b = Make(40 + 64);
+  Buffer& in_a = Make(40 + 64);
+  Segment rb[] = {in_b.Seg(0, 40 + 64)}, ra[] = {in_a.Seg(0, 40 + 64)};
+  ASSERT_TRUE(passive_->PostRecv(7, rb).ok());
+  ASSERT_TRUE(active_->PostRecv(8, ra).ok());
+  const auto hello = V({1, 2, 3, 4}), welcome = V({5, 6});
+  ASSERT_TRUE(active_->Resolve(transport_->address(), ud_listener->port(), hello, UINT64_MAX, 5).ok());
+  auto request = requests_.Next();
+  ASSERT_NE(request, nullptr);
+  ASSERT_TRUE(request->datagram());
+  ExpectPrivateData(request->private_data(), hello);
+  std::unique_ptr<AddressHandle> to_a;
+  ASSERT_TRUE(request->AcceptDatagram(*passive_, welcome, to_a).ok());
+  ASSERT_NE(to_a, nullptr);
+  ASSERT_TRUE(a_.WaitFor([&] { return !a_.resolutions.empty(); }));
+  const auto resolution = a_.Get(a_.resolutions)[0];
+  ASSERT_FALSE(resolution.failed.has_value()) << static_cast<int>(*resolution.failed);
+  EXPECT_EQ(resolution.request, 5u);
+  ExpectPrivateData(resolution.private_data, welcome);
+  const std::shared_ptr<AddressHandle> to_b = resolution.peer;
+  EXPECT_EQ(to_b->address(), transport_->address().sin_addr.s_addr);
+
+  Buffer& out = Make(64, 3);
+  Segment s[] = {out.Seg(0, 64)};
+  Work datagram = SendOf(9, s);
+  datagram.kind = WorkKind::kSendDatagram;
+  datagram.destination = to_b.get();
+  ASSERT_TRUE(active_->Post(datagram).ok());
+  ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 1; }));
+  const auto got = p_.Get(p_.recvs)[0];
+  EXPECT_EQ(got.id, 7u);
+  EXPECT_EQ(got.status, WorkStatus::kSuccess);
+  EXPECT_EQ(got.info.length, 40u + 64u) << "the GRH, then the datagram";
+  EXPECT_EQ(got.info.extension.source_qpn, to_a->qpn());
+  EXPECT_EQ(got.info.extension.source_address, transport_->address().sin_addr.s_addr);
+  EXPECT_EQ(0, std::memcmp(in_b.bytes.data() + 40, out.bytes.data(), 64));
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.work_done)[0].status, WorkStatus::kSuccess);
+
+  datagram.id = 10;
+  datagram.destination = to_a.get();
+  ASSERT_TRUE(passive_->Post(datagram).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.recvs.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.recvs)[0].info.extension.source_qpn, to_b->qpn());
+  EXPECT_EQ(0, std::memcmp(in_a.bytes.data() + 40, out.bytes.data(), 64));
+}
+
 TEST_F(VerbsTransportTest, WriteWithABadKeyIsRemoteAccessAndBreaksTheConnection) {
   Buffer& local = Make(64, 5);
   Buffer& remote = Make(64);
