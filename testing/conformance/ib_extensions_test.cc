@@ -315,9 +315,20 @@ TEST_F(IbExtensions, ProtectionFailuresAreRemoteErrorsThatTouchNothing) {
   const DAT_DTO_COMPLETION_STATUS status = event.event_data.dto_completion_event_data.status;
   EXPECT_TRUE(status == DAT_DTO_ERR_REMOTE_ACCESS || (status == DAT_DTO_SUCCESS && SuiteIsTcp())) << status;
   EXPECT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_BROKEN)) << "the connection ends";
-  EXPECT_EQ(DAT_GET_TYPE(Wait(pair.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED)
-      << "no buffer was taken";
-  EXPECT_EQ(QuerySrq(srq).available_dto_count, 2);
+  // softdat-tcp checks the key before it takes a buffer. An InfiniBand responder (rxe) has taken
+  // the receive for the immediate when it finds the key bad, and completes it in error: a buffer
+  // may go, never as a success.
+  int taken = 0;
+  for (int i = 0; i < 3 && Wait(pair.receiver_recv_evd, event, kQuietUs) == DAT_SUCCESS; ++i) {
+    EXPECT_NE(event.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS)
+        << "event " << event.event_number << ": nothing arrived";
+    ++taken;
+  }
+  if (SuiteIsTcp()) {
+    EXPECT_EQ(taken, 0) << "no buffer was taken";
+  }
+  EXPECT_LE(taken, 1);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 2 - taken);
 }
 
 // What an IA does not offer is refused, with DAT_MODEL_NOT_SUPPORTED, and never half done.
