@@ -184,10 +184,13 @@ for dev in "${devices[@]}"; do
     dapltest -T P -s "$ip" -D "$ia" -n 47400 -i 100 RW 4096 2 -- \
     dapltest -T Q -s "$ip" -D "$ia" -n 47400
 
-  # The DAT IB extensions (issue 37): stock dtestx where the device has them, its refusal where not.
+  # The DAT IB extensions (issue 37): stock dtestx (RC; UD with -u) where the device has them, its
+  # refusal where not.
   if [ "$dev" = rxe0 ]; then
     pair dtestx-immed-atomic-counters "$dev" 15828 dtestx -P "$ia" -s -p -- \
       "$dtestx_client" "$relay" "$ip" "$ia" 0 dtestx -P "$ia" -c -h "$ip" -p
+    pair dtestx-ud "$dev" 15828 dtestx -P "$ia" -s -u -- \
+      "$dtestx_client" "$relay" "$ip" "$ia" 0 dtestx -P "$ia" -c -h "$ip" -u
   else
     dtestx_refused "$dev" "$ia" "$ip"
   fi
