@@ -314,8 +314,8 @@ class Ep : public HandleHeader {
   // completions, request completions, the end-of-connection event, then EP_BROKEN for an SRQ EP
   // and the soft high-watermark event. `kinds` says what the caller made ready (kAll unless a
   // completion path knows): a pass looks only where some caller since the last one said, so a
-  // receive completion does not take the locks of the request queue and the connection state
-  // (about 250 instructions of an 8 B ping-pong's critical path).
+  // receive completion does not take the locks of the request queue and the connection state,
+  // which are on an 8 B ping-pong's critical path (docs/PERFORMANCE.md, "Small messages").
   enum DeliverKind : std::uint8_t {
     kDeliverReceives = 1,
     kDeliverRequests = 2,

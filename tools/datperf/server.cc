@@ -87,7 +87,8 @@ class Server {
   // Echoes and Acks posted and not yet reaped. The loop looks at request_evd_ only while some
   // are: a dequeue that finds its EVD empty runs the transport's progress (a pass with an
   // epoll_wait), and a rate test's server, which sends nothing until the end, paid one such pass
-  // per message for an EVD that could not have an event (fan-in profile, PERFORMANCE.md).
+  // per message for an EVD that could not have an event (docs/PERFORMANCE.md, "SRQ fan-in and
+  // many connections").
   std::uint64_t sends_outstanding_ = 0;
   bool served_ = false;      // --once: the client's last run began
 };

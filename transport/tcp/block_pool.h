@@ -54,8 +54,8 @@ class BlockPool {
 
   const std::size_t block_size_;
   // One free block outside the lock. A busy connection takes and gives back a block per message
-  // (its receive block around each read, its inline ring around each small Send): a lock pair
-  // each time was about 100 instructions of an 8 B ping-pong's round trip, twice per side.
+  // (its receive block around each read, its inline ring around each small Send): one atomic
+  // exchange each instead of a lock pair (docs/PERFORMANCE.md, "Small messages").
   std::atomic<std::uint8_t*> spare_{nullptr};
   mutable softdat::Mutex mutex_;
   std::vector<std::uint8_t*> free_;  // capacity >= allocated_, so Release never allocates

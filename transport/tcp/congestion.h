@@ -6,9 +6,9 @@
 // congestion control to protect, and a model-based one only holds the stream back: with BBR, the
 // default of some hosts, a busy 1 MiB Send stream over loopback ran 20-27% slower than with Reno on
 // the project's VM (its window of about two bandwidth-delay products, 20 segments at a 25 us round
-// trip, and its pacing leave both ends waiting; docs/PERFORMANCE.md, thirteenth round). So "auto"
-// gives such connections Reno, which every Linux allows unprivileged, and leaves the others to the
-// administrator's choice (net.ipv4.tcp_congestion_control).
+// trip, and its pacing leave both ends waiting; docs/PERFORMANCE.md, "Congestion control"). So
+// "auto" gives such connections Reno, which every Linux allows unprivileged, and leaves the others
+// to the administrator's choice (net.ipv4.tcp_congestion_control).
 #pragma once
 
 #include <netinet/in.h>

@@ -3,6 +3,8 @@
 // path), the note that receive buffers came, and the request to disconnect.
 #include <mutex>
 
+#include "base/log.h"
+
 #include "transport/tcp/connection.h"
 
 namespace softdat::transport::tcp {
@@ -31,6 +33,7 @@ void Connection::RecvBuffersAvailable() {
 
 void Connection::Disconnect(bool graceful) {
   if (!started_.load()) return;
+  SOFTDAT_LOG(kDebug, "tcp %s: the consumer asks for a%s disconnect", Describe().data(), graceful ? " graceful" : "n abrupt");
   if (graceful) {
     DisconnectRequest none = DisconnectRequest::kNone;
     disconnect_.compare_exchange_strong(none, DisconnectRequest::kGraceful);

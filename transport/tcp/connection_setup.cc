@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "base/log.h"
+#include "transport/names.h"
 #include "transport/tcp/congestion.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/crc32c.h"
@@ -63,10 +64,14 @@ Connection::Connection(asio::io_context& io, const ConnectionOptions& options, c
 Connection::~Connection() { options_.buffers->live_connections.fetch_sub(1, std::memory_order_relaxed); }
 
 void Connection::Enter(SetupEvent event) {
-  const std::optional<SetupState> next = Next(setup(), event);
+  const SetupState from = setup();
+  const std::optional<SetupState> next = Next(from, event);
   assert(next.has_value() && "Connection: a setup transition its state does not allow");
+  if (!next) return;
   // Release: Post reads the state without io_mutex_ and must see what came before an end.
-  if (next) setup_.store(*next, std::memory_order_release);
+  setup_.store(*next, std::memory_order_release);
+  // Each connection step, at debug (the end says why: End).
+  if (*next != SetupState::kEnded) SOFTDAT_LOG(kDebug, "tcp %s: %s -> %s", Describe().data(), Name(from), Name(*next));
 }
 
 Status Connection::Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
@@ -224,7 +229,12 @@ void Connection::OnConnected(const boost::system::error_code& error) {
       SOFTDAT_LOG(kWarn, "tcp %s: connect failed: no local port is free towards the peer (the ephemeral range, "
                   "net.ipv4.ip_local_port_range, is used up)", Describe().data());
     } else {
-      SOFTDAT_LOG(kInfo, "tcp %s: connect failed: %s", Describe().data(), error.message().c_str());
+      // The consumer sees it (DAT_CONNECTION_EVENT_UNREACHABLE): said at the default level, with why.
+      SOFTDAT_LOG(kWarn, "tcp %s: connect failed: %s%s; the endpoint gets DAT_CONNECTION_EVENT_UNREACHABLE",
+                  Describe().data(), error.message().c_str(),
+                  error.value() == ECONNREFUSED && error.category() == boost::system::system_category()
+                      ? " (nobody listens on that port there)"
+                      : "");
     }
     End(ConnectionEnd::kUnreachable);
     return;
@@ -418,6 +428,7 @@ void Connection::MaybeFinishClose() {
 
 void Connection::End(ConnectionEnd why, std::span<const std::uint8_t> private_data) {
   if (setup() == SetupState::kEnded) return;
+  SOFTDAT_LOG(kDebug, "tcp %s: %s -> ended: %s", Describe().data(), Name(setup()), ConnectionEndName(why));
   Enter(SetupEvent::kEnd);
   rx_.End();
   timer_.cancel();

@@ -91,7 +91,7 @@ void PostQueue::FrameAtPost(Posted& slot, bool crc) {
   std::uint8_t* at = Gather(work.local, frame + header_size);
   std::memset(at, 0, pad);
   // One CRC call over header, payload and pad, all in L1 after the copy: an ISA-L call costs more
-  // than the CRC of a few dozen bytes (PERFORMANCE.md, "Small messages").
+  // than the CRC of a few dozen bytes (docs/PERFORMANCE.md, "Small messages").
   wire::StoreLe32(at + pad, crc ? Crc32cFinal(Crc32cUpdate(kCrc32cInit, frame, size - wire::kCrcSize)) : 0);
   slot.inline_segment = Segment{reinterpret_cast<std::uint64_t>(frame), static_cast<std::uint32_t>(size), 0};
   slot.inline_charged = charged;

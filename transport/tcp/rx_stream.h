@@ -4,9 +4,9 @@
 // of it is placed, and places it: a Send into the receive buffer core hands out when its first
 // FPDU arrives (srq/ decides which), an RDMA Write or Read Response where the STag says, a Read
 // Request into the connection's inbound Reads for the transmit stream to answer (the RFC 7306
-// messages: rdmap_extensions.cc). A large FPDU (more
-// than 8 KiB still to come) has its payload read straight into its destination where the CRC rule
-// allows (always without CRC; with CRC only where nobody looks before the completion: a receive
+// messages: rdmap_extensions.cc). A large FPDU (8 KiB or more still to come) has its payload read
+// straight into its destination where the CRC rule allows (always without CRC; with CRC only
+// where nobody looks before the completion: a receive
 // buffer, our Read's sink, checksummed as it lands). A Send with no buffer to take holds the
 // stream (RxState::kHeld: TCP back-pressure on this connection only) until the consumer posts one
 // or the RNR timeout breaks the connection; while held the socket is watched for the peer's end.

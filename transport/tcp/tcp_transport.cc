@@ -166,8 +166,10 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
       poll_descriptor_(io_),
       handoff_ns_(std::uint64_t{options.handoff_us} * 1000),
       thread_spin_ns_(std::uint64_t{options.thread_spin_us} * 1000),
-      // A kick wakes the progress thread unless it is parked: then consumers poll, and drain it.
-      kicks_(io_, kInitialKickRing, [this] { return !busy_poll_ && !parked_.load(std::memory_order_acquire); }) {
+      // A kick wakes the progress thread unless a consumer polled lately: it drains the ring at
+      // its next poll, or the consumer watch does handoff_us after its last (WatchConsumers).
+      kicks_(io_, kInitialKickRing, [this] { return !busy_poll_ && !consumers_active_.load(std::memory_order_seq_cst); }),
+      consumer_watch_(io_) {
   kicks_.Start();
   if (!busy_poll_ && poll_set_.fd() >= 0) {
     // The progress thread's io_context learns of readable sockets through the epoll fd itself.
@@ -257,11 +259,47 @@ void TcpTransport::ArmParkFromConsumer() {
   asio::post(io_, [this] { Park(); });
 }
 
+// Consumer thread, from Progress: a consumer polls, so its kicks need not wake the progress thread
+// (it drains them at its next poll, with the Work posted meanwhile: a stream's Sends go out
+// together). The thread is told once per spell, to watch for its end.
+void TcpTransport::BeginConsumerSpell() {
+  if (consumers_active_.exchange(true, std::memory_order_seq_cst)) return;
+  asio::post(io_, [this] { WatchConsumers(); });
+}
+
+// io_context handler (the progress thread, or a consumer running handlers while it is parked):
+// wakes handoff_us after the consumers' last poll; while they still poll it looks again then, and
+// when they stopped without a word it ends the spell and drains what they left. While consumers
+// poll that is one wake-up per handoff_us, and none while the IA idles.
+void TcpTransport::WatchConsumers() {
+  if (watching_consumers_ || stopping_.load()) return;
+  const std::uint64_t last = last_poll_ns_.load(std::memory_order_relaxed);
+  const std::uint64_t now = NowNs();
+  if (now - last >= handoff_ns_) {
+    EndConsumerSpell();
+    return;
+  }
+  watching_consumers_ = true;
+  consumer_watch_.expires_after(std::chrono::nanoseconds(last + handoff_ns_ - now));
+  consumer_watch_.async_wait([this](const boost::system::error_code& error) {
+    watching_consumers_ = false;
+    if (!error) WatchConsumers();
+  });
+}
+
+void TcpTransport::EndConsumerSpell() {
+  // Store, fence, then look at the ring; a Push writes the ring, then reads the flag (seq_cst):
+  // either this drain sees its connection or its push wakes the thread.
+  consumers_active_.store(false, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  kicks_.Drain();
+}
+
 // Progress thread, while consumers poll. It waits on a condition variable, not in the
 // io_context: Asio keeps every connected socket in its epoll set, edge-triggered, so a progress
-// thread in io_context::run() was woken by every arrival, only to find nothing to do, and on 2
-// CPUs each wake-up preempted a spinning consumer (0.7 wake-ups per 8 B round trip, 2.4x the
-// busy-poll latency). Meanwhile the consumers run the io_context's handlers (Progress). It sleeps
+// thread in io_context::run() would be woken by every arrival only to find nothing to do, and on
+// a small machine each wake-up preempts a spinning consumer (PERFORMANCE.md, "Progress").
+// Meanwhile the consumers run the io_context's handlers (Progress). It sleeps
 // until handoff_us after the consumers' last poll and takes the sockets back then, or at once
 // when a consumer about to sleep says so (Pause): a consumer that stops polling without a word
 // (its dequeue loop ended, it spins on memory now) leaves arrivals and posted Work handoff_us at
@@ -288,7 +326,7 @@ void TcpTransport::Park() {
   if (stopping_.load()) return;
   poll_streak_.store(0, std::memory_order_relaxed);
   park_armed_.store(false, std::memory_order_release);  // consumers that poll on park it again
-  kicks_.Drain();
+  EndConsumerSpell();
   PollReady(true);
   ArmPollSet();
 }
@@ -407,6 +445,7 @@ bool TcpTransport::Progress() noexcept {
     const std::uint64_t previous = last_poll_ns_.load(std::memory_order_relaxed);
     last_poll_ns_.store(now, std::memory_order_relaxed);
     const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
+    if (!consumers_active_.load(std::memory_order_relaxed)) BeginConsumerSpell();
     if (!park_armed_.load(std::memory_order_relaxed)) {
       if (now - previous >= kStreakGapNs) {
         poll_streak_.store(0, std::memory_order_relaxed);
@@ -439,6 +478,7 @@ void TcpTransport::Pause() noexcept {
     last_poll_ns_.store(0, std::memory_order_relaxed);
     parked = parked_.load(std::memory_order_relaxed);
   }
+  consumers_active_.store(false, std::memory_order_seq_cst);  // kicks wake the thread again
   if (parked) {
     park_cv_.notify_one();
     return;

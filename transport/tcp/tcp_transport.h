@@ -16,8 +16,10 @@
 //    io_context (Asio's edge-triggered epoll would wake it for every arrival the consumer takes
 //    anyway, and on a small machine each wake-up preempts a spinning consumer); the parked thread
 //    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
-//    once when a consumer about to sleep says so (Pause()). So an arrival or a posted Work waits
-//    for someone handoff_us at most, whatever the consumer does.
+//    once when a consumer about to sleep says so (Pause()). Kicks wake the thread only when no
+//    consumer polled within handoff_us (a polling consumer drains them with what it posted
+//    meanwhile); a timer at the last poll + handoff_us drains what it left (WatchConsumers). So
+//    an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer does.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
@@ -67,11 +69,9 @@ class TcpTransport final : public Transport {
   // True once kDueDepth connections hold Work back for the next drain (see Progress).
   bool ProgressDue() const noexcept override;
   // Connections queued for a drain at which a consumer reaping events drains them before it
-  // reaps on. A consumer answering each completion with a post over 1,000 connections otherwise
-  // reaps thousands of completions, posts as many Sends into inline copies, and only then, its
-  // EVD empty, writes them: 16 MB later, from memory instead of the cache (the SRQ fan-in
-  // client: 6.6% of its samples in that copy, 2.1% with drains every 32 connections). 32
-  // connections of four 4 KiB Sends are 512 KiB of copies.
+  // reaps on: one answering each completion with a post over many connections would otherwise
+  // write its copies only once its EVD is empty, from memory instead of the cache (32
+  // connections of four 4 KiB Sends are 512 KiB of copies; PERFORMANCE.md, "SRQ fan-in and many connections").
   static constexpr std::size_t kDueDepth = 32;
   void Pause() noexcept override;
 
@@ -90,6 +90,9 @@ class TcpTransport final : public Transport {
   // nothing to do, or consumers start polling.
   void SpinAfterTraffic();
   void ArmParkFromConsumer();
+  void BeginConsumerSpell();
+  void WatchConsumers();
+  void EndConsumerSpell();
   void Park();
   bool RunAsio() noexcept;
 
@@ -114,6 +117,11 @@ class TcpTransport final : public Transport {
   SpareCpu spare_cpu_;  // progress thread: may it busy-poll (SpinAfterTraffic)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
+  // A consumer polled within handoff_us: kicks do not wake the progress thread, and the watch
+  // (a timer in the io_context, at the last poll + handoff_us) drains what they leave.
+  std::atomic<bool> consumers_active_{false};
+  asio::steady_timer consumer_watch_;
+  bool watching_consumers_ = false;  // io_context handlers only
   std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers
   std::atomic<std::uint32_t> progress_calls_{0};
   std::atomic<bool> stopping_{false};

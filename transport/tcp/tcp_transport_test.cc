@@ -5,6 +5,7 @@
 #include "transport/tcp/tcp_transport.h"
 #include "transport/tcp/congestion.h"
 #include "testing/deliberate_race.h"
+#include "testing/stderr_capture.h"
 #include "transport/tcp/tcp_listener.h"
 #include "transport/tcp/test_seams.h"
 #include "transport/test_recorder.h"
@@ -963,38 +964,6 @@ TEST_F(TcpTransportPollTest, EverySendPostedIsOnTheWireWithoutAnotherCallOfTheSe
   ASSERT_TRUE(PollUntil([&] { return client_events_.work_done.size() == kBurst; }));
 }
 
-// What this process writes to stderr (fd 2) while the object lives, readable through Read.
-class StderrCapture {
- public:
-  StderrCapture() {
-    if (pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) return;
-    saved_ = dup(STDERR_FILENO);
-    dup2(pipe_[1], STDERR_FILENO);
-  }
-  ~StderrCapture() {
-    if (saved_ >= 0) dup2(saved_, STDERR_FILENO), close(saved_);
-    if (pipe_[0] >= 0) close(pipe_[0]), close(pipe_[1]);
-  }
-  // Waits up to `bound` for `text` in what was written; false if it never came.
-  bool WaitFor(const std::string& text, std::chrono::milliseconds bound) {
-    const auto until = std::chrono::steady_clock::now() + bound;
-    while (written_.find(text) == std::string::npos && std::chrono::steady_clock::now() < until) {
-      pollfd readable{pipe_[0], POLLIN, 0};
-      if (poll(&readable, 1, 50) != 1) continue;
-      char chunk[512];
-      const ssize_t got = read(pipe_[0], chunk, sizeof chunk);
-      if (got > 0) written_.append(chunk, static_cast<std::size_t>(got));
-    }
-    return written_.find(text) != std::string::npos;
-  }
-  const std::string& written() const { return written_; }
-
- private:
-  int pipe_[2] = {-1, -1};
-  int saved_ = -1;
-  std::string written_;
-};
-
 // progress=poll has no progress thread: input that waits for a DAT call waits forever for a
 // consumer that spins on memory or sleeps. A stock consumer written for an RNIC must not hang
 // silently: the IA's watchdog says at the default level (warn) what waits, since when, and why.
@@ -1003,7 +972,7 @@ TEST_F(TcpTransportPollTest, AnIaNobodyCallsWhileInputWaitsSaysSo) {
   std::vector<std::uint8_t> payload = Bytes(8, 7), sink(8);
   std::vector<Segment> gather = {SegmentOf(payload)}, scatter = {SegmentOf(sink)};
   remote_events_.AddBuffer(scatter);
-  StderrCapture captured;
+  softdat::testing::StderrCapture captured;
   ASSERT_TRUE(PostSend(gather, 1).ok());  // on the wire at once; the remote IA is never called
   EXPECT_TRUE(captured.WaitFor("progress=poll: input has waited", kBound)) << captured.written();
   EXPECT_NE(captured.written().find("softdat: warn: tcp IA 127.0.0.1"), std::string::npos) << captured.written();

@@ -42,8 +42,8 @@ bool TxStream::MayWrite() const {
   return (setup == SetupState::kEstablished || setup == SetupState::kClosing) && state_ == TxState::kOpen;
 }
 
-// A read-side poll (PollIo, after every read) then skips the batch machinery, which cost about
-// 450 instructions on the receive path of every ping-pong message.
+// A read-side poll (PollIo, after every read) then skips the batch machinery, which is on every
+// ping-pong message's receive path (docs/PERFORMANCE.md, "Small messages").
 bool TxStream::Idle() const {
   if (c_.setup() != SetupState::kEstablished || state_ != TxState::kOpen || batch_.held() || written_count_ != 0 ||
       message_.kind != Kind::kNone || owe_rtr_ || !c_.reads_in_.empty())
@@ -201,9 +201,9 @@ void TxStream::WriteFromPost() {
   }
   from_post_ = true;
   // The shortest form: a Send framed whole at post, the only Work queued on an idle connection,
-  // goes out with one send() straight from its frame (through the batch machinery an 8 B
-  // ping-pong's post cost 40% more instructions; PERFORMANCE.md, "Small messages"). What the
-  // socket does not take at once becomes a batch, as if Pump had framed it.
+  // goes out with one send() straight from its frame, no batch (a ping-pong's post;
+  // docs/PERFORMANCE.md, "Small messages"). What the socket does not take at once becomes a
+  // batch, as if Pump had framed it.
   PostQueue::Posted posted;
   if (written_count_ == 0 && c_.setup() == SetupState::kEstablished && batch_.empty() && message_.kind == Kind::kNone &&
       !owe_rtr_ && c_.reads_in_.empty() && c_.posts_.TakeLoneFramed(posted)) {

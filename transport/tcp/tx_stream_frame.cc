@@ -11,10 +11,9 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// Payload bytes per batch (one sendmsg). On loopback a stream of 64 KiB Sends moved 20-35% more
-// in 1 MiB batches than in 256 KiB ones, and a stream of 1 MiB Sends 2-19% more
-// (PERFORMANCE.md, "Streaming"); few enough that small completions behind a large message are
-// not held back long.
+// Payload bytes per batch (one sendmsg): fewer, larger writes cost the kernel less per byte
+// (docs/PERFORMANCE.md, "Streaming"); few enough that small completions behind a large message
+// are not held back long.
 constexpr std::size_t kBatchBytes = 1024 * 1024;
 // Below this much room left in a batch a new FPDU of a longer message waits for the next batch,
 // so large messages go out in large FPDUs.

@@ -100,6 +100,10 @@ Capabilities CapabilitiesOf(const Device& device, bool busy_poll) {
   c.max_segments = u32(a.max_sge);
   c.max_message_size = device.port_attr.max_msg_sz;
   c.max_rdma_size = device.port_attr.max_msg_sz;
+  // The port's active MTU in bytes (IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5): what DAT_IB_TRANSPORT_MTU
+  // reports, and stock dtestsrq sizes its buffers from when not given -b.
+  const int mtu = static_cast<int>(device.port_attr.active_mtu);
+  if (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096) c.transport_mtu = 128u << mtu;
   c.max_private_data = MaxPrivateData(device.context->device->transport_type);
   c.max_rdma_read_in = u32(a.max_qp_rd_atom);
   c.max_rdma_read_out = u32(a.max_qp_init_rd_atom);

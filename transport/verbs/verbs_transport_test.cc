@@ -196,6 +196,10 @@ TEST_F(VerbsTransportTest, DeviceAttributesAreTheDevicesOwn) {
   EXPECT_GT(c.max_segments, 0u);
   EXPECT_GT(c.max_message_size, 0u);
   EXPECT_GT(c.max_rdma_read_in, 0u);
+  // The port's active MTU, not the tcp FPDU's default: 256 to 4096 bytes, a power of two.
+  EXPECT_GE(c.transport_mtu, 256u);
+  EXPECT_LE(c.transport_mtu, 4096u);
+  EXPECT_EQ(c.transport_mtu & (c.transport_mtu - 1), 0u) << c.transport_mtu;
   EXPECT_GT(transport_->address().sin_addr.s_addr, 0u);
   char address[INET_ADDRSTRLEN];
   const sockaddr_in ia = transport_->address();
