@@ -78,7 +78,7 @@ std::vector<std::uint8_t> Message(const ud::Header& header, const std::vector<st
   ud::Header h = header;
   h.length = static_cast<std::uint16_t>(payload.size());
   ud::EncodeHeader(h, bytes.data());
-  std::memcpy(bytes.data() + ud::kHeaderSize, payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(bytes.data() + ud::kHeaderSize, payload.data(), payload.size());
   ud::Seal(bytes.data(), ud::kHeaderSize + payload.size());
   return bytes;
 }
