@@ -463,9 +463,17 @@ TEST_F(TcpTransportTest, UnsignaledWritesOfMemoryBeingWrittenCompleteAndKeepTheC
     return client_events_.work_done.size() == kWrites || client_events_.ended.has_value();
   }));
   writer.Stop();
+  // A Write completes once sent; a last Send's arrival means the server placed them all, so
+  // `region` is no longer in use when the test ends.
+  std::vector<std::uint8_t> note = Bytes(8, 1), sink(8);
+  std::vector<Segment> gather = {SegmentOf(note)}, scatter = {SegmentOf(sink)};
+  server_events_.AddBuffer(scatter);
+  server_->RecvBuffersAvailable();
+  ASSERT_TRUE(PostSend(gather, kWrites + 1).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1 || server_events_.ended.has_value(); }));
   EXPECT_FALSE(client_events_.ended.has_value());
   EXPECT_FALSE(server_events_.ended.has_value());
-  ASSERT_EQ(client_events_.work_done.size(), kWrites);
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == kWrites + 1; }));
   for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
 }
 
