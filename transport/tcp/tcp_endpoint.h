@@ -22,6 +22,7 @@ class TcpEndpoint final : public Endpoint {
                  std::uint64_t timeout_us) override {
     return connection_->Connect(remote, port, private_data, timeout_us);
   }
+  // Core posts kSendDatagram only to a datagram endpoint (never one of these).
   Status Post(const Work& work) override { return connection_->Post(work); }
   // The software receive model takes buffers on arrival; nothing is posted down.
   Status PostRecv(std::uint64_t, std::span<const Segment>) override { return Status(Code::kModelNotSupported); }

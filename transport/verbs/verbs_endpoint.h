@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// VerbsEndpoint: an RC QP driven by rdma_cm. Its completions go to the CQs of its EVDs
+// VerbsEndpoint: an RC QP driven by rdma_cm (or, with EndpointConfig::datagram, a UD QP: the UD
+// parts are in verbs_ud.cc). Its completions go to the CQs of its EVDs
 // (EndpointConfig::send_cq and recv_cq, shared with the other endpoints naming those EVDs; the
 // transport's own CQ where it has no EVD), so it has no CQ of its own: it registers its QP in
 // those CQs' tables, and a completion polled there comes back through OnCompletion, on the
@@ -26,6 +27,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/mutex.h"
 #include "transport/endpoint.h"
@@ -35,6 +37,7 @@
 
 namespace softdat::transport::verbs {
 
+class UdResolution;
 class VerbsCq;
 class VerbsPd;
 class VerbsSrq;
@@ -50,6 +53,8 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                  std::uint64_t timeout_us) override;
   Status Post(const Work& work) override;
+  Status Resolve(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                 std::uint64_t timeout_us, std::uint64_t request) override;  // UD (verbs_ud.cc)
   Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
   void RecvBuffersAvailable() override {}
   void SetCompletionQueues(CompletionQueue* send_cq, CompletionQueue* recv_cq) override;
@@ -72,6 +77,12 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   Status TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> private_data, std::uint8_t peer_ird,
                     std::uint8_t peer_ord);
   VerbsTransport& transport() const { return transport_; }
+  // UD endpoints (verbs_ud.cc): whether this is one, its PD and QP number (for AcceptDatagram),
+  // and one of its resolutions' rdma_cm events (progress context).
+  bool datagram() const { return datagram_; }
+  ibv_pd* ibv_protection_domain() const;
+  std::uint32_t qp_num() const { return qp_num_; }
+  void OnResolutionEvent(UdResolution& resolution, const CmEvent& event);
   // Under the transport's service mutex: whether the endpoint is on its service list.
   bool& queued_for_service() { return queued_for_service_; }
 
@@ -83,6 +94,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   struct Posted {
     std::uint64_t id;
     std::uint32_t length;
+    std::uint64_t first = 0;  // a UD receive's first byte: its GRH, which names the sender
   };
   // A ring of Posted in posting order: RC completes sends, and receives of its own queue, in
   // posting order. Pushed under mutex_ (posting), popped by the polling thread of one CQ.
@@ -120,6 +132,10 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
 
   VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& config, EndpointEvents* events);
   Status Init();
+  Status InitDatagram();  // a UD QP, ready at once (verbs_ud.cc)
+  // Starts new resolutions, ends those past their deadline, frees those done (progress context).
+  bool ServiceResolutions(Clock::time_point now, bool& timers);
+  void FailResolution(UdResolution& resolution, ConnectionEnd why, std::span<const std::uint8_t> private_data = {});
   void StartConnect();
   void StartAccept();
   bool CreateQp();
@@ -143,6 +159,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
 
   VerbsTransport& transport_;
   const EndpointConfig config_;
+  const bool datagram_;
   EndpointEvents* const events_;
   VerbsPd* const pd_;
   VerbsSrq* const srq_;
@@ -196,6 +213,9 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
 
   PostedRing sends_;
   PostedRing recvs_;  // own queue only
+  // A UD endpoint's Resolves: added by consumer threads under mutex_, started, answered and freed
+  // in the progress context.
+  std::vector<std::unique_ptr<UdResolution>> resolutions_;
 };
 
 }  // namespace softdat::transport::verbs
