@@ -39,6 +39,30 @@ TEST_F(DeviceCqTest, CompletionsWaitInTheCqUntilTheConsumerPollsThem) {
   EXPECT_EQ(fake().queued_completions(), 0u);
 }
 
+// DAT_COMPLETION_SUPPRESS_FLAG reaches the device as quiet_success (a NIC posts it unsignalled:
+// no CQE unless it fails), and the request still leaves the queue, with no event.
+TEST_F(DeviceCqTest, SuppressedRequestsGoToTheDeviceAsQuietSuccesses) {
+  Ep* server = MakeEp();
+  Ep* client = MakeEp();
+  ASSERT_TRUE(PostRecv(server, 0, 1).ok());
+  ASSERT_TRUE(PostRecv(server, 1, 2).ok());
+  Connect(client, server);
+  std::strcpy(SlotData(2), "quiet");
+  const DAT_LMR_TRIPLET quiet = Slot(2, 6);
+  ASSERT_TRUE(client->PostSend(1, &quiet, Cookie(7), DAT_COMPLETION_SUPPRESS_FLAG, false, 0).ok());
+  ASSERT_TRUE(Send(client, 3, "loud", 8).ok());
+  EXPECT_EQ(fake().quiet_posts(), 1u);
+  Settle();
+  DAT_EVENT event;
+  ASSERT_TRUE(request_evd_->Dequeue(event).ok());
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 8u) << "the suppressed Send's success raises no event";
+  DAT_BOOLEAN recv_idle = DAT_FALSE;
+  DAT_BOOLEAN request_idle = DAT_FALSE;
+  DAT_EP_STATE state;
+  client->GetStatus(state, &recv_idle, &request_idle);
+  EXPECT_EQ(request_idle, DAT_TRUE);
+}
+
 TEST_F(DeviceCqTest, EpsOnAnSrqShareTheirReceiveEvdsCq) {
   constexpr int kEps = 20;
   Srq* srq = MakeSrq(64);

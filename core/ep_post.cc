@@ -187,6 +187,7 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
   work.length = length;
   work.solicited = (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) != 0;
   work.fence = (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) != 0;
+  work.quiet_success = (flags & DAT_COMPLETION_SUPPRESS_FLAG) != 0;
   work.invalidate = invalidate;
   work.invalidate_key = invalidate_key;
   if (remote != nullptr) {

@@ -44,6 +44,10 @@ struct Work {
   std::uint32_t invalidate_key = 0;
   std::uint64_t remote_address = 0;  // Write and Read: the peer's address (tagged offset)
   std::uint32_t remote_key = 0;      // Write and Read: the peer's rmr_context (STag)
+  // The consumer wants no event if it succeeds (DAT_COMPLETION_SUPPRESS_FLAG): a device transport
+  // may post it unsignalled. Its OnWorkDone still comes, in posting order, but may wait for a
+  // later request's completion or the connection's end.
+  bool quiet_success = false;
 };
 
 // What the transport learned about a received message besides its bytes.

@@ -612,6 +612,7 @@ Status FakeEndpoint::Post(const transport::Work& work) {
   Fabric& fabric = GetFabric();
   std::lock_guard lock(fabric.mu);
   if (!connected_ || ended_) return Status(Code::kInvalidState);
+  if (work.quiet_success) owner_->CountQuietPost();
   const std::uint64_t id = id_;
   transport::Work copy = work;
   std::vector<Segment> local(work.local.begin(), work.local.end());
@@ -881,6 +882,11 @@ std::size_t FakeDeviceTransport::queued_completions() const {
   for (const FakeCq* cq : AllCqs())
     if (cq->owner() == this) queued += cq->size();
   return queued;
+}
+
+std::size_t FakeDeviceTransport::quiet_posts() const {
+  std::lock_guard lock(GetFabric().mu);
+  return quiet_posts_;
 }
 
 std::size_t FakeDeviceTransport::completion_polls() const {
