@@ -7,6 +7,7 @@
 // nobody polls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -61,6 +62,26 @@ TEST_F(DeviceCqTest, SuppressedRequestsGoToTheDeviceAsQuietSuccesses) {
   DAT_EP_STATE state;
   client->GetStatus(state, &recv_idle, &request_idle);
   EXPECT_EQ(request_idle, DAT_TRUE);
+}
+
+// More completions than the EVD's CQ holds: the device drops them (a CQ overflow) and the
+// consumer hears DAT_ASYNC_ERROR_EVD_OVERFLOW naming the EVD on the IA's asynchronous EVD.
+TEST_F(DeviceCqTest, ACqOverflowReachesTheConsumerAsEvdOverflow) {
+  Evd* small = nullptr;
+  ASSERT_TRUE(Evd::Create(ia_, 2, nullptr, DAT_EVD_DTO_FLAG, &small).ok());
+  Ep* server = MakeEp(nullptr, small);
+  Ep* client = MakeEp();
+  for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(PostRecv(server, i, i).ok());
+  Connect(client, server);
+  for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(Send(client, 8 + i, "x").ok());
+  Settle();
+  DAT_EVENT event;
+  ASSERT_TRUE(small->Dequeue(event).ok());  // the poll that finds the overflow
+  const std::vector<DAT_EVENT> async = Drain(async_);
+  const auto overflow = std::find_if(async.begin(), async.end(), [&](const DAT_EVENT& e) {
+    return e.event_number == DAT_ASYNC_ERROR_EVD_OVERFLOW && e.event_data.asynch_error_event_data.dat_handle == small;
+  });
+  EXPECT_NE(overflow, async.end()) << "no DAT_ASYNC_ERROR_EVD_OVERFLOW for the EVD";
 }
 
 TEST_F(DeviceCqTest, EpsOnAnSrqShareTheirReceiveEvdsCq) {
