@@ -16,12 +16,9 @@ constexpr std::size_t kBlock = 16 * 1024;
 
 // On CPUs with AVX-512, crc32_iscsi runs ISA-L's crc32_iscsi_by16_10, which in Debian 12's ISA-L
 // (2.30) returns without `vzeroupper`: the upper halves of the vector registers stay dirty, and
-// the CPU pays for it at the next legacy-SSE instruction (the compiler's, zeroing or copying a
-// struct in the framing and receive code) and again at the next CRC. Timed on this project's
-// Emerald Rapids VM, from 256 bytes up (shorter buffers take a path without 512-bit registers):
-// about 170 cycles more for the SSE instruction and 170 for the next CRC at 4 KiB, 300-700 and
-// 5% at 64 KiB; the 1 MiB stream's sender spent 4 µs a MiB stalled on one instruction of its
-// framing. `vzeroupper` costs a cycle and keeps the low halves, which is all SSE code uses.
+// the CPU pays a transition penalty at the next legacy-SSE instruction (framing and receive code)
+// and again at the next CRC (docs/PERFORMANCE.md, "The CRC and the vector state", has the measurement).
+// `vzeroupper` costs a cycle and keeps the low halves, which is all SSE code uses.
 // (Called before this file's initializer has run, the CRC just skips it.)
 #if defined(__x86_64__)
 bool CpuHasAvx() {
