@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "core/ep.h"
 #include "core/ia.h"
+#include "core/private_data.h"
 #include "core/service_point.h"
 
 namespace softdat::core {
@@ -59,9 +60,9 @@ Status Cr::Accept(Cr* cr, Ep* ep, DAT_COUNT private_data_size, const void* priva
 }
 
 Status Cr::Reject(Cr* cr, DAT_COUNT private_data_size, const void* private_data) {
-  if (private_data_size < 0 || static_cast<std::uint32_t>(private_data_size) > cr->ia_->capabilities().max_private_data)
-    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
-  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
+  if (Status status = CheckPrivateData(private_data_size, private_data, cr->ia_->capabilities().max_private_data);
+      !status.ok())
+    return status;
   cr->pending_->Reject({static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)});
   if (cr->rsp_ != nullptr) cr->local_ep_->ReservedRequestRejected(cr->rsp_);
   cr->ia_->Untrack(cr);

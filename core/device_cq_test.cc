@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "core/cno.h"
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {
@@ -28,7 +28,7 @@ TEST_F(DeviceCqTest, CompletionsWaitInTheCqUntilTheConsumerPollsThem) {
   Settle();
   // The device is idle: the receive and the send completion sit in the EVDs' CQs, not their rings.
   EXPECT_EQ(fake().queued_completions(), 2u);
-  EXPECT_EQ(recv_evd_->queue().Count(), 0u);
+  EXPECT_EQ(recv_evd_->queue().Query().count, 0);
   DAT_EVENT event;
   ASSERT_TRUE(recv_evd_->Dequeue(event).ok());
   EXPECT_EQ(Dto(event).ep_handle, server);

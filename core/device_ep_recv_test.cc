@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/cno.h"
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {

@@ -3,7 +3,7 @@
 // hand the device its local key, and memory windows are not offered.
 #include <gtest/gtest.h>
 
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 #include "core/rmr.h"
 
 namespace softdat::core::device_testing {

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "core/async_events.h"
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {

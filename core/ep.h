@@ -100,7 +100,7 @@ class Ep : public HandleHeader {
   Status RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const;
   Status SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark);
 
-  // Passive side, for Cr and Rsp. BeginAccept moves the EP to PASSIVE_CONNECTION_PENDING and
+  // Passive side, for Cr and Rsp. Accept moves the EP to PASSIVE_CONNECTION_PENDING and
   // hands `pending` its transport endpoint; kInvalidState unless UNCONNECTED (or, for the EP of
   // `rsp`, TENTATIVE_CONNECTION_PENDING).
   Status Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT private_data_size,
@@ -224,7 +224,7 @@ class Ep : public HandleHeader {
 
   // Delivers everything ready, in the order DAT wants: the established event, receive
   // completions, request completions, the end-of-connection event, then EP_BROKEN for an SRQ EP
-  // and the soft high-watermark event. `kinds` says what the caller made ready (kAll unless a
+  // and the soft high-watermark event. `kinds` says what the caller made ready (kDeliverAll unless a
   // completion path knows): a pass looks only where some caller since the last one said, so a
   // receive completion does not take the locks of the request queue and the connection state,
   // which are on an 8 B ping-pong's critical path (docs/PERFORMANCE.md, "Small messages").
@@ -290,6 +290,8 @@ class Ep : public HandleHeader {
   bool soft_watermark_pending_ = false;
   // Private data of the last connection event; an event points into it.
   static constexpr std::size_t kMaxPrivateData = 512;
+  // The most private data this EP sends: what its transport carries and what an event holds.
+  std::uint64_t private_data_limit() const;
   std::array<std::uint8_t, kMaxPrivateData> private_data_{};
   std::size_t private_data_size_ = 0;
 };

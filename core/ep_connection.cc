@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "core/ep.h"
 #include "core/ia.h"
+#include "core/private_data.h"
 #include "transport/ia_params.h"
 #include "transport/names.h"
 
@@ -64,6 +65,10 @@ std::uint64_t TransportTimeout(DAT_TIMEOUT timeout) {
 
 }  // namespace
 
+std::uint64_t Ep::private_data_limit() const {
+  return std::min<std::uint64_t>(ia_->capabilities().max_private_data, kMaxPrivateData);
+}
+
 Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
                    DAT_COUNT private_data_size, const void* private_data) {
   if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteAddress);
@@ -76,11 +81,8 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
                 static_cast<unsigned long long>(conn_qual));
     return Status(Code::kInvalidParameter, Detail::kParamConnQual);
   }
-  if (private_data_size < 0 ||
-      static_cast<std::uint32_t>(private_data_size) > ia_->capabilities().max_private_data ||
-      static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
-    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
-  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
+  if (Status status = CheckPrivateData(private_data_size, private_data, private_data_limit()); !status.ok())
+    return status;
   sockaddr_in address;
   std::memcpy(&address, remote, sizeof address);
   if (const std::string why = LoopbackCannotReach(ia_->address(), address); !why.empty())
@@ -127,11 +129,8 @@ Status Ep::DupConnect(const Ep& dup, DAT_TIMEOUT timeout, DAT_COUNT private_data
 
 Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT private_data_size,
                   const void* private_data) {
-  if (private_data_size < 0 ||
-      static_cast<std::uint32_t>(private_data_size) > ia_->capabilities().max_private_data ||
-      static_cast<std::size_t>(private_data_size) > kMaxPrivateData)
-    return Status(Code::kInvalidParameter, Detail::kParamPrivateDataSize);
-  if (private_data_size > 0 && private_data == nullptr) return Status(Code::kInvalidParameter, Detail::kParamPrivateData);
+  if (Status status = CheckPrivateData(private_data_size, private_data, private_data_limit()); !status.ok())
+    return status;
   std::shared_lock resources(resources_mutex_);
   DAT_EP_STATE before;
   {

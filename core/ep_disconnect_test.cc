@@ -7,7 +7,7 @@
 // that did not ask. Before, the abrupt case was BROKEN too.
 #include <gtest/gtest.h>
 
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {

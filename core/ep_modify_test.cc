@@ -9,7 +9,7 @@
 #include <cstring>
 #include <thread>
 
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {

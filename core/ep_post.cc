@@ -20,6 +20,20 @@ namespace {
 constexpr DAT_COMPLETION_FLAGS kRequestPostFlags = static_cast<DAT_COMPLETION_FLAGS>(
     DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |
     DAT_COMPLETION_BARRIER_FENCE_FLAG);
+// Solicited wait is a Send's alone.
+constexpr DAT_COMPLETION_FLAGS kRdmaPostFlags =
+    static_cast<DAT_COMPLETION_FLAGS>(kRequestPostFlags & ~DAT_COMPLETION_SOLICITED_WAIT_FLAG);
+constexpr DAT_COMPLETION_FLAGS kBindFlags = static_cast<DAT_COMPLETION_FLAGS>(
+    DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG);
+
+// A post's completion flags: only those of `allowed`, and DAT_COMPLETION_UNSIGNALLED_FLAG only
+// where the EP's completion flags attribute (`attribute`) enables unsignalled completions.
+Status CheckCompletionFlags(DAT_COMPLETION_FLAGS flags, DAT_COMPLETION_FLAGS allowed, DAT_COMPLETION_FLAGS attribute) {
+  if ((flags & ~allowed) != 0 ||
+      ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) && (attribute & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0))
+    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+  return Status::Ok();
+}
 
 transport::RecvTarget TargetOf(const srq::RecvBuffer& buffer) {
   return transport::RecvTarget{std::span<const Segment>(buffer.segments, buffer.num_segments), buffer.capacity};
@@ -33,10 +47,9 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
   if (Status postable = receive_->CanPost(); !postable.ok()) return postable;
   if (num_segments < 0 || num_segments > attr_.max_recv_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  if ((flags & ~DAT_COMPLETION_UNSIGNALLED_FLAG) != 0 ||
-      ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
-       (attr_.recv_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0))
-    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+  if (Status status = CheckCompletionFlags(flags, DAT_COMPLETION_UNSIGNALLED_FLAG, attr_.recv_completion_flags);
+      !status.ok())
+    return status;
   Segment segments[srq::EpRecvQueue::kMaxRecvIov];
   CheckedIov checked;
   if (Status status = CheckLocalIov(ia_->memory(), pz_, {local_iov, static_cast<std::size_t>(num_segments)},
@@ -112,11 +125,9 @@ Status Ep::PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR
       if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
       if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
     }
-    if ((flags & ~kRequestPostFlags) != 0 ||
-        ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
-         (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0) ||
-        (operation != DAT_DTO_SEND && (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)))
-      return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+    const DAT_COMPLETION_FLAGS allowed = operation == DAT_DTO_SEND ? kRequestPostFlags : kRdmaPostFlags;
+    if (Status status = CheckCompletionFlags(flags, allowed, attr_.request_completion_flags); !status.ok())
+      return status;
     if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
     if (Status status = PostRequestLocked(operation, {local_iov, static_cast<std::size_t>(num_segments)}, cookie,
                                           remote, flags, invalidate, invalidate_key, flushed);
@@ -211,10 +222,8 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
 
 Status Ep::PostBind(Rmr* rmr, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, std::uint64_t& request,
                     bool& connected) {
-  if ((flags & ~(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG)) != 0 ||
-      ((flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
-       (attr_.request_completion_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0))
-    return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+  if (Status status = CheckCompletionFlags(flags, kBindFlags, attr_.request_completion_flags); !status.ok())
+    return status;
   std::lock_guard post(post_mutex_);
   std::lock_guard lock(mutex_);
   const DAT_EP_STATE current = state();

@@ -6,7 +6,7 @@
 // between ending a connection and reporting it; verbs leaves it between its teardown and OnEnded.
 #include <gtest/gtest.h>
 
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {

@@ -4,7 +4,7 @@
 // Work it holds back is due (Transport::ProgressDue).
 #include <gtest/gtest.h>
 
-#include "core/device_test_fixture.h"
+#include "testing/fake_device/device_test_fixture.h"
 
 namespace softdat::core::device_testing {
 namespace {

@@ -51,7 +51,7 @@ class RequestQueue {
   };
 
   // Room for `max_requests` outstanding requests of up to `max_iov` segments each. Out of range:
-  // kInvalidParameter with subtypes kArg1 / kArg2.
+  // kInvalidParameter, kParamAttributes (both come from the EP's attributes).
   static Status Create(std::uint32_t max_requests, std::uint32_t max_iov,
                        std::unique_ptr<RequestQueue>& out);
 

@@ -6,10 +6,9 @@
 #include "core/ia.h"
 #include "core/pz.h"
 #include "core/srq.h"
-#include "dat/consumer_ia_handle.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
+#include "dat/entry_helpers.h"
 #include "dat/raw_bits.h"
-#include "dat/status_map.h"
 
 namespace softdat::dat {
 namespace {
@@ -18,14 +17,6 @@ namespace {
 bool AttributesFit(const DAT_EP_ATTR& attr) {
   return Fits(attr.service_type) && Fits(attr.qos) && Fits(attr.recv_completion_flags) &&
          Fits(attr.request_completion_flags);
-}
-
-// An optional EVD argument: null is allowed, anything else must be a live EVD.
-bool ResolveEvd(DAT_EVD_HANDLE handle, core::Evd*& out) {
-  out = nullptr;
-  if (handle == DAT_HANDLE_NULL) return true;
-  out = core::HandleAs<core::Evd>(handle);
-  return out != nullptr;
 }
 
 Status CreateEp(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE recv_handle,
@@ -38,15 +29,13 @@ Status CreateEp(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE
   core::Evd* recv = nullptr;
   core::Evd* request = nullptr;
   core::Evd* connect = nullptr;
-  if (!ResolveEvd(recv_handle, recv)) return Status(Code::kInvalidHandle, Detail::kEvdRecv);
-  if (!ResolveEvd(request_handle, request)) return Status(Code::kInvalidHandle, Detail::kEvdRequest);
-  if (!ResolveEvd(connect_handle, connect)) return Status(Code::kInvalidHandle, Detail::kEvdConnect);
+  if (!ResolveOptional(recv_handle, recv)) return Status(Code::kInvalidHandle, Detail::kEvdRecv);
+  if (!ResolveOptional(request_handle, request)) return Status(Code::kInvalidHandle, Detail::kEvdRequest);
+  if (!ResolveOptional(connect_handle, connect)) return Status(Code::kInvalidHandle, Detail::kEvdConnect);
   if (ep_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
   if (attr != nullptr && !AttributesFit(*attr)) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
   core::Ep* ep = nullptr;
-  Status status = core::Ep::Create(ia, pz, recv, request, connect, srq, attr, &ep);
-  if (status.ok()) *ep_handle = ep;
-  return status;
+  return HandOut(core::Ep::Create(ia, pz, recv, request, connect, srq, attr, &ep), ep, ep_handle);
 }
 
 }  // namespace
@@ -62,76 +51,56 @@ DAT_RETURN EpCreate(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HA
 DAT_RETURN EpCreateWithSrq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE recv_evd,
                            DAT_EVD_HANDLE request_evd, DAT_EVD_HANDLE connect_evd, DAT_SRQ_HANDLE srq_handle,
                            const DAT_EP_ATTR* attr, DAT_EP_HANDLE* ep_handle) noexcept {
-  return Guarded("dat_ep_create_with_srq", [&]() -> Status {
-    core::Srq* srq = core::HandleAs<core::Srq>(srq_handle);
-    if (srq == nullptr) return Status(Code::kInvalidHandle, Detail::kSrq);
-    return CreateEp(ia_handle, pz_handle, recv_evd, request_evd, connect_evd, srq, attr, ep_handle);
+  return GuardedOn<core::Srq>("dat_ep_create_with_srq", srq_handle, Detail::kSrq, [&](core::Srq& srq) {
+    return CreateEp(ia_handle, pz_handle, recv_evd, request_evd, connect_evd, &srq, attr, ep_handle);
   });
 }
 
 DAT_RETURN EpQuery(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM* param) noexcept {
-  return Guarded("dat_ep_query", [&]() -> Status {
-    const core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+  return GuardedOn<core::Ep>("dat_ep_query", ep_handle, Detail::kEp, [&](const core::Ep& ep) -> Status {
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    ep->Query(mask, *param);
-    if (mask & DAT_EP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(ep->ia());
+    ep.Query(mask, *param);
+    if (mask & DAT_EP_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(ep.ia());
     return Status::Ok();
   });
 }
 
 DAT_RETURN EpModify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM* param) noexcept {
-  return Guarded("dat_ep_modify", [&]() -> Status {
-    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+  return GuardedOn<core::Ep>("dat_ep_modify", ep_handle, Detail::kEp, [&](core::Ep& ep) -> Status {
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
     if ((mask & DAT_EP_FIELD_EP_ATTR_ALL) != 0 && !AttributesFit(param->ep_attr))
       return Status(Code::kInvalidParameter, Detail::kParamAttributes);
-    return ep->Modify(mask, *param);
+    return ep.Modify(mask, *param);
   });
 }
 
 DAT_RETURN EpGetStatus(DAT_EP_HANDLE ep_handle, DAT_EP_STATE* state, DAT_BOOLEAN* recv_idle,
                        DAT_BOOLEAN* request_idle) noexcept {
-  return Guarded("dat_ep_get_status", [&]() -> Status {
-    const core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
+  return GuardedOn<core::Ep>("dat_ep_get_status", ep_handle, Detail::kEp, [&](const core::Ep& ep) -> Status {
     if (state == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEpState);
-    ep->GetStatus(*state, recv_idle, request_idle);
+    ep.GetStatus(*state, recv_idle, request_idle);
     return Status::Ok();
   });
 }
 
 DAT_RETURN EpFree(DAT_EP_HANDLE ep_handle) noexcept {
-  return Guarded("dat_ep_free", [&]() -> Status {
-    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    return core::Ep::Free(ep);
-  });
+  return FreeEntry<core::Ep>("dat_ep_free", ep_handle, Detail::kEp);
 }
 
 DAT_RETURN EpReset(DAT_EP_HANDLE ep_handle) noexcept {
-  return Guarded("dat_ep_reset", [&]() -> Status {
-    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    return ep->Reset();
-  });
+  return GuardedOn<core::Ep>("dat_ep_reset", ep_handle, Detail::kEp, [](core::Ep& ep) { return ep.Reset(); });
 }
 
 DAT_RETURN EpRecvQuery(DAT_EP_HANDLE ep_handle, DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) noexcept {
-  return Guarded("dat_ep_recv_query", [&]() -> Status {
-    const core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    return ep->RecvQuery(nbufs_allocated, bufs_alloc_span);
+  return GuardedOn<core::Ep>("dat_ep_recv_query", ep_handle, Detail::kEp, [&](const core::Ep& ep) {
+    return ep.RecvQuery(nbufs_allocated, bufs_alloc_span);
   });
 }
 
 DAT_RETURN EpSetWatermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_high_watermark,
                           DAT_COUNT hard_high_watermark) noexcept {
-  return Guarded("dat_ep_set_watermark", [&]() -> Status {
-    core::Ep* ep = core::HandleAs<core::Ep>(ep_handle);
-    if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
-    return ep->SetWatermark(soft_high_watermark, hard_high_watermark);
+  return GuardedOn<core::Ep>("dat_ep_set_watermark", ep_handle, Detail::kEp, [&](core::Ep& ep) {
+    return ep.SetWatermark(soft_high_watermark, hard_high_watermark);
   });
 }
 

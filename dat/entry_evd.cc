@@ -3,215 +3,142 @@
 #include "core/cno.h"
 #include "core/evd.h"
 #include "core/ia.h"
-#include "dat/consumer_ia_handle.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
+#include "dat/entry_helpers.h"
 #include "dat/raw_bits.h"
-#include "dat/status_map.h"
 
 namespace softdat::dat {
 namespace {
 
 // An EVD argument that is not a live EVD: DAT has no generic EVD subtype, so name the argument.
-constexpr Status kBadEvd(Code::kInvalidHandle, Detail::kParamHandle);
+constexpr Detail kBadEvd = Detail::kParamHandle;
+
+// dat_evd_enable/disable/set_unwaitable/clear_unwaitable: the handle, then a switch that cannot fail.
+DAT_RETURN SwitchEntry(const char* call, DAT_EVD_HANDLE evd_handle, void (core::Evd::*flip)()) noexcept {
+  return GuardedOn<core::Evd>(call, evd_handle, kBadEvd, [&](core::Evd& evd) {
+    (evd.*flip)();
+    return Status::Ok();
+  });
+}
 
 }  // namespace
 
 DAT_RETURN EvdCreate(DAT_IA_HANDLE ia_handle, DAT_COUNT min_qlen, DAT_CNO_HANDLE cno_handle,
                      DAT_EVD_FLAGS flags, DAT_EVD_HANDLE* evd_handle) noexcept {
-  return Guarded("dat_evd_create", [&]() -> Status {
-    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
-    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
-    core::Cno* cno = nullptr;
-    if (cno_handle != DAT_HANDLE_NULL) {
-      cno = core::HandleAs<core::Cno>(cno_handle);
-      if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    }
+  return GuardedOn<core::Ia>("dat_evd_create", ia_handle, Detail::kIa, [&](core::Ia& ia) -> Status {
+    core::Cno* cno;
+    if (!ResolveOptional(cno_handle, cno)) return Status(Code::kInvalidHandle, Detail::kCno);
     if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
     core::Evd* evd = nullptr;
-    Status status = core::Evd::Create(ia, min_qlen, cno, flags, &evd);
-    if (status.ok()) *evd_handle = evd;
-    return status;
+    return HandOut(core::Evd::Create(&ia, min_qlen, cno, flags, &evd), evd, evd_handle);
   });
 }
 
 DAT_RETURN EvdQuery(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM* param) noexcept {
-  return Guarded("dat_evd_query", [&]() -> Status {
-    const core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    const auto known = KnownBits(mask);
-    evd->Query(known, *param);
-    if (known & DAT_EVD_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(evd->ia());
-    return Status::Ok();
-  });
+  return QueryEntry<core::Evd>("dat_evd_query", evd_handle, kBadEvd, mask, param, DAT_EVD_FIELD_IA_HANDLE);
 }
 
 DAT_RETURN EvdModifyCno(DAT_EVD_HANDLE evd_handle, DAT_CNO_HANDLE cno_handle) noexcept {
-  return Guarded("dat_evd_modify_cno", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    core::Cno* cno = nullptr;
-    if (cno_handle != DAT_HANDLE_NULL) {
-      cno = core::HandleAs<core::Cno>(cno_handle);
-      if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    }
-    return evd->ModifyCno(cno);
+  return GuardedOn<core::Evd>("dat_evd_modify_cno", evd_handle, kBadEvd, [&](core::Evd& evd) -> Status {
+    core::Cno* cno;
+    if (!ResolveOptional(cno_handle, cno)) return Status(Code::kInvalidHandle, Detail::kCno);
+    return evd.ModifyCno(cno);
   });
 }
 
 DAT_RETURN EvdEnable(DAT_EVD_HANDLE evd_handle) noexcept {
-  return Guarded("dat_evd_enable", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    evd->Enable();
-    return Status::Ok();
-  });
+  return SwitchEntry("dat_evd_enable", evd_handle, &core::Evd::Enable);
 }
 
 DAT_RETURN EvdDisable(DAT_EVD_HANDLE evd_handle) noexcept {
-  return Guarded("dat_evd_disable", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    evd->Disable();
-    return Status::Ok();
-  });
+  return SwitchEntry("dat_evd_disable", evd_handle, &core::Evd::Disable);
 }
 
 DAT_RETURN EvdWait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout, DAT_COUNT threshold,
                    DAT_EVENT* event, DAT_COUNT* nmore) noexcept {
-  return Guarded("dat_evd_wait", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
+  return GuardedOn<core::Evd>("dat_evd_wait", evd_handle, kBadEvd, [&](core::Evd& evd) -> Status {
     if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
-    return evd->Wait(timeout, threshold, *event, nmore);
+    return evd.Wait(timeout, threshold, *event, nmore);
   });
 }
 
 DAT_RETURN EvdResize(DAT_EVD_HANDLE evd_handle, DAT_COUNT qlen) noexcept {
-  return Guarded("dat_evd_resize", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    return evd->Resize(qlen);
-  });
+  return GuardedOn<core::Evd>("dat_evd_resize", evd_handle, kBadEvd, [&](core::Evd& evd) { return evd.Resize(qlen); });
 }
 
 DAT_RETURN EvdPostSe(DAT_EVD_HANDLE evd_handle, const DAT_EVENT* event) noexcept {
-  return Guarded("dat_evd_post_se", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
+  return GuardedOn<core::Evd>("dat_evd_post_se", evd_handle, kBadEvd, [&](core::Evd& evd) -> Status {
     if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
     // The event number as bits: a consumer's struct may hold any (the dat_api fuzzer's find).
     if (RawBits(event->event_number) != DAT_SOFTWARE_EVENT) return Status(Code::kInvalidParameter, Detail::kParamEvent);
-    return evd->PostSoftware(*event);
+    return evd.PostSoftware(*event);
   });
 }
 
 DAT_RETURN EvdDequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT* event) noexcept {
-  return Guarded("dat_evd_dequeue", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
+  return GuardedOn<core::Evd>("dat_evd_dequeue", evd_handle, kBadEvd, [&](core::Evd& evd) -> Status {
     if (event == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvent);
-    return evd->Dequeue(*event);
+    return evd.Dequeue(*event);
   });
 }
 
 DAT_RETURN EvdFree(DAT_EVD_HANDLE evd_handle) noexcept {
-  return Guarded("dat_evd_free", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    return core::Evd::Free(evd);
-  });
+  return FreeEntry<core::Evd>("dat_evd_free", evd_handle, kBadEvd);
 }
 
 DAT_RETURN EvdSetUnwaitable(DAT_EVD_HANDLE evd_handle) noexcept {
-  return Guarded("dat_evd_set_unwaitable", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    evd->SetUnwaitable();
-    return Status::Ok();
-  });
+  return SwitchEntry("dat_evd_set_unwaitable", evd_handle, &core::Evd::SetUnwaitable);
 }
 
 DAT_RETURN EvdClearUnwaitable(DAT_EVD_HANDLE evd_handle) noexcept {
-  return Guarded("dat_evd_clear_unwaitable", [&]() -> Status {
-    core::Evd* evd = core::HandleAs<core::Evd>(evd_handle);
-    if (evd == nullptr) return kBadEvd;
-    evd->ClearUnwaitable();
-    return Status::Ok();
-  });
+  return SwitchEntry("dat_evd_clear_unwaitable", evd_handle, &core::Evd::ClearUnwaitable);
 }
 
 DAT_RETURN CnoCreate(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AGENT agent,
                      DAT_CNO_HANDLE* cno_handle) noexcept {
-  return Guarded("dat_cno_create", [&]() -> Status {
-    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
-    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+  return GuardedOn<core::Ia>("dat_cno_create", ia_handle, Detail::kIa, [&](core::Ia& ia) -> Status {
     if (cno_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
     core::Cno* cno = nullptr;
-    Status status = core::Cno::Create(ia, agent, &cno);
-    if (status.ok()) *cno_handle = cno;
-    return status;
+    return HandOut(core::Cno::Create(&ia, agent, &cno), cno, cno_handle);
   });
 }
 
 DAT_RETURN CnoModifyAgent(DAT_CNO_HANDLE cno_handle, DAT_OS_WAIT_PROXY_AGENT agent) noexcept {
-  return Guarded("dat_cno_modify_agent", [&]() -> Status {
-    core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
-    if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    cno->ModifyAgent(agent);
+  return GuardedOn<core::Cno>("dat_cno_modify_agent", cno_handle, Detail::kCno, [&](core::Cno& cno) {
+    cno.ModifyAgent(agent);
     return Status::Ok();
   });
 }
 
 DAT_RETURN CnoQuery(DAT_CNO_HANDLE cno_handle, DAT_CNO_PARAM_MASK mask, DAT_CNO_PARAM* param) noexcept {
-  return Guarded("dat_cno_query", [&]() -> Status {
-    const core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
-    if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);
-    const auto known = KnownBits(mask);
-    cno->Query(known, *param);
-    if (known & DAT_CNO_FIELD_IA_HANDLE) param->ia_handle = ConsumerIaHandle(cno->ia());
-    return Status::Ok();
-  });
+  return QueryEntry<core::Cno>("dat_cno_query", cno_handle, Detail::kCno, mask, param, DAT_CNO_FIELD_IA_HANDLE);
 }
 
 DAT_RETURN CnoFree(DAT_CNO_HANDLE cno_handle) noexcept {
-  return Guarded("dat_cno_free", [&]() -> Status {
-    core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
-    if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
-    return core::Cno::Free(cno);
-  });
+  return FreeEntry<core::Cno>("dat_cno_free", cno_handle, Detail::kCno);
 }
 
 DAT_RETURN CnoWait(DAT_CNO_HANDLE cno_handle, DAT_TIMEOUT timeout, DAT_EVD_HANDLE* evd_handle) noexcept {
-  return Guarded("dat_cno_wait", [&]() -> Status {
-    core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
-    if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
+  return GuardedOn<core::Cno>("dat_cno_wait", cno_handle, Detail::kCno, [&](core::Cno& cno) -> Status {
     if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
-    return cno->Wait(timeout, *evd_handle);
+    return cno.Wait(timeout, *evd_handle);
   });
 }
 
 DAT_RETURN CnoFdCreate(DAT_IA_HANDLE ia_handle, DAT_FD* fd, DAT_CNO_HANDLE* cno_handle) noexcept {
-  return Guarded("dat_cno_fd_create", [&]() -> Status {
-    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
-    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+  return GuardedOn<core::Ia>("dat_cno_fd_create", ia_handle, Detail::kIa, [&](core::Ia& ia) -> Status {
     core::Cno* cno = nullptr;
     if (fd == nullptr) return Status(Code::kInvalidParameter, Detail::kParamFd);
     if (cno_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamHandleOut);
-    Status status = core::Cno::CreateWithFd(ia, *fd, &cno);
-    if (status.ok()) *cno_handle = cno;
-    return status;
+    return HandOut(core::Cno::CreateWithFd(&ia, *fd, &cno), cno, cno_handle);
   });
 }
 
 DAT_RETURN CnoTrigger(DAT_CNO_HANDLE cno_handle, DAT_EVD_HANDLE* evd_handle) noexcept {
-  return Guarded("dat_cno_trigger", [&]() -> Status {
-    core::Cno* cno = core::HandleAs<core::Cno>(cno_handle);
-    if (cno == nullptr) return Status(Code::kInvalidHandle, Detail::kCno);
+  return GuardedOn<core::Cno>("dat_cno_trigger", cno_handle, Detail::kCno, [&](core::Cno& cno) -> Status {
     if (evd_handle == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
-    *evd_handle = cno->Trigger();
+    *evd_handle = cno.Trigger();
     return Status::Ok();
   });
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points that apply to any handle: consumer context and handle type.
 #include "core/handle.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {

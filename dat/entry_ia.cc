@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // DAT entry points for the IA: dat_ia_open, dat_ia_close, dat_ia_query.
 #include "core/ia.h"
-#include "dat/entries.h"
+#include "dat/entry.h"
+#include "dat/entry_helpers.h"
 #include "dat/provider_entry.h"
 #include "dat/raw_bits.h"
-#include "dat/status_map.h"
 #include "transport/factory.h"
 
 namespace softdat::dat {
@@ -21,33 +21,27 @@ DAT_RETURN IaOpen(const DAT_NAME_PTR name, DAT_COUNT async_evd_qlen, DAT_EVD_HAN
       return Status(Code::kProviderNotFound);
     }
     core::Ia* ia = nullptr;
-    Status status =
-        core::Ia::Open(&entry->table, name, entry->params, transport::CreateTransport, async_evd_qlen,
-                       *async_evd, &ia);
-    if (status.ok()) *ia_handle = ia;
-    return status;
+    return HandOut(core::Ia::Open(&entry->table, name, entry->params, transport::CreateTransport, async_evd_qlen,
+                                  *async_evd, &ia),
+                   ia, ia_handle);
   });
 }
 
 DAT_RETURN IaClose(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS flags) noexcept {
-  return Guarded("dat_ia_close", [&]() -> Status {
-    core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
-    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+  return GuardedOn<core::Ia>("dat_ia_close", ia_handle, Detail::kIa, [&](core::Ia& ia) -> Status {
     if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamFlags);
-    return core::Ia::Close(ia, flags);
+    return core::Ia::Close(&ia, flags);
   });
 }
 
 DAT_RETURN IaQuery(DAT_IA_HANDLE ia_handle, DAT_EVD_HANDLE* async_evd, DAT_IA_ATTR_MASK ia_mask,
                    DAT_IA_ATTR* ia_attr, DAT_PROVIDER_ATTR_MASK provider_mask,
                    DAT_PROVIDER_ATTR* provider_attr) noexcept {
-  return Guarded("dat_ia_query", [&]() -> Status {
-    const core::Ia* ia = core::HandleAs<core::Ia>(ia_handle);
-    if (ia == nullptr) return Status(Code::kInvalidHandle, Detail::kIa);
+  return GuardedOn<core::Ia>("dat_ia_query", ia_handle, Detail::kIa, [&](const core::Ia& ia) -> Status {
     if (ia_mask != 0 && ia_attr == nullptr) return Status(Code::kInvalidParameter, Detail::kParamAttributes);
     if (provider_mask != 0 && provider_attr == nullptr)
       return Status(Code::kInvalidParameter, Detail::kParamProviderAttributes);
-    return ia->Query(async_evd, ia_mask, ia_attr, provider_mask, provider_attr);
+    return ia.Query(async_evd, ia_mask, ia_attr, provider_mask, provider_attr);
   });
 }
 

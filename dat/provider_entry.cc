@@ -4,6 +4,7 @@
 // first opens that IA name; the registry functions resolve to the consumer's libdat2.
 #include "base/mutex.h"
 #include "dat/provider_entry.h"
+#include "dat/provider_table.h"
 
 #include <cstring>
 #include <mutex>

@@ -20,7 +20,4 @@ struct ProviderEntry {
 // The registered entry for `ia_name`, or nullptr.
 ProviderEntry* FindProvider(const char* ia_name);
 
-// Every slot of the table: built calls and NOT_IMPLEMENTED defaults (provider_table.cc).
-void FillProviderTable(DAT_PROVIDER& table);
-
 }  // namespace softdat::dat

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The DAT_PROVIDER table: every one of its 79 slots, in the header's order, so a missing slot is
-// obvious. A slot is either an entry point (entries.h) or, for a feature softdat does not offer,
+// obvious. A slot is either an entry point (entry.h) or, for a feature softdat does not offer,
 // the DAT_MODEL_NOT_SUPPORTED answer (unsupported.h).
+#include "dat/provider_table.h"
+
 #include <cstring>
 
-#include "dat/entries.h"
+#include "dat/entry.h"
 #include "dat/unsupported.h"
-#include "dat/provider_entry.h"
 
 static_assert(sizeof(DAT_PROVIDER) == 2 * sizeof(void*) + 79 * sizeof(void (*)()),
               "DAT_PROVIDER must have its 79 slots: build with DAT_EXTENSIONS as libdat2 is");

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "dat/argument_positions.h"
-#include "dat/provider_entry.h"
+#include "dat/provider_table.h"
 #include "dat/status_map.h"
 
 namespace softdat::dat {

@@ -49,7 +49,7 @@ class Cno {
 
   // dat_cno_wait: consumes the pending trigger, or blocks for one, and sets *triggered to the
   // EventQueue that caused it. kTimeout when timeout_us expires first (DAT_TIMEOUT_INFINITE
-  // waits forever, 0 polls); kInvalidParameter/kArg3 for a null output. Several threads may
+  // waits forever, 0 polls); kInvalidParameter/kParamEvd for a null output. Several threads may
   // wait; each trigger releases exactly one of them. With a `hook`, the waiter drives the
   // transport's progress first, as an EVD waiter does (EventQueue::Wait): until its timeout
   // (busy-poll, where nothing else would move the events that trigger it), or until the

@@ -25,6 +25,7 @@ using testing::kLongTimeoutUs;
 using testing::MakeEvent;
 using testing::NewQueue;
 using testing::ProducerOf;
+using testing::QueuedEvents;
 using testing::SeqOf;
 
 // A completion queue in memory: each completion Posts one event to its queue when polled. Armed,
@@ -131,7 +132,7 @@ TEST_F(EventQueueSource, DequeueTakesACompletionStraightIntoTheEvent) {
   source_->Complete(7);
   ASSERT_EQ(queue_->Dequeue(&event), Status::Ok());
   EXPECT_EQ(SeqOf(event), 7u);
-  EXPECT_EQ(queue_->Count(), 0u);
+  EXPECT_EQ(QueuedEvents(*queue_), 0u);
   EXPECT_EQ(source_->pending(), 0u);
 }
 
@@ -141,7 +142,7 @@ TEST_F(EventQueueSource, DequeueQueuesTheRestOfTheBatchInOrder) {
   DAT_EVENT event{};
   ASSERT_EQ(queue_->Dequeue(&event), Status::Ok());
   EXPECT_EQ(SeqOf(event), 1u);
-  EXPECT_EQ(queue_->Count(), 4u);  // one poll brought the whole burst
+  EXPECT_EQ(QueuedEvents(*queue_), 4u);  // one poll brought the whole burst
   const int polls = source_->polls_.load();
   for (std::uint64_t seq = 2; seq <= 5; ++seq) {
     ASSERT_EQ(queue_->Dequeue(&event), Status::Ok());
@@ -172,7 +173,7 @@ TEST_F(EventQueueSource, AnEventForAnotherQueueIsNotTaken) {
   DAT_EVENT event = MakeEvent(9, 9);
   EXPECT_EQ(queue_->Dequeue(&event).code(), Code::kQueueEmpty);
   EXPECT_EQ(ProducerOf(event), 9u);  // untouched
-  EXPECT_EQ(other->Count(), 1u);
+  EXPECT_EQ(QueuedEvents(*other), 1u);
 }
 
 TEST_F(EventQueueSource, AWaiterSleepsOnTheSourceAndACompletionWakesIt) {
@@ -209,7 +210,7 @@ TEST_F(EventQueueSource, AThresholdWaitGathersCompletionsInTheRing) {
   StartWaiter(3);
   source_->Complete(1);
   source_->Complete(2);
-  ASSERT_TRUE(Eventually([&] { return queue_->Count() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return QueuedEvents(*queue_) == 2; }));
   EXPECT_TRUE(queue_->Query().waiter);  // two of three
   source_->Complete(3);
   ASSERT_TRUE(WaiterReturned());

@@ -459,9 +459,4 @@ EventQueueInfo EventQueue::Query() const {
   return info;
 }
 
-std::size_t EventQueue::Count() const {
-  std::lock_guard lock(mutex_);
-  return count_;
-}
-
 }  // namespace softdat::evd

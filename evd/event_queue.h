@@ -55,9 +55,9 @@ class EventQueue {
   // so rounding a valid request up never exceeds it.
   static constexpr DAT_COUNT kMaxQueueLength = DAT_COUNT{1} << 20;
 
-  // dat_evd_create's ring: at least `min_qlen` entries. kInvalidParameter/kArg2 (min_qlen is the
-  // second argument of dat_evd_create) if min_qlen < 1 or > kMaxQueueLength; kInsufficientResources
-  // /kMemory if the ring cannot be allocated. *out is set only on success.
+  // dat_evd_create's ring: at least `min_qlen` entries. kInvalidParameter/kParamQlen if min_qlen
+  // < 1 or > kMaxQueueLength; kInsufficientResources/kMemory if the ring cannot be allocated. *out
+  // is set only on success.
   static Status Create(DAT_COUNT min_qlen, std::unique_ptr<EventQueue>* out);
 
   // Detaches from its CNO. The owner must make sure no thread is in Wait (CheckFree) and no
@@ -77,7 +77,7 @@ class EventQueue {
   // to raise DAT_ASYNC_ERROR_EVD_OVERFLOW. Never allocates, never blocks beyond the mutex.
   Status Post(const DAT_EVENT& event, Notify notify = Notify::kSignal);
 
-  // dat_evd_post_se: a consumer's software event. kInvalidParameter/kArg2 unless its
+  // dat_evd_post_se: a consumer's software event. kInvalidParameter/kParamEvent unless its
   // event_number is DAT_SOFTWARE_EVENT. A full ring refuses it with kQueueFull without entering
   // overflow: the consumer was told and keeps its event, nothing was lost. (That the EVD was
   // created with DAT_EVD_SOFTWARE_FLAG is core's check: the queue does not know its flags.)
@@ -88,15 +88,15 @@ class EventQueue {
   bool TakeOverflow();
 
   // dat_evd_dequeue: the oldest event, or kQueueEmpty. Never blocks; allowed when disabled or
-  // unwaitable. kInvalidParameter/kArg2 for a null event. With a completion source and an empty
+  // unwaitable. kInvalidParameter/kParamEvent for a null event. With a completion source and an empty
   // ring it polls the source first (a batch: what does not go to `event` is queued).
   Status Dequeue(DAT_EVENT* event);
 
   // dat_evd_wait: blocks until at least `threshold` events are queued, then dequeues the oldest
   // into *event and sets *nmore (if not null) to how many remain. timeout_us is in microseconds;
   // DAT_TIMEOUT_INFINITE waits forever and 0 polls. Failures, with outputs untouched:
-  //   kInvalidParameter/kArg3  threshold < 1 or above the actual qlen
-  //   kInvalidParameter/kArg4  event is null
+  //   kInvalidParameter/kParamThreshold  threshold < 1 or above the actual qlen
+  //   kInvalidParameter/kParamEvent      event is null
   //   kInvalidState/kEvdWaiter another thread is already waiting here
   //   kInvalidState/kEvdUnwaitable  the EVD is unwaitable
   //   kInterrupted             SetUnwaitable was called during the wait
@@ -123,7 +123,7 @@ class EventQueue {
   void ClearUnwaitable();
 
   // dat_evd_resize to at least `qlen` entries, keeping every queued event in order. Control path:
-  // it allocates. kInvalidParameter/kArg2 if qlen < 1 or > kMaxQueueLength; kInvalidState if more
+  // it allocates. kInvalidParameter/kParamQlen if qlen < 1 or > kMaxQueueLength; kInvalidState if more
   // than qlen events are queued; kInvalidState/kEvdWaiter while a thread waits (its threshold was
   // checked against the old length); kInsufficientResources/kMemory if allocation fails.
   Status Resize(DAT_COUNT qlen);
@@ -132,8 +132,8 @@ class EventQueue {
   // Unlike Resize it may run while a thread waits: a longer ring keeps the waiter's threshold
   // valid. For room the provider reserves for events it promises (core keeps one async EVD entry
   // per SRQ EP for its DAT_ASYNC_ERROR_EP_BROKEN). Control path: it allocates.
-  // kInvalidParameter/kArg2 if qlen < 1 or > kMaxQueueLength; kInsufficientResources/kMemory if
-  // allocation fails.
+  // kInvalidParameter/kParamQlen if qlen < 1 or > kMaxQueueLength; kInsufficientResources/kMemory
+  // if allocation fails.
   Status Grow(DAT_COUNT qlen);
 
   // dat_evd_modify_cno (and the CNO given to dat_evd_create): attaches to `cno`, or detaches for
@@ -159,7 +159,6 @@ class EventQueue {
   Status CheckFree() const;
 
   EventQueueInfo Query() const;
-  std::size_t Count() const;
 
  private:
   EventQueue(std::unique_ptr<DAT_EVENT[]> ring, std::size_t capacity);

@@ -16,6 +16,7 @@ namespace {
 
 using testing::MakeEvent;
 using testing::NewQueue;
+using testing::QueuedEvents;
 using testing::SeqOf;
 
 TEST(EventQueue, PostDequeueFifo) {
@@ -38,7 +39,7 @@ TEST(EventQueue, PostDequeueFifo) {
       EXPECT_EQ(std::memcmp(&event, &expected, sizeof(DAT_EVENT)), 0) << "event " << next_take - 1;
     }
   }
-  EXPECT_EQ(queue->Count(), 0u);
+  EXPECT_EQ(QueuedEvents(*queue), 0u);
 }
 
 TEST(EventQueue, DequeueEmptyIsQueueEmpty) {
@@ -81,7 +82,7 @@ TEST(EventQueue, ASpinningDequeueFindsEveryEventAnotherThreadPosts) {
   }
   producer.join();
   EXPECT_EQ(next, kEvents);
-  EXPECT_EQ(queue->Count(), 0u);
+  EXPECT_EQ(QueuedEvents(*queue), 0u);
   DAT_EVENT none{};
   EXPECT_EQ(queue->Dequeue(&none).code(), Code::kQueueEmpty);
 }
@@ -101,7 +102,7 @@ TEST(EventQueue, PostWhenFullOverflowsOnceAndKeepsOldEvents) {
   EXPECT_EQ(queue->Post(MakeEvent(0, 7)), Status(Code::kQueueFull));
   EXPECT_FALSE(queue->TakeOverflow());  // still the same episode
   EXPECT_TRUE(queue->Query().overflowed);
-  EXPECT_EQ(queue->Count(), 4u);
+  EXPECT_EQ(QueuedEvents(*queue), 4u);
 
   // The queued events are the first four, intact; the dropped ones never appear.
   for (std::uint64_t seq = 1; seq <= 4; ++seq) {
@@ -123,14 +124,14 @@ TEST(EventQueue, PostSoftwareWhenFullIsRefusedWithoutOverflow) {
   DAT_EVENT not_software = MakeEvent(0, 1);
   not_software.event_number = DAT_DTO_COMPLETION_EVENT;
   EXPECT_EQ(queue->PostSoftware(not_software), Status(Code::kInvalidParameter, Detail::kParamEvent));
-  EXPECT_EQ(queue->Count(), 0u);
+  EXPECT_EQ(QueuedEvents(*queue), 0u);
 
   ASSERT_EQ(queue->PostSoftware(MakeEvent(0, 1)), Status::Ok());
   ASSERT_EQ(queue->PostSoftware(MakeEvent(0, 2)), Status::Ok());
   EXPECT_EQ(queue->PostSoftware(MakeEvent(0, 3)), Status(Code::kQueueFull));
   EXPECT_FALSE(queue->TakeOverflow());
   EXPECT_FALSE(queue->Query().overflowed);
-  EXPECT_EQ(queue->Count(), 2u);
+  EXPECT_EQ(QueuedEvents(*queue), 2u);
 }
 
 TEST(EventQueue, QlenRoundsUpToPowerOfTwoWithinLimits) {
@@ -159,7 +160,7 @@ TEST(EventQueue, ResizeBelowCountIsInvalidState) {
   EXPECT_EQ(queue->Resize(EventQueue::kMaxQueueLength + 1),
             Status(Code::kInvalidParameter, Detail::kParamQlen));
   EXPECT_EQ(queue->Query().qlen, 8);  // failed resizes change nothing
-  EXPECT_EQ(queue->Count(), 5u);
+  EXPECT_EQ(QueuedEvents(*queue), 5u);
   EXPECT_EQ(queue->Resize(5), Status::Ok());  // exactly the queued count fits
   for (std::uint64_t seq = 1; seq <= 5; ++seq) {
     DAT_EVENT event{};
@@ -215,7 +216,7 @@ TEST(EventQueue, ResizeKeepsOrder) {
   for (std::uint64_t seq = 15; seq <= 18; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
   ASSERT_EQ(queue->Resize(6), Status::Ok());
   EXPECT_EQ(queue->Query().qlen, 8);
-  EXPECT_EQ(queue->Count(), 6u);
+  EXPECT_EQ(QueuedEvents(*queue), 6u);
   for (std::uint64_t seq = 19; seq <= 20; ++seq) ASSERT_EQ(queue->Post(MakeEvent(0, seq)), Status::Ok());
   EXPECT_EQ(queue->Post(MakeEvent(0, 21)), Status(Code::kQueueFull));  // the new length holds
   for (std::uint64_t seq = 13; seq <= 20; ++seq) {

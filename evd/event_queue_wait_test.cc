@@ -23,6 +23,7 @@ using testing::Finally;
 using testing::kLongTimeoutUs;
 using testing::MakeEvent;
 using testing::NewQueue;
+using testing::QueuedEvents;
 using testing::SeqOf;
 
 // Outputs start as sentinels so a test sees whether a failing call touched them.
@@ -56,7 +57,7 @@ TEST(EventQueue, WaitReturnsWhenThresholdReached) {
   EXPECT_EQ(status, Status::Ok());
   EXPECT_EQ(SeqOf(event), 1u);  // the oldest event
   EXPECT_EQ(nmore, 2);          // the two that remain
-  EXPECT_EQ(queue->Count(), 2u);
+  EXPECT_EQ(QueuedEvents(*queue), 2u);
 }
 
 TEST(EventQueue, WaitTimesOut) {
@@ -74,7 +75,7 @@ TEST(EventQueue, WaitTimesOut) {
   start = steady_clock::now();
   EXPECT_EQ(queue->Wait(20'000, 2, &event, &nmore), Status(Code::kTimeout));
   EXPECT_GE(steady_clock::now() - start, std::chrono::milliseconds(20));
-  EXPECT_EQ(queue->Count(), 1u);
+  EXPECT_EQ(QueuedEvents(*queue), 1u);
   EXPECT_EQ(SeqOf(event), kUntouchedSeq);
   EXPECT_EQ(nmore, kUntouchedCount);
   EXPECT_FALSE(queue->Query().waiter);  // a timed-out waiter is gone
@@ -95,7 +96,7 @@ TEST(EventQueue, WaitZeroTimeoutPolls) {
   EXPECT_EQ(nmore, 1);
   EXPECT_EQ(queue->Wait(0, 1, &event, nullptr), Status::Ok());  // nmore is optional
   EXPECT_EQ(SeqOf(event), 2u);
-  EXPECT_EQ(queue->Count(), 0u);
+  EXPECT_EQ(QueuedEvents(*queue), 0u);
 }
 
 TEST(EventQueue, WaitThresholdAboveQlenIsInvalid) {
@@ -202,7 +203,7 @@ TEST(EventQueue, UnwaitableWaitIsInvalidState) {
             Status(Code::kInvalidState, Detail::kEvdUnwaitable));
   EXPECT_EQ(SeqOf(event), kUntouchedSeq);
   EXPECT_EQ(nmore, kUntouchedCount);
-  EXPECT_EQ(queue->Count(), 1u);
+  EXPECT_EQ(QueuedEvents(*queue), 1u);
   queue->ClearUnwaitable();
   EXPECT_EQ(queue->Wait(0, 1, &event, &nmore), Status::Ok());
   EXPECT_EQ(SeqOf(event), 1u);
@@ -440,7 +441,7 @@ TEST(EventQueueNotify, QuietEventDoesNotEndAWaitButASignalledOneTakesIt) {
   // Deterministic check that the quiet post did not end the wait: the waiter is still inside,
   // and the event it would have taken is still queued.
   EXPECT_TRUE(queue->Query().waiter);
-  EXPECT_EQ(queue->Count(), 1u);
+  EXPECT_EQ(QueuedEvents(*queue), 1u);
   ASSERT_EQ(queue->Post(MakeEvent(0, 2)), Status::Ok());
   ASSERT_TRUE(Eventually([&] { return returned.load(); }));
   EXPECT_EQ(status, Status::Ok());

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -46,6 +47,9 @@ inline std::unique_ptr<EventQueue> NewQueue(DAT_COUNT qlen) {
   EXPECT_EQ(status, Status::Ok());
   return queue;
 }
+
+// How many events `queue` holds (dat_evd_query's count).
+inline std::size_t QueuedEvents(const EventQueue& queue) { return static_cast<std::size_t>(queue.Query().count); }
 
 // Spins (yielding) until `condition` holds; false if it still does not after `limit`. Used to
 // learn that another thread has entered a wait, never as the assertion itself.

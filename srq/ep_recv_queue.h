@@ -37,14 +37,14 @@ class EpRecvQueue final : public ReceiveSource {
   static constexpr std::uint32_t kMaxRecvIov = 16;
 
   // At least `max_recv_dtos` buffers of up to `max_recv_iov` segments (0 allowed: zero-size
-  // messages only). Out of range: kInvalidParameter, kArg1 / kArg2.
+  // messages only). Out of range: kInvalidParameter, kParamAttributes.
   static Status Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
                        std::unique_ptr<EpRecvQueue>& out);
 
   std::uint32_t max_recv_dtos() const { return limit_; }
   std::uint32_t max_recv_iov() const { return max_iov_; }
 
-  // ReceiveSource. Post: too many segments: kInvalidParameter, kArg2; full (max_recv_dtos
+  // ReceiveSource. Post: too many segments: kInvalidParameter, kParamNumSegments; full (max_recv_dtos
   // buffers without a generated completion): kInsufficientResources. Posting to a closed queue is
   // allowed: the buffer is flushed by the next PopCompletion (a DAT EP in the Disconnected state
   // flushes what is posted to it). `flags` (the post's completion flags) come back in the

@@ -29,7 +29,7 @@ class MsnWindow {
   // whose completion is not generated yet.
   static constexpr std::uint32_t kMaxWindow = 1u << 16;
 
-  // `window` must be a power of two in [1, kMaxWindow] (kInvalidParameter, kArg1). The first
+  // `window` must be a power of two in [1, kMaxWindow] (else kInvalidParameter). The first
   // message the connection will carry has MSN `first_expected_msn` (1 for iWARP).
   static Status Create(std::uint32_t window, std::uint32_t first_expected_msn,
                        std::unique_ptr<MsnWindow>& out);

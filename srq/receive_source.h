@@ -107,8 +107,9 @@ class ReceiveSource {
   virtual void StopWaking() = 0;
 
   // dat_ep_set_watermark: DAT_WATERMARK_INFINITE disarms; other negative values are invalid
-  // (kInvalidParameter, kArg2 / kArg3). Returns what the EP already holds crosses, which the
-  // caller acts on at once ("an asynchronous event will be generated immediately").
+  // (kInvalidParameter, kParamSoftWatermark / kParamHardWatermark). Returns what the EP already
+  // holds crosses, which the caller acts on at once ("an asynchronous event will be generated
+  // immediately").
   Status SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool connected, Crossing& crossed);
   // After a buffer was taken (or a connection established): which watermark the held count now
   // crosses. `connected`: a hard crossing only breaks a live connection.

@@ -69,7 +69,7 @@ class SrqPool {
   // Queue size at least `max_recv_dtos` (rounded up to a power of two) and `max_recv_iov`
   // segments per buffer (0 is allowed: zero-size messages only; reported as 1). Out-of-range
   // values, including negative DAT_COUNTs converted by the caller, give kInvalidParameter with
-  // kArg3 (srq_attr). `listener` may be null; it must outlive the pool.
+  // kParamAttributes (srq_attr). `listener` may be null; it must outlive the pool.
   static Status Create(std::uint32_t max_recv_dtos, std::uint32_t max_recv_iov,
                        LowWatermarkListener* listener, std::unique_ptr<SrqPool>& out);
 
@@ -85,7 +85,7 @@ class SrqPool {
   void AttachDevice(DeviceQueue* device);
 
   // dat_srq_post_recv, with segments already validated. More segments than max_recv_iov:
-  // kInvalidParameter, kArg2. Queue full, counting every outstanding buffer:
+  // kInvalidParameter, kParamNumSegments. Queue full, counting every outstanding buffer:
   // kInsufficientResources, kResourceSrq. A refused post changes nothing. Valid in every state.
   // `slot`, if given, gets the pool's name for the buffer (what a device receive is posted as).
   // Wakes the oldest waiting endpoint, if no woken one is already on its way to this buffer
@@ -95,10 +95,10 @@ class SrqPool {
               std::uint32_t* slot = nullptr);
 
   // Device receive model: the device refused to take buffer `slot` just posted here, so it goes
-  // back to free as if never posted. Not a posted buffer: kInvalidParameter, kArg1.
+  // back to free as if never posted. Not a posted buffer: kInvalidParameter.
   Status Withdraw(std::uint32_t slot);
 
-  // dat_srq_set_lw: negative or above the actual queue size: kInvalidParameter, kArg2.
+  // dat_srq_set_lw: negative or above the actual queue size: kInvalidParameter, kParamLowWatermark.
   // DAT_SRQ_LW_DEFAULT (0) disarms. Otherwise arms one event for the first time the number of
   // buffers on the SRQ is below `low_watermark`, delivered before returning if it already is.
   // Device model: arms the device's limit event instead (its error if the device refuses).
@@ -112,7 +112,7 @@ class SrqPool {
   // device SRQ is grown only once this says yes, so that a refused resize changes nothing.
   Status CheckResize(std::uint32_t new_max) const;
 
-  // dat_srq_resize. 0 or above kMaxRecvDtos: kInvalidParameter, kArg2. Below the outstanding
+  // dat_srq_resize. 0 or above kMaxRecvDtos: kInvalidParameter, kParamSrqMaxRecvDto. Below the outstanding
   // count or below the low watermark: kInvalidState, kSrqInUse (no state subtype fits better;
   // both mean "what the SRQ holds or promises forbids this size"), and nothing changes. Device
   // model: growing past the device queue grows it first (its error, and nothing changes, if it
@@ -137,9 +137,8 @@ class SrqPool {
   void CancelWait(BufferWaiter* waiter);
 
   // A connection's MSN window starts or stops taking buffers from this SRQ.
-  // Attach: already attached anywhere: kInvalidParameter, kArg1. Detach: not attached here:
-  // kInvalidParameter, kArg1; still holds buffers (flush first): kInvalidState,
-  // kEpCompletionPending.
+  // Attach: already attached anywhere: kInvalidParameter. Detach: not attached here:
+  // kInvalidParameter; still holds buffers (flush first): kInvalidState, kEpCompletionPending.
   Status Attach(MsnWindow& ep);
   Status Detach(MsnWindow& ep);
 
@@ -158,16 +157,16 @@ class SrqPool {
                         RecvBuffer& out);
 
   // Message `msn` on `ep` is fully placed (or failed with `status`). Its completion becomes
-  // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing: `ep` not
-  // attached here (kArg1), `msn` not holding an unplaced buffer (kArg2), length above the
-  // buffer's capacity (kArg3); all kInvalidParameter.
+  // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing, all kInvalidParameter:
+  // `ep` not attached here, `msn` not holding an unplaced buffer, length above the buffer's
+  // capacity.
   Status Place(MsnWindow& ep, std::uint32_t msn, std::uint64_t transferred_length,
                DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes = {});
 
   // The EP was disconnected: it takes no more buffers, and PopCompletion now hands out every
   // buffer it holds, in MSN order: placed ones with their status, the others
-  // DAT_DTO_ERR_FLUSHED. Buffers still on the SRQ stay for the other EPs. kInvalidParameter,
-  // kArg1 when `ep` is not attached here. `waiter`, the EP's, stops waiting: a wake-up it had
+  // DAT_DTO_ERR_FLUSHED. Buffers still on the SRQ stay for the other EPs. kInvalidParameter
+  // when `ep` is not attached here. `waiter`, the EP's, stops waiting: a wake-up it had
   // not used goes to the next waiter.
   Status Close(MsnWindow& ep, BufferWaiter* waiter = nullptr);
 
@@ -178,10 +177,10 @@ class SrqPool {
 
   // The consumer dequeued the completion of `slot` from its recv_evd (or it was dropped by an
   // overflowed EVD): the buffer stops being outstanding. A slot without a generated completion:
-  // kInvalidParameter, kArg1.
+  // kInvalidParameter.
   Status Reaped(std::uint32_t slot);
 
-  // dat_ep_recv_query for `ep` (not attached here: kInvalidParameter, kArg1): buffers held
+  // dat_ep_recv_query for `ep` (not attached here: kInvalidParameter): buffers held
   // without a generated completion, and their MSN span; either pointer may be null.
   Status RecvQuery(const MsnWindow& ep, DAT_COUNT* nbufs_allocated,
                    DAT_COUNT* bufs_alloc_span) const;

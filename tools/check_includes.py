@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-"""Checks that every C/C++ target which includes a system library's headers declares it.
+"""Checks that every C/C++ target which includes a system library's headers declares it, and that
+no include runs from a lower layer up to a higher one.
 
 The system libraries come from /usr through new_local_repository (WORKSPACE), so the compiler
 finds their headers whether or not a target depends on them, and Bazel cannot tell an undeclared
 include. This does: for every cc_* rule in the workspace, each `#include <prefix/...>` of a
 library below must be matched by a direct dependency on one of that library's targets.
 Exit status 1 and one line per offence ("file: includes <...> but target ... does not depend on
-...") when any is found. Run by `tools/dev test` before the tests; `--self-test` checks the
+...", or "file: includes "..." of a higher layer ...") when any is found. The layers are those of
+docs/ARCHITECTURE.md (MAY_INCLUDE below); Bazel visibility cannot tell a header that is only
+included, nor a testonly helper kept in a lower package that reaches up to testing/. Run by `tools/dev test` before the tests; `--self-test` checks the
 checker on a made-up target.
 """
 import re
@@ -28,6 +31,23 @@ LIBRARIES = {
     "pcap/": ("@pcap//:pcap",),
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.MULTILINE)
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+# The layers of docs/ARCHITECTURE.md: which layers the code of each (every rule but a cc_test) may
+# include. A transport backend (transport/tcp, transport/verbs, ...) is one layer; backends sit
+# side by side. Layers not named here (testing, tools, examples) may include anything.
+BACKEND = "transport/<backend>"
+MAY_INCLUDE = {
+    "base": {"base"},
+    "evd": {"evd", "base"},
+    "srq": {"srq", "base"},
+    "transport": {"transport", "base"},
+    BACKEND: {BACKEND, "transport", "base"},
+    "core": {"core", "srq", "evd", "transport", "base"},
+    "dat": {"dat", "core", "transport", "base"},
+}
+# The one switch that names the backends (transport/factory.cc).
+MAY_ALSO_INCLUDE = {"//transport:factory": {BACKEND}}
 
 
 def normalize(label):
@@ -51,6 +71,32 @@ def offences(rule_name, deps, sources, read):
                 if header.startswith(prefix) and not declared.intersection(labels):
                     found.append(f"{path}: includes <{header}> but {rule_name} does not depend on "
                                  f"{' or '.join(labels)}")
+    return found
+
+
+def layer(path):
+    parts = path.split("/")
+    if parts[0] == "transport" and len(parts) > 2:
+        return BACKEND
+    return parts[0]
+
+
+def layering_offences(rule_name, rule_class, sources, read):
+    """The upward includes of one rule (none for a test: tests sit above every layer)."""
+    if rule_class == "cc_test":
+        return []
+    found = []
+    for path in sources:
+        allowed = MAY_INCLUDE.get(layer(path))
+        text = read(path)
+        if allowed is None or text is None:
+            continue
+        allowed = allowed | MAY_ALSO_INCLUDE.get(rule_name, set())
+        for header in QUOTED_INCLUDE.findall(text):
+            if "/" in header and layer(header) not in allowed:
+                found.append(f'{path}: includes "{header}" of a higher layer ({layer(header)}); '
+                             f'{rule_name} is in {layer(path)}, which may include '
+                             f'{", ".join(sorted(allowed))}')
     return found
 
 
@@ -83,6 +129,7 @@ def check_workspace():
             elif attribute.get("name") == "deps":
                 deps += values
         problems += offences(rule.get("name"), deps, sources, read_file)
+        problems += layering_offences(rule.get("name"), rule.get("class"), sources, read_file)
     return problems
 
 
@@ -93,6 +140,18 @@ def self_test():
     shorthand = offences("//a:t", ["@gtest"], ["a/t.cc"], {"a/t.cc": "#include <gtest/gtest.h>"}.get)
     assert len(bad) == 1 and "dat2/udat.h" in bad[0], bad
     assert good == [] and shorthand == [], (good, shorthand)
+    layered = {"core/f.h": '#include "testing/x/y.h"\n#include "srq/z.h"\n',
+               "transport/tcp/a.cc": '#include "transport/verbs/b.h"\n#include "core/ep.h"\n',
+               "transport/f.cc": '#include "transport/tcp/t.h"\n'}
+    upward = layering_offences("//core:f", "cc_library", ["core/f.h"], layered.get)
+    from_test = layering_offences("//core:f_test", "cc_test", ["core/f.h"], layered.get)
+    backend = layering_offences("//transport/tcp:a", "cc_library", ["transport/tcp/a.cc"], layered.get)
+    switch = layering_offences("//transport:factory", "cc_library", ["transport/f.cc"], layered.get)
+    elsewhere = layering_offences("//transport:x", "cc_library", ["transport/f.cc"], layered.get)
+    assert len(upward) == 1 and "testing/x/y.h" in upward[0], upward
+    assert from_test == [] and switch == [], (from_test, switch)
+    assert len(backend) == 1 and "core/ep.h" in backend[0], backend
+    assert len(elsewhere) == 1 and "transport/tcp/t.h" in elsewhere[0], elsewhere
     print("check_includes: self-test passed")
 
 
@@ -104,7 +163,7 @@ def main():
     for line in problems:
         print(line)
     if problems:
-        print(f"check_includes: {len(problems)} undeclared system include(s)", file=sys.stderr)
+        print(f"check_includes: {len(problems)} undeclared system or upward include(s)", file=sys.stderr)
         return 1
     return 0
 

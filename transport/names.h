@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // Names of the transport interface's enumerations, for log lines: why a connection ended
-// (ConnectionEnd) and how an operation ended (WorkStatus). The DAT event and DAT_RETURN names
-// are base/dat_names.h's.
+// (ConnectionEnd). The DAT event and DAT_RETURN names are base/dat_names.h's.
 #pragma once
 
 #include "transport/endpoint.h"
-#include "transport/work.h"
 
 namespace softdat::transport {
 
@@ -22,21 +20,6 @@ constexpr const char* ConnectionEndName(ConnectionEnd why) {
     case ConnectionEnd::kAcceptFailed: return "accept failed";
   }
   return "unknown end";
-}
-
-constexpr const char* WorkStatusName(WorkStatus status) {
-  switch (status) {
-    case WorkStatus::kSuccess: return "success";
-    case WorkStatus::kFlushed: return "flushed";
-    case WorkStatus::kLocalLength: return "local length error";
-    case WorkStatus::kLocalProtection: return "local protection error";
-    case WorkStatus::kRemoteAccess: return "remote access error";
-    case WorkStatus::kRemoteResponder: return "remote responder error";
-    case WorkStatus::kBadResponse: return "bad response";
-    case WorkStatus::kTransport: return "transport error";
-    case WorkStatus::kReceiverNotReady: return "receiver not ready";
-  }
-  return "unknown status";
 }
 
 }  // namespace softdat::transport

@@ -39,8 +39,13 @@ void ConformanceTest::SetUp() {
   ASSERT_EQ(dat_ia_query(ia_, &async, DAT_IA_FIELD_ALL, &ia_attr_, DAT_PROVIDER_FIELD_ALL, &provider_attr_),
             DAT_SUCCESS);
   ASSERT_EQ(dat_pz_create(ia_, &pz_), DAT_SUCCESS);
-  // Skipping by capability, as the provider reports it: the suite is meant for every transport.
-  if (provider_attr_.srq_supported != DAT_TRUE) GTEST_SKIP() << "provider attribute srq_supported is FALSE";
+  RequireSrqSupport(provider_attr_.provider_name, provider_attr_.srq_supported);
+}
+
+void RequireSrqSupport(std::string_view provider_name, DAT_BOOLEAN srq_supported) {
+  if (srq_supported == DAT_TRUE) return;
+  if (provider_name == "softdat") FAIL() << "softdat's IA says srq_supported FALSE: every softdat IA supports SRQs";
+  GTEST_SKIP() << "provider " << provider_name << " says srq_supported FALSE";
 }
 
 bool ConformanceTest::ProviderSays(const char* name, const char* value) const {
@@ -48,6 +53,8 @@ bool ConformanceTest::ProviderSays(const char* name, const char* value) const {
     const DAT_NAMED_ATTR& attr = provider_attr_.provider_specific_attr[i];
     if (std::strcmp(attr.name, name) == 0) return std::strcmp(attr.value, value) == 0;
   }
+  ADD_FAILURE() << "the IA " << ia_name() << " reports no provider attribute " << name
+                << " (renamed? see core/ia_attributes.cc)";
   return false;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace softdat::conformance {
@@ -64,6 +65,11 @@ struct ReceiverOptions {
 const char* SuiteIaName();
 // True when the suite runs over softdat-tcp (IA options such as rnr_timeout_ms are tcp's).
 bool SuiteIsTcp();
+// The suite's SRQ precondition, checked at the end of every SetUp. softdat's IAs must support
+// SRQs: one whose provider (`provider_name`) is softdat and says srq_supported FALSE fails the test
+// (fatally, so its body does not run). Another provider's IA without SRQs skips it: the suite is
+// meant for any provider.
+void RequireSrqSupport(std::string_view provider_name, DAT_BOOLEAN srq_supported);
 // True in the progress=poll variant (SOFTDAT_PROGRESS=poll): every IA then moves only inside the
 // test's own waits, so a test can stop a receiver in the middle of a message deterministically.
 // Tests that need that run in this variant only (and say so when skipped in the other).
@@ -79,7 +85,9 @@ class ConformanceTest : public ::testing::Test {
 
   // A provider-specific attribute the IA reports as "TRUE" (softdat names its device-dependent
   // capabilities this way, e.g. SOFTDAT_SRQ_RESIZE, SOFTDAT_RNR_WAITS; see core/ia_attributes.cc).
-  // Or reports as `value` (SOFTDAT_TRANSPORT: "tcp" or "verbs").
+  // Or reports as `value` (SOFTDAT_TRANSPORT: "tcp" or "verbs"). An attribute the IA does not
+  // report at all fails the test (and gives false): a renamed attribute must not turn the tests
+  // that ask for it into skips.
   bool ProviderSays(const char* name, const char* value = "TRUE") const;
   // ep_recv_info_supported bits 0 and 1: dat_ep_recv_query counts the buffers an SRQ EP holds
   // (core/ia_attributes.h); an EP with its own receive queue always reports both.

@@ -956,7 +956,7 @@ bool FakeDeviceTransport::Step() {
 }
 
 bool FakeDeviceTransport::Progress() noexcept {
-  ++progress_calls_;
+  progress_calls_.fetch_add(1, std::memory_order_relaxed);
   bool any = false;
   // Bounded, so a wait that polls is never stuck inside one call.
   for (int steps = 0; steps < 10000 && Step(); ++steps) any = true;

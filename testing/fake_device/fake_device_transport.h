@@ -17,6 +17,7 @@
 
 #include <netinet/in.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -106,7 +107,7 @@ class FakeDeviceTransport : public transport::Transport {
   // Runs only the oldest pending step (a test stops the device between two of them).
   bool Step();
   // How often Progress was called on this transport (by the IA's EVDs or a test).
-  std::size_t progress_calls() const { return progress_calls_; }
+  std::size_t progress_calls() const { return progress_calls_.load(std::memory_order_relaxed); }
   // Completions waiting in this transport's completion queues, and how often they were polled.
   std::size_t queued_completions() const;
   std::size_t completion_polls() const;
@@ -118,8 +119,9 @@ class FakeDeviceTransport : public transport::Transport {
   transport::Capabilities capabilities_;
   sockaddr_in address_;
   Behaviour behaviour_;
-  std::size_t progress_calls_ = 0;
-  std::size_t quiet_posts_ = 0;
+  // Waits on several threads (a sleeper and a poller of one IA) call Progress at once.
+  std::atomic<std::size_t> progress_calls_{0};
+  std::size_t quiet_posts_ = 0;  // under the fabric's lock
 };
 
 }  // namespace softdat::testing::fake_device

@@ -41,15 +41,6 @@ void KickQueue::Start() {
   if (fd_ >= 0) Arm();
 }
 
-void KickQueue::Stop() {
-  boost::system::error_code ignored;
-  descriptor_.close(ignored);
-  std::lock_guard lock(mutex_);
-  for (auto& connection : ring_) connection.reset();
-  count_ = 0;
-  depth_.store(0, std::memory_order_release);
-}
-
 bool KickQueue::Reserve(std::size_t connections) {
   std::lock_guard lock(mutex_);
   if (ring_.size() >= connections) return true;
@@ -87,10 +78,6 @@ void KickQueue::Push(std::shared_ptr<Connection> connection) {
 void KickQueue::Wake() {
   const std::uint64_t one = 1;
   (void)!::write(fd_, &one, sizeof one);
-}
-
-void KickQueue::WakeProgress() {
-  if (fd_ >= 0) Wake();
 }
 
 void KickQueue::Arm() {

@@ -46,18 +46,14 @@ class KickQueue {
   // Runs OnKick of every connection queued when it starts; one that defers its writes (a
   // consumer's poll inside the coalescing window) is queued again. `consumer`: called from a
   // consumer's poll rather than the progress thread; `ia_last_write_ns`: when the IA last wrote,
-  // as the drain begins (Connection::TxDue). True if a connection ran. Any thread.
+  // as the drain begins (TxStream::Due). True if a connection ran. Any thread.
   bool Drain(bool consumer = false, std::uint64_t ia_last_write_ns = 0);
   // Whether a connection is queued: a drain is due, and Work posted now can join it.
   bool queued() const { return depth_.load(std::memory_order_relaxed) != 0; }
   // How many connections are queued (read without the lock: a hint, exact once posts stop).
   std::size_t depth() const { return depth_.load(std::memory_order_relaxed); }
-  // Wakes the progress thread's io_context whatever is queued (a consumer stops polling).
-  void WakeProgress();
   // Starts waiting on the eventfd (progress context, once).
   void Start();
-  // Stops waiting and drops what is queued (the transport is going away).
-  void Stop();
 
  private:
   void Arm();

@@ -49,7 +49,6 @@ TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
   EXPECT_EQ(ran[0], connections[0].get());
   EXPECT_EQ(ran[1], connections[2].get());
   EXPECT_EQ(ran[2], connections[1].get());
-  queue.Stop();
 }
 
 // Regression: a connection that deferred during a drain (a consumer's poll inside the coalescing
@@ -88,7 +87,6 @@ TEST(KickQueue, ARingFullOfKicksLosesNone) {
   EXPECT_EQ(runs[0], 2) << "the deferred connection ran again";
   EXPECT_EQ(runs[1], 1) << "a connection's kick was lost in a full ring";
   EXPECT_EQ(runs[2], 1);
-  queue.Stop();
 }
 
 // Regression: a drain whose every connection deferred its writes (a consumer's poll inside a

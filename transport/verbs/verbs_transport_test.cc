@@ -2,8 +2,9 @@
 // The verbs transport on a real RDMA device, through the transport interface only: device limits,
 // memory registration, setup and its failures, Sends into posted receives and through a device
 // SRQ, RDMA Write and Read, the SRQ limit event and teardown. The device comes from
-// SOFTDAT_VERBS_DEVICE ("rxe0 1"); without it (or without the device) every test skips, which is
-// what happens outside testing/vm. Every wait is bounded.
+// SOFTDAT_VERBS_DEVICE ("rxe0 1"); without it every test skips, which is what happens outside
+// testing/vm. With it, a device that cannot be opened fails every test: it was asked for by name.
+// Every wait is bounded.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -58,25 +59,37 @@ Work SendOf(std::uint64_t id, std::span<const Segment> local) {
   return w;
 }
 
+// The device SOFTDAT_VERBS_DEVICE names ("rxe0 1") as verbs IaParams; false when it is not set.
+bool RequestedDevice(IaParams& params) {
+  const char* env = std::getenv("SOFTDAT_VERBS_DEVICE");
+  if (env == nullptr || *env == '\0') return false;
+  std::istringstream in(env);
+  int port = 0;
+  in >> params.device >> port;
+  params.kind = TransportKind::kVerbs;
+  params.port = static_cast<std::uint8_t>(port);
+  return true;
+}
+
+// Opens the requested device. Any error fails (ASSERT), kInvalidParameter (no such device or port)
+// too: the device was asked for by name, so its absence is a broken setup, not a reason to skip.
+void OpenRequestedDevice(const IaParams& params, std::unique_ptr<Transport>& transport) {
+  std::string why;
+  const Status s = verbs::CreateVerbsTransport(params, why, transport);
+  ASSERT_TRUE(s.ok()) << "SOFTDAT_VERBS_DEVICE names " << params.device << " port " << int{params.port}
+                      << ", which cannot be opened: " << CodeName(s.code()) << ": " << why;
+}
+
 class VerbsTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* env = std::getenv("SOFTDAT_VERBS_DEVICE");
-    if (env == nullptr || *env == '\0')
-      GTEST_SKIP() << "SOFTDAT_VERBS_DEVICE is not set (e.g. \"rxe0 1\"); run testing/vm/verbs_transport_test.sh";
-    std::istringstream in(env);
     IaParams params;
-    params.kind = TransportKind::kVerbs;
-    int port = 0;
-    in >> params.device >> port;
+    if (!RequestedDevice(params))
+      GTEST_SKIP() << "SOFTDAT_VERBS_DEVICE is not set (e.g. \"rxe0 1\"); run testing/vm/verbs_transport_test.sh";
     device_ = params.device;
-    port_ = static_cast<std::uint8_t>(port);
-    params.port = static_cast<std::uint8_t>(port);
+    port_ = params.port;
     params.options.progress = progress_;
-    std::string why;
-    Status s = verbs::CreateVerbsTransport(params, why, transport_);
-    if (s.code() == Code::kInvalidParameter) GTEST_SKIP() << "no usable RDMA device: " << why;
-    ASSERT_TRUE(s.ok()) << CodeName(s.code()) << ": " << why;
+    ASSERT_NO_FATAL_FAILURE(OpenRequestedDevice(params, transport_));
     ASSERT_TRUE(transport_->CreateProtectionDomain(pd_).ok());
     ASSERT_TRUE(transport_->Listen(0, &requests_, listener_).ok());
     if (progress_ == ProgressMode::kPoll) {
@@ -671,14 +684,8 @@ TEST_F(VerbsTransportTest, AnEvdsCqReportsOnlyWhatItsConsumerPolls) {
 // A's exists, and only A runs), yet B's fires once B runs. Busy-poll IAs, so that nothing runs
 // but what the test drives.
 TEST(VerbsAsyncEventsTest, TwoIasOnOneDeviceEachGetTheirOwnSrqLimitEvent) {
-  const char* env = std::getenv("SOFTDAT_VERBS_DEVICE");
-  if (env == nullptr || *env == '\0') GTEST_SKIP() << "SOFTDAT_VERBS_DEVICE is not set (e.g. \"rxe0 1\")";
-  std::istringstream in(env);
   IaParams params;
-  params.kind = TransportKind::kVerbs;
-  int port = 0;
-  in >> params.device >> port;
-  params.port = static_cast<std::uint8_t>(port);
+  if (!RequestedDevice(params)) GTEST_SKIP() << "SOFTDAT_VERBS_DEVICE is not set (e.g. \"rxe0 1\")";
   params.options.progress = ProgressMode::kPoll;
 
   struct Side {
@@ -693,11 +700,8 @@ TEST(VerbsAsyncEventsTest, TwoIasOnOneDeviceEachGetTheirOwnSrqLimitEvent) {
     Buffer src{64, 5}, dst{64 * 4};
   };
   Side a, b;
-  std::string why;
   for (Side* side : {&a, &b}) {
-    Status s = verbs::CreateVerbsTransport(params, why, side->transport);
-    if (s.code() == Code::kInvalidParameter) GTEST_SKIP() << "no usable RDMA device: " << why;
-    ASSERT_TRUE(s.ok()) << why;
+    ASSERT_NO_FATAL_FAILURE(OpenRequestedDevice(params, side->transport));
     if (!side->transport->capabilities().srq_limit) GTEST_SKIP() << "the device has no SRQ limit event";
     ASSERT_TRUE(side->transport->CreateProtectionDomain(side->pd).ok());
     for (Buffer* buffer : {&side->src, &side->dst})
