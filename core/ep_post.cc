@@ -235,6 +235,7 @@ Status Ep::PostRequestLocked(const RequestSpec& spec, bool& deliver) {
   work.length = length;
   work.solicited = (spec.flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) != 0;
   work.fence = (spec.flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) != 0;
+  work.quiet_success = (spec.flags & DAT_COMPLETION_SUPPRESS_FLAG) != 0;
   work.unsignaled = (spec.flags & (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG)) != 0;
   work.invalidate = spec.invalidate;
   work.invalidate_key = spec.invalidate_key;

@@ -62,7 +62,14 @@ Status Evd::AttachCompletionQueue() {
     cq_.reset();
     return attached;
   }
+  cq_->SetEvents(&cq_source_);
   return Status::Ok();
+}
+
+void Evd::OnCqOverflow() {
+  SOFTDAT_LOG(kWarn, "EVD %p overflowed: its device completion queue of %u entries dropped completions (make the "
+              "EVD's qlen larger)", static_cast<void*>(this), cq_->capacity());
+  ReportOverflow();
 }
 
 Status Evd::MakeAsync(Ia* ia, DAT_COUNT min_qlen, Evd** out) {
@@ -204,6 +211,10 @@ void Evd::Post(const DAT_EVENT& event, evd::EventQueue::Notify notify) {
   if (!queue_->TakeOverflow()) return;
   SOFTDAT_LOG(kWarn, "EVD %p overflowed: a %s was dropped (make the EVD's qlen larger)", static_cast<void*>(this),
               DatEventText(static_cast<std::uint32_t>(event.event_number)).text);
+  ReportOverflow();
+}
+
+void Evd::ReportOverflow() {
   Evd* async = ia_->async_evd();
   if (async == nullptr || async == this) return;
   DAT_EVENT overflow{};

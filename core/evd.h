@@ -82,8 +82,8 @@ class Evd : public HandleHeader {
 
  private:
   // A handle object has no vtable: the queue's completion source is this member, forwarding to
-  // the transport's CQ.
-  class CqSource final : public evd::CompletionSource {
+  // the transport's CQ, and it hears what the CQ reports outside a poll.
+  class CqSource final : public evd::CompletionSource, public transport::CompletionQueueEvents {
    public:
     explicit CqSource(Evd& evd) : evd_(evd) {}
     std::uint32_t Poll(std::uint32_t max) noexcept override { return evd_.cq_->Poll(max); }
@@ -91,6 +91,7 @@ class Evd : public HandleHeader {
     int wait_fd() const noexcept override { return evd_.cq_->wait_fd(); }
     void TakeNotifications() noexcept override { evd_.cq_->TakeNotifications(); }
     void SetWatched(bool watched) noexcept override { evd_.cq_->SetWatched(watched); }
+    void OnOverflow() override { evd_.OnCqOverflow(); }
 
    private:
     Evd& evd_;
@@ -98,6 +99,10 @@ class Evd : public HandleHeader {
 
   // A DTO EVD on a transport with device CQs gets its CQ; kOk without one.
   Status AttachCompletionQueue();
+  // The device dropped completions of this EVD's CQ: DAT_ASYNC_ERROR_EVD_OVERFLOW to the IA's
+  // asynchronous EVD, as when the EVD's own ring drops an event.
+  void OnCqOverflow();
+  void ReportOverflow();
 
   Ia* ia_;
   DAT_EVD_FLAGS flags_;

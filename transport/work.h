@@ -66,6 +66,10 @@ struct Work {
   std::uint64_t compare_add = 0;  // kFetchAdd: the addend; kCompareSwap: the value compared
   std::uint64_t swap = 0;         // kCompareSwap: the value stored on a match
   const AddressHandle* destination = nullptr;  // kSendDatagram: where to (kept until it completes)
+  // The consumer wants no event if it succeeds (DAT_COMPLETION_SUPPRESS_FLAG): a device transport
+  // may post it unsignalled. Its OnWorkDone still comes, in posting order, but may wait for a
+  // later request's completion or the connection's end.
+  bool quiet_success = false;
 };
 
 // What the transport learned about a received message besides its bytes.

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -192,8 +193,13 @@ class FakeCq final : public transport::CompletionQueue {
   }
   std::uint32_t capacity() const override { return capacity_; }
 
-  // Under the fabric lock.
+  // Under the fabric lock. A full queue drops the completion, as a device's CQ overflows; the
+  // next poll reports it (a device raises IBV_EVENT_CQ_ERR).
   void PushLocked(const CqEntry& entry) {
+    if (entries_.size() >= capacity_) {
+      overflowed_ = true;
+      return;
+    }
     entries_.push_back(entry);
     if (armed_) {
       armed_ = false;
@@ -222,6 +228,7 @@ class FakeCq final : public transport::CompletionQueue {
   std::uint32_t capacity_;
   int fd_;
   std::deque<CqEntry> entries_;
+  bool overflowed_ = false;  // under the fabric lock: dropped completions not reported yet
   bool armed_ = false;
   bool watched_ = false;
   std::atomic<bool> polling_{false};
@@ -744,6 +751,7 @@ Status FakeEndpoint::Post(const transport::Work& work) {
   std::lock_guard lock(fabric.mu);
   if ((!connected_ && !datagram_) || ended_) return Status(Code::kInvalidState);
   if ((work.kind == transport::WorkKind::kSendDatagram) != datagram_) return Status(Code::kInvalidParameter);
+  if (work.quiet_success) owner_->CountQuietPost();
   const std::uint64_t id = id_;
   transport::Work copy = work;
   std::vector<Segment> local(work.local.begin(), work.local.end());
@@ -947,6 +955,12 @@ std::uint32_t FakeCq::Poll(std::uint32_t max) noexcept {
   std::unique_lock run(fabric.run, std::try_to_lock);
   if (!run.owns_lock() || polling_.exchange(true)) return 0;
   polls_.fetch_add(1);
+  bool overflowed;
+  {
+    std::lock_guard lock(fabric.mu);
+    overflowed = std::exchange(overflowed_, false);
+  }
+  if (overflowed) ReportOverflow();
   std::uint32_t taken = 0;
   while (taken < max) {
     CqEntry entry;
@@ -1081,6 +1095,11 @@ std::size_t FakeDeviceTransport::queued_completions() const {
   for (const FakeCq* cq : AllCqs())
     if (cq->owner() == this) queued += cq->size();
   return queued;
+}
+
+std::size_t FakeDeviceTransport::quiet_posts() const {
+  std::lock_guard lock(GetFabric().mu);
+  return quiet_posts_;
 }
 
 std::size_t FakeDeviceTransport::completion_polls() const {

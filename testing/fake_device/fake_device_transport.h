@@ -118,6 +118,9 @@ class FakeDeviceTransport : public transport::Transport {
   // Completions waiting in this transport's completion queues, and how often they were polled.
   std::size_t queued_completions() const;
   std::size_t completion_polls() const;
+  // Work posted with quiet_success (what a NIC would post unsignalled), under the fabric's lock.
+  std::size_t quiet_posts() const;
+  void CountQuietPost() { ++quiet_posts_; }
 
  private:
   transport::Capabilities capabilities_;
@@ -125,6 +128,7 @@ class FakeDeviceTransport : public transport::Transport {
   Behaviour behaviour_;
   // Waits on several threads (a sleeper and a poller of one IA) call Progress at once.
   std::atomic<std::size_t> progress_calls_{0};
+  std::size_t quiet_posts_ = 0;  // under the fabric's lock
 };
 
 }  // namespace softdat::testing::fake_device

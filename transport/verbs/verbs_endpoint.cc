@@ -209,7 +209,6 @@ void VerbsEndpoint::Disconnect(bool graceful) {
 Status VerbsEndpoint::Post(const Work& work) {
   if (work.local.size() > send_segments_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   ibv_send_wr wr{};
-  wr.send_flags = IBV_SEND_SIGNALED;
   if (work.fence) wr.send_flags |= IBV_SEND_FENCE;
   switch (work.kind) {
     case WorkKind::kSend:
@@ -275,7 +274,10 @@ Status VerbsEndpoint::Post(const Work& work) {
   if (kMayInline[static_cast<std::size_t>(work.kind)] && work.length > 0 && work.length <= max_inline_)
     wr.send_flags |= IBV_SEND_INLINE;
   std::uint64_t seq;
-  if (!sends_.Push(Posted{work.id, static_cast<std::uint32_t>(work.length)}, seq)) return Status(Code::kQueueFull);
+  bool signalled;
+  if (!sends_.Push(work.id, static_cast<std::uint32_t>(work.length), !work.quiet_success, seq, signalled))
+    return Status(Code::kQueueFull);
+  if (signalled) wr.send_flags |= IBV_SEND_SIGNALED;
   wr.wr_id = WrId(kSendTag, generation_, seq);
   ibv_send_wr* bad = nullptr;
   if (const int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
@@ -605,6 +607,10 @@ bool VerbsEndpoint::Finish() {
   }
   if (in_cqs_ && !DrainCqs()) return false;
   LeaveCqs();
+  // The flush is in: an unsignalled send older than every signalled one left had succeeded.
+  sends_.TakeDone([this](const SendRing::Posted& posted) {
+    events_->OnWorkDone(posted.id, WorkStatus::kSuccess, posted.length);
+  });
   ended_reported_.store(true, std::memory_order_release);
   events_->OnEnded(end_why_, {end_data_, end_data_length_});
   events_->Deliver();
@@ -620,16 +626,20 @@ void VerbsEndpoint::OnCompletion(const ibv_wc& wc) {
 }
 
 void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
-  Posted posted;
-  if ((wc.wr_id >> 32 & kGenerationMask) != (generation_ & kGenerationMask) || !sends_.Pop(wc.wr_id & 0xFFFFFFFFu, posted)) {
+  const WorkStatus status = FromWcStatus(wc.status);
+  const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
+  // RC completes in order: the unsignalled sends posted before this one succeeded.
+  const bool ours = (wc.wr_id >> 32 & kGenerationMask) == (generation_ & kGenerationMask) &&
+                    sends_.Complete(wc.wr_id & 0xFFFFFFFFu, [&](const SendRing::Posted& posted, bool completed) {
+                      const WorkStatus s = completed ? status : WorkStatus::kSuccess;
+                      events_->OnWorkDone(posted.id, s, s == WorkStatus::kSuccess ? posted.length : 0);
+                    });
+  if (!ours) {
     SOFTDAT_LOG(kDebug, "verbs: a send completion 0x%llx of an older QP dropped", static_cast<unsigned long long>(wc.wr_id));
     return;
   }
-  const WorkStatus status = FromWcStatus(wc.status);
-  const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
   if (failed)
     SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
-  events_->OnWorkDone(posted.id, status, status == WorkStatus::kSuccess ? posted.length : 0);
   events_->Deliver();  // on this thread: a consumer's dequeue takes the event it makes
   if (failed) Break();
 }
@@ -692,10 +702,11 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
     graceful = graceful_ && now < graceful_deadline_;
     connect_deadline = connect_deadline_;
   }
-  if (disconnect && graceful && s == State::kConnected && !sends_.empty()) {
-    // Sends still in flight: what completed may sit in a CQ nobody polls; bring it in.
+  if (disconnect && graceful && s == State::kConnected && sends_.signalled_outstanding()) {
+    // Sends still in flight: what completed may sit in a CQ nobody polls; bring it in. (An
+    // unsignalled send behind the last signalled one raises no CQE to wait for.)
     if (in_cqs_) (void)send_cq()->TryDrain();
-    if (!sends_.empty()) {
+    if (sends_.signalled_outstanding()) {
       disconnect = false;  // look again soon
       timers = true;
     }
@@ -728,7 +739,9 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
   if (state() == State::kDraining || (state() == State::kEnded && !ended_reported_.load())) {
     // The flushes come through the CQs, which nobody else may be polling: drain them here.
     if (in_cqs_ && !qp_destroyed_) (void)DrainCqs();
-    const bool sends_done = sends_.empty();
+    // Unsignalled sends left after the last signalled one: flushed with a CQE if the device had
+    // not completed them, else done; Finish sorts them once the flush is surely in.
+    const bool sends_done = !sends_.signalled_outstanding();
     const bool recvs_done = srq_ != nullptr || recvs_.empty();
     if ((sends_done && recvs_done) || now >= drain_deadline_ || qp_destroyed_) {
       if (!(sends_done && recvs_done) && !qp_destroyed_)

@@ -11,13 +11,14 @@
 //
 // Posting runs on the consumer's thread straight to ibv_post_send/ibv_post_recv, under the
 // endpoint's mutex (the QP's state and the preallocated SGE arrays); small Sends and Writes go
-// inline where the QP allows. Receives posted before the QP exists wait in a preallocated ring.
+// inline where the QP allows; a request whose success the consumer suppressed goes unsignalled
+// (send_ring.h). Receives posted before the QP exists wait in a preallocated ring.
 //
 // Setup and teardown run in the progress context: Connect, Accept and Disconnect record a request
-// and wake the progress. Teardown moves the QP to ERR and waits until every posted send (and,
+// and wake the progress. Teardown moves the QP to ERR and waits until every signalled send (and,
 // without an SRQ, every posted receive) has been reported or a bound passes, drains its CQs,
-// destroys the QP, drains them again, leaves their tables and only then calls OnEnded: after it
-// nothing touches consumer memory.
+// destroys the QP, drains them again, reports the unsignalled sends the flush left as done,
+// leaves their tables and only then calls OnEnded: after it nothing touches consumer memory.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -32,6 +33,7 @@
 #include "base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/verbs/private_data.h"
+#include "transport/verbs/send_ring.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/verbs/verbs_transport.h"
 
@@ -96,8 +98,8 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
     std::uint32_t length;
     std::uint64_t first = 0;  // a UD receive's first byte: its GRH, which names the sender
   };
-  // A ring of Posted in posting order: RC completes sends, and receives of its own queue, in
-  // posting order. Pushed under mutex_ (posting), popped by the polling thread of one CQ.
+  // A ring of Posted in posting order: RC completes the receives of its own queue in posting
+  // order. Pushed under mutex_ (posting), popped by the polling thread of one CQ.
   class PostedRing {
    public:
     void Allocate(std::uint32_t entries) {
@@ -211,7 +213,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   std::unique_ptr<Segment[]> early_segments_;
   std::uint32_t early_count_ = 0;
 
-  PostedRing sends_;
+  SendRing sends_;
   PostedRing recvs_;  // own queue only
   // A UD endpoint's Resolves: added by consumer threads under mutex_, started, answered and freed
   // in the progress context.

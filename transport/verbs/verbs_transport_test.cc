@@ -644,6 +644,49 @@ TEST_F(VerbsTransportTest, GracefulDisconnectLetsPostedSendsFinish) {
   for (const RecordingEvents::WorkDone& d : done) EXPECT_EQ(d.status, WorkStatus::kSuccess) << "send " << d.id;
 }
 
+// Writes whose success the consumer suppressed go unsignalled: the next signalled one reports
+// them (in posting order, before itself), and the end reports those no CQE followed as done.
+TEST_F(VerbsTransportTest, QuietWritesAreReportedInOrderByTheNextCompletionAndAtTheEnd) {
+  Buffer& local = Make(64, 3);
+  Buffer& remote = Make(64 * 8);
+  MakeEndpoints();
+  Connect();
+  auto write = [&](std::uint64_t id, bool quiet) {
+    Segment w[] = {local.Seg(0, 64)};
+    Work work = Rdma(WorkKind::kRdmaWrite, id, w, remote.address((id - 1) * 64), remote.mr->remote_key());
+    work.quiet_success = quiet;
+    return active_->Post(work);
+  };
+  for (std::uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(write(id, true).ok());
+  ASSERT_TRUE(write(4, false).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() >= 4; }));
+  auto done = a_.Get(a_.work_done);
+  ASSERT_EQ(done.size(), 4u);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(done[i].id, i + 1);
+    EXPECT_EQ(done[i].status, WorkStatus::kSuccess);
+    EXPECT_EQ(done[i].length, 64u);
+    EXPECT_EQ(0, std::memcmp(remote.bytes.data() + i * 64, local.bytes.data(), 64)) << "write " << i + 1;
+  }
+  // Two more, quiet: no CQE comes for them. Once the last one's bytes landed, end the connection.
+  ASSERT_TRUE(write(5, true).ok());
+  ASSERT_TRUE(write(6, true).ok());
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  const volatile std::uint8_t* last = remote.bytes.data() + 5 * 64 + 63;
+  while (*last != local.bytes[63] && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_EQ(*last, local.bytes[63]);
+  active_->Disconnect(false);
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
+  done = a_.Get(a_.work_done);
+  // Each reported once, in order, before the end: done (no CQE), or flushed if the end overtook
+  // the peer's acknowledgement (the bytes landing does not say the sender saw it).
+  ASSERT_EQ(done.size(), 6u);
+  for (std::uint64_t i = 4; i < 6; ++i) {
+    EXPECT_EQ(done[i].id, i + 1);
+    EXPECT_TRUE(done[i].status == WorkStatus::kSuccess || done[i].status == WorkStatus::kFlushed) << "write " << i + 1;
+  }
+}
+
 class VerbsTransportPollTest : public VerbsTransportTest {
  protected:
   VerbsTransportPollTest() { progress_ = ProgressMode::kPoll; }
