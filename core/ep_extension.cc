@@ -163,7 +163,7 @@ void Ep::DeliverDatagramEvents() {
       std::lock_guard lock(mutex_);
       if (datagram_events_.empty()) return;
       pending = datagram_events_.front();
-      datagram_events_.pop_front();
+      datagram_events_.erase(datagram_events_.begin());  // a handful at most, on a UD EP only
     }
     if (connect_evd_ == nullptr) continue;
     DAT_EVENT event = ConnectionEvent(pending.number, connect_evd_, this, pending.cm->private_data(),
