@@ -85,10 +85,14 @@ Status Psp::Free(Psp* psp) {
 
 void Psp::Destroy(Psp* psp) {
   psp->listener_.reset();  // no request arrives after this
+  // Destroyed outside datagram_mutex_: a listener's end waits out its calls in flight, which take
+  // the IA's handle lock (Track), and Ia::WantDatagrams holds that lock while it takes this one.
+  std::unique_ptr<transport::Listener> datagrams;
   {
     std::lock_guard lock(psp->datagram_mutex_);
-    psp->datagram_listener_.reset();
+    datagrams = std::move(psp->datagram_listener_);
   }
+  datagrams.reset();
   psp->evd_->RemoveUser();
   DeleteHandle(psp);
 }
