@@ -93,6 +93,17 @@ const char* ParamName(Detail detail) {
     case Detail::kParamSrqMaxRecvDto: return "srq_max_recv_dto";
     case Detail::kParamLowWatermark: return "low_watermark";
     case Detail::kParamSegments: return "local_segments";
+    case Detail::kParamOperation: return "operation";
+    case Detail::kParamAddValue: return "add_value";
+    case Detail::kParamCompareValue: return "cmp_value";
+    case Detail::kParamSwapValue: return "swap_value";
+    case Detail::kParamImmediate: return "immed_data";
+    case Detail::kParamAddressHandle: return "remote_ah";
+    case Detail::kParamCm: return "cm";
+    case Detail::kParamCounter: return "counter";
+    case Detail::kParamCounterOut: return "p_cntrs_out";
+    case Detail::kParamReset: return "reset";
+    case Detail::kParamCounterType: return "type";
     default: return nullptr;
   }
 }

@@ -52,6 +52,9 @@ enum class Detail : std::uint8_t {
   kParamLength, kParamPrivileges, kParamVaType, kParamLmrContext, kParamRegisteredLength,
   kParamRegisteredAddress, kParamLmrTriplet, kParamSrqMaxRecvDto, kParamLowWatermark,
   kParamSegments,
+  // ... and of the DAT IB extension calls (dat_ib_extensions.h), made through dat_extension_op.
+  kParamOperation, kParamAddValue, kParamCompareValue, kParamSwapValue, kParamImmediate,
+  kParamAddressHandle, kParamCm, kParamCounter, kParamCounterOut, kParamReset, kParamCounterType,
   // Handle types (DAT_INVALID_HANDLE_*).
   kIa, kEp, kLmr, kRmr, kPz, kPsp, kRsp, kCr, kCno, kEvdCr, kEvdRequest, kEvdRecv, kEvdConnect,
   kEvdAsync, kSrq, kCsp,

@@ -30,7 +30,9 @@ Cr* Cr::Make(Ia* ia, std::unique_ptr<transport::PendingConnection> pending, Hand
 
 DAT_EVENT Cr::ArrivalEvent(DAT_EVD_HANDLE evd, DAT_HANDLE sp) const {
   DAT_EVENT event{};
-  event.event_number = DAT_CONNECTION_REQUEST_EVENT;
+  // A UD endpoint's request (dat_ep_connect on a DAT_IB_SERVICE_TYPE_UD EP) is the extension's.
+  event.event_number = pending_->datagram() ? static_cast<DAT_EVENT_NUMBER>(DAT_IB_UD_CONNECTION_REQUEST_EVENT)
+                                            : DAT_CONNECTION_REQUEST_EVENT;
   event.evd_handle = evd;
   DAT_CR_ARRIVAL_EVENT_DATA& data = event.event_data.cr_arrival_event_data;
   data.sp_handle.psp_handle = sp;
@@ -54,6 +56,7 @@ Status Cr::Accept(Cr* cr, Ep* ep, DAT_COUNT private_data_size, const void* priva
   const Status status = ep->Accept(*cr->pending_, cr->rsp_, private_data_size, private_data);
   if (status.code() == Code::kInvalidParameter || status.code() == Code::kInvalidState) return status;
   // Accepted, or the transport failed the accept: the request is answered either way.
+  if (status.ok()) cr->ia_->counters().AddShared(DCNT_IA_SP_CR_ACCEPTED);
   cr->ia_->Untrack(cr);
   Destroy(cr);
   return status;
@@ -65,6 +68,8 @@ Status Cr::Reject(Cr* cr, DAT_COUNT private_data_size, const void* private_data)
     return status;
   cr->pending_->Reject({static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)});
   if (cr->rsp_ != nullptr) cr->local_ep_->ReservedRequestRejected(cr->rsp_);
+  cr->ia_->counters().AddShared(DCNT_IA_SP_CR_REJECTED);
+  cr->ia_->counters().AddShared(DCNT_IA_CM_USER_REJ_TX);
   cr->ia_->Untrack(cr);
   Destroy(cr);
   return Status::Ok();

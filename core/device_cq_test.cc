@@ -7,6 +7,7 @@
 // nobody polls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -37,6 +38,50 @@ TEST_F(DeviceCqTest, CompletionsWaitInTheCqUntilTheConsumerPollsThem) {
   ASSERT_TRUE(request_evd_->Dequeue(event).ok());
   EXPECT_EQ(Dto(event).ep_handle, client);
   EXPECT_EQ(fake().queued_completions(), 0u);
+}
+
+// DAT_COMPLETION_SUPPRESS_FLAG reaches the device as quiet_success (a NIC posts it unsignalled:
+// no CQE unless it fails), and the request still leaves the queue, with no event.
+TEST_F(DeviceCqTest, SuppressedRequestsGoToTheDeviceAsQuietSuccesses) {
+  Ep* server = MakeEp();
+  Ep* client = MakeEp();
+  ASSERT_TRUE(PostRecv(server, 0, 1).ok());
+  ASSERT_TRUE(PostRecv(server, 1, 2).ok());
+  Connect(client, server);
+  std::strcpy(SlotData(2), "quiet");
+  const DAT_LMR_TRIPLET quiet = Slot(2, 6);
+  ASSERT_TRUE(client->PostSend(1, &quiet, Cookie(7), DAT_COMPLETION_SUPPRESS_FLAG, false, 0).ok());
+  ASSERT_TRUE(Send(client, 3, "loud", 8).ok());
+  EXPECT_EQ(fake().quiet_posts(), 1u);
+  Settle();
+  DAT_EVENT event;
+  ASSERT_TRUE(request_evd_->Dequeue(event).ok());
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 8u) << "the suppressed Send's success raises no event";
+  DAT_BOOLEAN recv_idle = DAT_FALSE;
+  DAT_BOOLEAN request_idle = DAT_FALSE;
+  DAT_EP_STATE state;
+  client->GetStatus(state, &recv_idle, &request_idle);
+  EXPECT_EQ(request_idle, DAT_TRUE);
+}
+
+// More completions than the EVD's CQ holds: the device drops them (a CQ overflow) and the
+// consumer hears DAT_ASYNC_ERROR_EVD_OVERFLOW naming the EVD on the IA's asynchronous EVD.
+TEST_F(DeviceCqTest, ACqOverflowReachesTheConsumerAsEvdOverflow) {
+  Evd* small = nullptr;
+  ASSERT_TRUE(Evd::Create(ia_, 2, nullptr, DAT_EVD_DTO_FLAG, &small).ok());
+  Ep* server = MakeEp(nullptr, small);
+  Ep* client = MakeEp();
+  for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(PostRecv(server, i, i).ok());
+  Connect(client, server);
+  for (std::uint32_t i = 0; i < 4; ++i) ASSERT_TRUE(Send(client, 8 + i, "x").ok());
+  Settle();
+  DAT_EVENT event;
+  ASSERT_TRUE(small->Dequeue(event).ok());  // the poll that finds the overflow
+  const std::vector<DAT_EVENT> async = Drain(async_);
+  const auto overflow = std::find_if(async.begin(), async.end(), [&](const DAT_EVENT& e) {
+    return e.event_number == DAT_ASYNC_ERROR_EVD_OVERFLOW && e.event_data.asynch_error_event_data.dat_handle == small;
+  });
+  EXPECT_NE(overflow, async.end()) << "no DAT_ASYNC_ERROR_EVD_OVERFLOW for the EVD";
 }
 
 TEST_F(DeviceCqTest, EpsOnAnSrqShareTheirReceiveEvdsCq) {

@@ -6,8 +6,11 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "core/address_handle.h"
 #include "core/async_events.h"
 #include "core/dto_event.h"
+#include "core/ep_counting.h"
+#include "core/ib_event.h"
 #include "core/evd.h"
 #include "core/ia.h"
 #include "core/pz.h"
@@ -65,14 +68,19 @@ Ep::Ep(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_evd, Srq* s
        const DAT_EP_ATTR& attr)
     : ia_(ia), pz_(pz), recv_evd_(recv_evd), request_evd_(request_evd), connect_evd_(connect_evd),
       srq_(srq), attr_(attr),
-      device_receives_(ia->capabilities().receive_model == transport::ReceiveModel::kDevice) {}
+      device_receives_(ia->capabilities().receive_model == transport::ReceiveModel::kDevice),
+      datagram_(static_cast<int>(attr.service_type) == DAT_IB_SERVICE_TYPE_UD) {}
 
 Ep::~Ep() = default;
 
 // The first EP attribute the IA cannot give, or nullptr. Its name is what the log line says.
 const char* Ep::RefusedAttribute(const DAT_EP_ATTR& attr) {
   const transport::Capabilities& caps = ia_->capabilities();
-  if (attr.service_type != DAT_SERVICE_TYPE_RC) return "service_type";
+  const bool ud = static_cast<int>(attr.service_type) == DAT_IB_SERVICE_TYPE_UD;
+  if (attr.service_type != DAT_SERVICE_TYPE_RC && !ud) return "service_type";
+  // A UD EP's messages are single datagrams; its receives come from its own queue.
+  if (ud && (attr.max_message_size > caps.max_datagram || srq_ != nullptr))
+    return srq_ != nullptr ? "srq (a UD EP takes receives from its own queue)" : "max_message_size";
   if (attr.max_message_size > caps.max_message_size) return "max_message_size";
   if (attr.max_rdma_size > caps.max_rdma_size) return "max_rdma_size";
   if ((attr.recv_completion_flags & ~kRecvAttrFlags) != 0) return "recv_completion_flags";
@@ -151,6 +159,7 @@ Status Ep::NewTransportEndpoint(const DAT_EP_ATTR& attr, const RequestQueue& req
   config.max_rdma_read_in = static_cast<std::uint32_t>(attr.max_rdma_read_in);
   config.max_rdma_read_out = static_cast<std::uint32_t>(attr.max_rdma_read_out);
   config.max_message_size = attr.max_message_size;
+  config.datagram = datagram_;
   if (Status status = ia_->transport().CreateEndpoint(config, &events_, out); !status.ok()) {
     SOFTDAT_LOG(kWarn, "dat_ep_create: the %s transport cannot make an endpoint (%s)",
                 ia_->name().c_str(), CodeName(status.code()));
@@ -174,6 +183,11 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
     if (Status status = srq->CheckEndpointPz(pz); !status.ok()) return status;
   }
   DAT_EP_ATTR attributes = attr != nullptr ? *attr : DefaultAttributes(ia->capabilities(), srq != nullptr);
+  if (static_cast<int>(attributes.service_type) == DAT_IB_SERVICE_TYPE_UD && !ia->capabilities().datagrams) {
+    SOFTDAT_LOG(kWarn, "dat_ep_create: the %s IA does not support unreliable datagrams (DAT_IB_SERVICE_TYPE_UD; "
+                "its provider attribute DAT_IB_UD says so)", ia->name().c_str());
+    return Status(Code::kModelNotSupported);
+  }
   FillZeroLimits(ia->capabilities(), attributes);
   Ep* ep = NewHandle<Ep>(ia->provider, ia, pz, recv_evd, request_evd, connect_evd, srq, attributes);
   Resources resources;
@@ -188,11 +202,13 @@ Status Ep::Create(Ia* ia, Pz* pz, Evd* recv_evd, Evd* request_evd, Evd* connect_
   ep->requests_ = std::move(resources.requests);
   ep->receive_ = std::move(resources.receive);
   ep->endpoint_ = std::move(resources.endpoint);
+  if (ep->datagram_) ep->StartDatagrams();
   pz->AddUser();
   for (Evd* evd : {recv_evd, request_evd, connect_evd})
     if (evd != nullptr) evd->AddUser();
   if (srq != nullptr) srq->AddRecvEvd(recv_evd);
   ia->Track(ep);
+  if (ep->datagram_) ia->WantDatagrams();  // every PSP of the IA listens for UD requests from now on
   *out = ep;
   return Status::Ok();
 }
@@ -221,6 +237,7 @@ void Ep::Destroy(Ep* ep) {
   ep->receive_->Close();
   ep->requests_->FlushAll();
   ep->Deliver();
+  ep->FreeDatagramObjects();
   ep->ia_->end_reports().Await(ep->end_report_);  // posted by another thread, maybe: not yet done
   ep->receive_.reset();  // an SRQ account leaves its SRQ
   if (ep->srq_ != nullptr) ep->srq_->RemoveRecvEvd(ep->recv_evd_);
@@ -278,6 +295,10 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
   DAT_EP_ATTR attr = attr_;
   if (mask & DAT_EP_FIELD_EP_ATTR_ALL) {
     attr = param.ep_attr;
+    if (attr.service_type != attr_.service_type) {
+      SOFTDAT_LOG(kWarn, "dat_ep_modify: an EP's service type cannot change (RC and UD EPs are made apart)");
+      return Status(Code::kInvalidParameter, Detail::kParamAttributes);
+    }
     if (Status status = CheckAttributes(attr); !status.ok()) return status;
     FillZeroLimits(ia_->capabilities(), attr);
   }
@@ -297,6 +318,7 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
     requests_ = std::move(resources.requests);
     receive_ = std::move(resources.receive);
     attr_ = attr;
+    if (datagram_) (void)receive_->BeginConnection();  // fresh, so it holds nothing
   }
   for (int i = 0; i < 3; ++i) {
     if ((mask & evd_fields[i]) == 0) continue;
@@ -349,6 +371,7 @@ void Ep::DeliverReady(std::uint8_t kinds) {
   if (kinds & kDeliverControl) kinds |= kDeliverAll;
   // before any completion of the connection, in case the EVDs are the same
   if (kinds & kDeliverControl) DeliverEstablished();
+  if ((kinds & kDeliverControl) && datagram_) DeliverDatagramEvents();
   if (kinds & kDeliverReceives) DeliverReceives();
   if (kinds & kDeliverRequests) DeliverRequests();
   if (kinds & kDeliverControl) DeliverEnd();  // after every completion the end flushed
@@ -384,10 +407,13 @@ void Ep::DeliverReceives() {
                                static_cast<DAT_SEG_LENGTH>(received.transferred_length),
                                invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
                                invalidated ? received.notes.invalidated_key : 0);
+    // Immediate data and datagrams complete as the extension's events (DAT_IB_DTO_EVENT).
+    if (received.notes.extension.immediate || datagram_) MakeExtensionReceive(event, received);
     if (received.from_srq) MarkSrqBuffer(event, *srq_, received.slot);
     const DAT_COMPLETION_FLAGS flags = attr_.recv_completion_flags;
     bool signalled = true;
     if (received.status == DAT_DTO_SUCCESS) {
+      CountReceive(counters_, event.event_data.dto_completion_event_data);
       // A device does not say which receive was solicited (ibv_wc has no such flag): every
       // completion is signalled, more wake-ups than asked for but none missed. The IA does not
       // list SOLICITED_WAIT in completion_flags_supported then.
@@ -407,6 +433,7 @@ void Ep::DeliverRequests() {
   RequestQueue::Completion done{};
   while (requests_->PopCompletion(done)) {
     const DAT_DTO_COMPLETION_STATUS status = ToDtoStatus(done.status);
+    if (status != DAT_DTO_SUCCESS) CountRequestError(ia_->counters(), status);
     if (status == DAT_DTO_SUCCESS && (done.flags & DAT_COMPLETION_SUPPRESS_FLAG)) continue;
     const bool signalled = status != DAT_DTO_SUCCESS || (done.flags & DAT_COMPLETION_UNSIGNALLED_FLAG) == 0;
     if (request_evd_ == nullptr) continue;
@@ -419,6 +446,7 @@ void Ep::DeliverRequests() {
       event.event_data.rmr_completion_event_data.status = status;
     } else {
       event = DtoEvent(request_evd_, this, done.cookie, status, done.length, done.operation);
+      if (IsExtensionDto(done.operation)) MakeExtensionDto(event);
     }
     PostDto(request_evd_, event, signalled);
   }

@@ -27,17 +27,18 @@
 // lock held, because an EVD may call a CNO proxy agent — consumer code that may call back in.
 #pragma once
 
-#include <dat2/udat.h>
-
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <vector>
 
 #include "base/mutex.h"
 #include "base/status.h"
+#include "core/counters.h"
+#include "core/dat_ib.h"
 #include "core/delivery_turn.h"
 #include "core/end_reports.h"
 #include "core/handle.h"
@@ -54,6 +55,8 @@ class Evd;
 class Srq;
 class Rmr;
 class Rsp;
+class AddressHandle;
+class DatagramCm;
 
 class Ep : public HandleHeader {
  public:
@@ -97,6 +100,32 @@ class Ep : public HandleHeader {
   // Delivers what FinishBind (or anything else) made ready; the caller holds no lock.
   void DeliverPending() { Deliver(0); }
 
+  // The DAT IB extensions (dat_ib_extensions.h, ep_extension.cc). What the transport lacks is
+  // refused with kModelNotSupported and a log line saying so.
+  // dat_ib_post_rdma_write_immed: an RDMA Write whose arrival completes the peer's next receive
+  // (its SRQ's, with the SRQ's accounting) with `immediate` and the Write's length.
+  Status PostWriteImmediate(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
+                            const DAT_RMR_TRIPLET* remote_iov, DAT_UINT32 immediate, DAT_COMPLETION_FLAGS flags);
+  // dat_ib_post_fetch_and_add (kFetchAdd: adds `compare_add`) and dat_ib_post_cmp_and_swap
+  // (kCompareSwap: stores `swap` where the value equals `compare_add`): 64 bits at the remote
+  // address, which must be 8-byte aligned in memory with DAT_IB_MEM_PRIV_REMOTE_ATOMIC; the
+  // original value lands in the first 8 bytes of `local_iov` (one segment).
+  Status PostAtomic(transport::WorkKind kind, DAT_UINT64 compare_add, DAT_UINT64 swap,
+                    const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote_iov,
+                    DAT_COMPLETION_FLAGS flags);
+  // dat_ib_post_send_ud on a UD EP: a datagram to the endpoint `ah` names (an address handle of
+  // this IA from a UD connection event).
+  Status PostSendDatagram(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, const DAT_IB_ADDR_HANDLE* ah,
+                          DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags);
+  // dat_ib_ud_ah_free and dat_ib_ud_cm_free of what this EP's UD connection events handed out.
+  Status FreeAddressHandle(const DAT_IB_ADDR_HANDLE* ah);
+  Status FreeDatagramCm(const void* cm);
+  // dat_ib_query_counters / dat_ib_print_counters (which: a DCNT_EP_* or DCNT_EP_ALL_COUNTERS).
+  Status QueryCounters(int which, DAT_UINT64* out, bool reset);
+  Status PrintCounters(int which, bool reset);
+  // A DAT_IB_SERVICE_TYPE_UD endpoint.
+  bool datagram() const { return datagram_; }
+
   Status RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const;
   Status SetWatermark(DAT_COUNT soft_high_watermark, DAT_COUNT hard_high_watermark);
 
@@ -133,6 +162,10 @@ class Ep : public HandleHeader {
   void OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length);
   transport::RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                             transport::RemoteAccess access);
+  // A UD endpoint's Resolve (dat_ep_connect) found its peer or failed (ep_extension.cc).
+  void OnResolved(std::uint64_t request, std::unique_ptr<transport::AddressHandle> peer,
+                  std::span<const std::uint8_t> private_data);
+  void OnResolveFailed(std::uint64_t request, transport::ConnectionEnd why, std::span<const std::uint8_t> private_data);
 
   // A handle object may have no vtable (its first word is the DAT_PROVIDER*), so the transport's
   // interface is implemented by this member, which forwards to the EP.
@@ -159,6 +192,14 @@ class Ep : public HandleHeader {
     transport::RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                               transport::RemoteAccess access) override {
       return ep_.ResolveRemote(key, address, length, access);
+    }
+    void OnResolved(std::uint64_t request, std::unique_ptr<transport::AddressHandle> peer,
+                    std::span<const std::uint8_t> private_data) override {
+      ep_.OnResolved(request, std::move(peer), private_data);
+    }
+    void OnResolveFailed(std::uint64_t request, transport::ConnectionEnd why,
+                         std::span<const std::uint8_t> private_data) override {
+      ep_.OnResolveFailed(request, why, private_data);
     }
     void Deliver() override { ep_.Deliver(0); }
 
@@ -210,15 +251,61 @@ class Ep : public HandleHeader {
   // a hard crossing breaks the connection.
   void ActOnWatermarks(srq::ReceiveSource::Crossing crossed);
   bool ConnectedForWatermarks() const;  // under mutex_
+  // One posted request: what the consumer asked for and the transport Work it becomes.
+  struct RequestSpec {
+    DAT_DTOS operation = DAT_DTO_SEND;  // what its completion reports (DAT_IB_DTO_* for extensions)
+    transport::WorkKind kind = transport::WorkKind::kSend;
+    const DAT_LMR_TRIPLET* local_iov = nullptr;
+    DAT_COUNT num_segments = 0;
+    DAT_DTO_COOKIE cookie{};
+    const DAT_RMR_TRIPLET* remote = nullptr;
+    DAT_COMPLETION_FLAGS flags = DAT_COMPLETION_DEFAULT_FLAG;
+    bool invalidate = false;
+    DAT_RMR_CONTEXT invalidate_key = 0;
+    std::uint32_t immediate = 0;
+    std::uint64_t compare_add = 0;
+    std::uint64_t swap = 0;
+    const transport::AddressHandle* destination = nullptr;
+
+    // The fields every post names.
+    static RequestSpec Of(DAT_DTOS operation, transport::WorkKind kind, const DAT_LMR_TRIPLET* local_iov,
+                          DAT_COUNT num_segments, DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote,
+                          DAT_COMPLETION_FLAGS flags) {
+      RequestSpec spec;
+      spec.operation = operation;
+      spec.kind = kind;
+      spec.local_iov = local_iov;
+      spec.num_segments = num_segments;
+      spec.cookie = cookie;
+      spec.remote = remote;
+      spec.flags = flags;
+      return spec;
+    }
+  };
   // The checks of a request post and the post, under post_mutex_ (which dat_ep_modify takes to
-  // change the attributes); delivers a flush after releasing it.
-  Status PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
-                     DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
-                     bool invalidate, DAT_RMR_CONTEXT invalidate_key);
-  // Under post_mutex_.
-  Status PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
-                           DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
-                           bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed);
+  // change the attributes); delivers a flush (or a datagram that left) after releasing it.
+  Status PostRequest(const RequestSpec& spec);
+  // Under post_mutex_. `deliver`: the request completed at once (flushed, or a datagram that
+  // left): deliver it after the locks are released.
+  Status PostRequestLocked(const RequestSpec& spec, bool& deliver);
+  // A DAT timeout in microseconds as the transport takes it (UINT64_MAX: forever).
+  static std::uint64_t TransportTimeout(DAT_TIMEOUT timeout);
+  // The extension an IA's transport lacks, said at the default level: kModelNotSupported.
+  Status Unsupported(const char* call, const char* what) const;
+  // A UD EP's dat_ep_connect (a Resolve) and dat_cr_accept (AcceptDatagram), resources_mutex_
+  // held shared.
+  Status ConnectDatagram(const sockaddr_in& remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
+                         std::span<const std::uint8_t> private_data);
+  Status AcceptDatagram(transport::PendingConnection& pending, std::span<const std::uint8_t> private_data);
+  // Queues a UD connection event (connect EVD), with the address handle and record it hands out.
+  void QueueDatagramEvent(DAT_EVENT_NUMBER number, DAT_IB_EXT_TYPE type,
+                          std::unique_ptr<transport::AddressHandle> peer, std::span<const std::uint8_t> private_data);
+  void DeliverDatagramEvents();
+  void FreeDatagramObjects();  // every address handle and record still held (EP free)
+  template <class T>
+  bool FreeOwned(std::vector<T*>& owned, const void* object);
+  // A UD EP at creation: its transport endpoint takes datagrams from now on (no connection).
+  void StartDatagrams();
   // Device receive model: posts a receive just queued in the source down (under mutex_).
   Status PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> segments);
 
@@ -242,6 +329,8 @@ class Ep : public HandleHeader {
   void DeliverReady(std::uint8_t kinds);
   void DeliverEstablished();
   void DeliverReceives();
+  // A receive completion that carries extension data (immediate data, a datagram's source).
+  void MakeExtensionReceive(DAT_EVENT& event, const srq::RecvCompletion& received) const;
   void DeliverRequests();
   void DeliverEnd();
   void PostEndReport();  // EndReports' turn: the connection event, then EP_BROKEN
@@ -255,6 +344,7 @@ class Ep : public HandleHeader {
   Srq* const srq_;
   DAT_EP_ATTR attr_;
   const bool device_receives_;  // the transport's receive model is kDevice
+  const bool datagram_;         // DAT_IB_SERVICE_TYPE_UD
 
   TransportEvents events_{*this};
   EndReportPoster end_report_{*this};
@@ -294,6 +384,22 @@ class Ep : public HandleHeader {
   std::uint64_t private_data_limit() const;
   std::array<std::uint8_t, kMaxPrivateData> private_data_{};
   std::size_t private_data_size_ = 0;
+
+  // DAT IB counters (core/counters.h): requests under post_mutex_, receives in the delivery turn.
+  EpCounters counters_;
+
+  // UD: connection events waiting for delivery, and what they handed out (under mutex_).
+  struct DatagramEvent {
+    DAT_EVENT_NUMBER number{};
+    DAT_IB_EXT_TYPE type{};
+    AddressHandle* ah = nullptr;
+    DatagramCm* cm = nullptr;
+  };
+  // A vector, not a deque: an empty one allocates nothing (a deque takes 504 bytes per EP, UD or not).
+  std::vector<DatagramEvent> datagram_events_;
+  std::vector<AddressHandle*> address_handles_;
+  std::vector<DatagramCm*> datagram_cms_;
+  std::uint64_t next_resolve_ = 1;
 };
 
 }  // namespace softdat::core

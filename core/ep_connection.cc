@@ -59,14 +59,27 @@ DAT_EVENT_NUMBER EndEvent(DAT_EP_STATE state, transport::ConnectionEnd why, bool
   }
 }
 
-std::uint64_t TransportTimeout(DAT_TIMEOUT timeout) {
-  return timeout == DAT_TIMEOUT_INFINITE ? std::numeric_limits<std::uint64_t>::max() : timeout;
+// What the end of a connection counts among the IA's connection-management counters.
+void CountEnd(IaCounters& counters, DAT_EVENT_NUMBER event) {
+  switch (event) {
+    case DAT_CONNECTION_EVENT_DISCONNECTED: counters.AddShared(DCNT_IA_CM_DREQ_RX); break;
+    case DAT_CONNECTION_EVENT_BROKEN: counters.AddShared(DCNT_IA_CM_ERR); break;
+    case DAT_CONNECTION_EVENT_TIMED_OUT: counters.AddShared(DCNT_IA_CM_ERR_TIMEOUT); break;
+    case DAT_CONNECTION_EVENT_UNREACHABLE: counters.AddShared(DCNT_IA_CM_ERR_REFUSED); break;
+    case DAT_CONNECTION_EVENT_PEER_REJECTED: counters.AddShared(DCNT_IA_CM_USER_REJ_RX); break;
+    case DAT_CONNECTION_EVENT_NON_PEER_REJECTED: counters.AddShared(DCNT_IA_CM_ERR_REJ_RX); break;
+    default: counters.AddShared(DCNT_IA_CM_ERR_UNEXPECTED); break;
+  }
 }
 
 }  // namespace
 
 std::uint64_t Ep::private_data_limit() const {
   return std::min<std::uint64_t>(ia_->capabilities().max_private_data, kMaxPrivateData);
+}
+
+std::uint64_t Ep::TransportTimeout(DAT_TIMEOUT timeout) {
+  return timeout == DAT_TIMEOUT_INFINITE ? std::numeric_limits<std::uint64_t>::max() : timeout;
 }
 
 Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT timeout,
@@ -88,6 +101,12 @@ Status Ep::Connect(const sockaddr* remote, DAT_CONN_QUAL conn_qual, DAT_TIMEOUT 
   if (const std::string why = LoopbackCannotReach(ia_->address(), address); !why.empty())
     SOFTDAT_LOG(kWarn, "dat_ep_connect(%s): %s", ia_->name().c_str(), why.c_str());
   std::shared_lock resources(resources_mutex_);  // dat_ep_modify may not replace endpoint_ meanwhile
+  // A UD EP resolves an address handle instead, as often as the consumer asks.
+  if (datagram_)
+    return ConnectDatagram(address, conn_qual, timeout,
+                           {static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)});
+  counters_.AddShared(DCNT_EP_CONNECT);
+  ia_->counters().AddShared(DCNT_IA_CM_REQ_TX);
   {
     std::lock_guard lock(mutex_);
     const DAT_EP_STATE current = state();
@@ -132,6 +151,18 @@ Status Ep::Accept(transport::PendingConnection& pending, Rsp* rsp, DAT_COUNT pri
   if (Status status = CheckPrivateData(private_data_size, private_data, private_data_limit()); !status.ok())
     return status;
   std::shared_lock resources(resources_mutex_);
+  if (datagram_) {
+    const Status status = AcceptDatagram(
+        pending, {static_cast<const std::uint8_t*>(private_data), static_cast<std::size_t>(private_data_size)});
+    resources.unlock();  // an EVD post runs with no lock held
+    if (status.ok()) Deliver();
+    return status;
+  }
+  if (pending.datagram()) {
+    SOFTDAT_LOG(kWarn, "dat_cr_accept: the request is a UD endpoint's; EP %p is a connected (RC) one",
+                static_cast<void*>(this));
+    return Status(Code::kInvalidParameter, Detail::kParamEp);
+  }
   DAT_EP_STATE before;
   {
     std::lock_guard lock(mutex_);
@@ -197,6 +228,7 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
   if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
     return Status(Code::kInvalidParameter, Detail::kParamFlags);
   bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
+  counters_.AddShared(DCNT_EP_DISCONNECT);
   std::shared_lock resources(resources_mutex_);
   {
     std::lock_guard lock(mutex_);
@@ -204,6 +236,11 @@ Status Ep::Disconnect(DAT_CLOSE_FLAGS flags) {
     switch (current) {
       case DAT_EP_STATE_DISCONNECTED:
         return Status::Ok();  // "Disconnecting a Disconnected Endpoint is no-op."
+      case DAT_EP_STATE_UNCONNECTED:
+        // A UD EP has no connection: disconnecting it stops its datagrams (and flushes).
+        if (!datagram_) return Status(Code::kInvalidState, StateDetail(current));
+        graceful = false;
+        break;
       case DAT_EP_STATE_CONNECTED:
         if (graceful) state_.store(DAT_EP_STATE_DISCONNECT_PENDING, std::memory_order_release);
         break;
@@ -253,6 +290,8 @@ void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
     const DAT_EP_STATE current = state();
     if (current != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING && current != DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
       return;
+    ia_->counters().AddShared(current == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ? DCNT_IA_CM_ACTIVE_EST
+                                                                                : DCNT_IA_CM_PASSIVE_EST);
     state_.store(DAT_EP_STATE_CONNECTED, std::memory_order_release);
     private_data_size_ = std::min(private_data.size(), private_data_.size());
     // copy_n, not memcpy: an empty span's data() may be null, which memcpy may not be given.
@@ -273,6 +312,7 @@ void Ep::OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> pri
     if (!connection_live_) return;
     connection_live_ = false;
     event = EndEvent(state(), why, local_disconnect_, local_abrupt_, broken_by_watermark_);
+    CountEnd(ia_->counters(), event);
     if (event == DAT_CONNECTION_EVENT_PEER_REJECTED) {
       private_data_size_ = std::min(private_data.size(), private_data_.size());
       std::copy_n(private_data.data(), private_data_size_, private_data_.data());

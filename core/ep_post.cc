@@ -7,6 +7,8 @@
 #include "base/log.h"
 #include "core/dto_event.h"
 #include "core/ep.h"
+#include "core/ep_counting.h"
+#include "core/remote_check.h"
 #include "core/ia.h"
 #include "core/local_iov.h"
 #include "core/memory_table.h"
@@ -57,6 +59,7 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
       !status.ok())
     return status;
   const std::span<const Segment> posted_segments(segments, checked.count);
+  CountPostRecv(counters_, checked.length);
   srq::ReceiveSource::Posted posted;
   DAT_EP_STATE current;
   if (device_receives_) {
@@ -101,76 +104,109 @@ Status Ep::PostDeviceRecvLocked(std::uint64_t recv_id, std::span<const Segment> 
 
 Status Ep::PostSend(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE cookie,
                     DAT_COMPLETION_FLAGS flags, bool invalidate, DAT_RMR_CONTEXT invalidate_key) {
-  return PostRequest(DAT_DTO_SEND, num_segments, local_iov, cookie, nullptr, flags, invalidate, invalidate_key);
+  if (datagram_) {
+    SOFTDAT_LOG(kWarn, "dat_ep_post_send: EP %p is a UD endpoint: its sends name a destination (dat_ib_post_send_ud)",
+                static_cast<void*>(this));
+    return Status(Code::kInvalidParameter, Detail::kParamHandle);
+  }
+  RequestSpec spec =
+      RequestSpec::Of(DAT_DTO_SEND, transport::WorkKind::kSend, local_iov, num_segments, cookie, nullptr, flags);
+  spec.invalidate = invalidate;
+  spec.invalidate_key = invalidate_key;
+  return PostRequest(spec);
 }
 
 Status Ep::PostRdma(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
                     DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote_iov, DAT_COMPLETION_FLAGS flags) {
-  return PostRequest(operation, num_segments, local_iov, cookie, remote_iov, flags, false, 0);
+  if (datagram_) return Status(Code::kModelNotSupported);  // UD has no RDMA
+  return PostRequest(RequestSpec::Of(
+      operation, operation == DAT_DTO_RDMA_WRITE ? transport::WorkKind::kRdmaWrite : transport::WorkKind::kRdmaRead,
+      local_iov, num_segments, cookie, remote_iov, flags));
 }
 
-Status Ep::PostRequest(DAT_DTOS operation, DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov,
-                       DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
-                       bool invalidate, DAT_RMR_CONTEXT invalidate_key) {
-  bool flushed = false;
+Status Ep::PostRequest(const RequestSpec& spec) {
+  using transport::WorkKind;
+  bool deliver = false;
   {
     // The post lock from the first check on: dat_ep_modify changes the attributes under it.
     std::lock_guard post(post_mutex_);
-    const DAT_COUNT max_iov = operation == DAT_DTO_SEND        ? attr_.max_request_iov
-                              : operation == DAT_DTO_RDMA_READ ? attr_.max_rdma_read_iov
-                                                               : attr_.max_rdma_write_iov;
-    if (num_segments < 0 || num_segments > max_iov) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
-    if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-    if (operation != DAT_DTO_SEND) {
-      if (remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
-      if (operation == DAT_DTO_RDMA_READ && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
+    const WorkKind kind = spec.kind;
+    const DAT_COUNT max_iov = kind == WorkKind::kRdmaRead                                          ? attr_.max_rdma_read_iov
+                              : kind == WorkKind::kRdmaWrite || kind == WorkKind::kRdmaWriteImmediate ? attr_.max_rdma_write_iov
+                              : kind == WorkKind::kSend || kind == WorkKind::kSendDatagram          ? attr_.max_request_iov
+                                                                                                   : 1;  // atomics
+    if (spec.num_segments < 0 || spec.num_segments > max_iov)
+      return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
+    if (spec.num_segments > 0 && spec.local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
+    const bool sends = kind == WorkKind::kSend || kind == WorkKind::kSendDatagram;
+    if (!sends) {
+      if (spec.remote == nullptr) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+      if (kind == WorkKind::kRdmaRead && !ia_->capabilities().rdma_read) return Status(Code::kModelNotSupported);
     }
-    const DAT_COMPLETION_FLAGS allowed = operation == DAT_DTO_SEND ? kRequestPostFlags : kRdmaPostFlags;
-    if (Status status = CheckCompletionFlags(flags, allowed, attr_.request_completion_flags); !status.ok())
+    const DAT_COMPLETION_FLAGS allowed = sends ? kRequestPostFlags : kRdmaPostFlags;
+    if (Status status = CheckCompletionFlags(spec.flags, allowed, attr_.request_completion_flags); !status.ok())
       return status;
     if (attr_.max_request_dtos == 0) return Status(Code::kInsufficientResources);
-    if (Status status = PostRequestLocked(operation, {local_iov, static_cast<std::size_t>(num_segments)}, cookie,
-                                          remote, flags, invalidate, invalidate_key, flushed);
-        !status.ok())
-      return status;
+    if (Status status = PostRequestLocked(spec, deliver); !status.ok()) return status;
   }
   // Outside every lock: delivery posts to EVDs.
-  if (flushed) Deliver();
+  if (deliver) Deliver();
   return Status::Ok();
 }
 
-Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET> local_iov,
-                             DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET* remote, DAT_COMPLETION_FLAGS flags,
-                             bool invalidate, DAT_RMR_CONTEXT invalidate_key, bool& flushed) {
+Status Ep::PostRequestLocked(const RequestSpec& spec, bool& deliver) {
+  using transport::WorkKind;
   RequestQueue::Request* request = requests_->Reserve();
   if (request == nullptr) return Status(Code::kInsufficientResources);
-  const LocalUse use = operation == DAT_DTO_RDMA_READ ? LocalUse::kReceive : LocalUse::kTransmit;
+  // A Read's and an atomic's local vector is where the device writes.
+  const LocalUse use = kLocalUseOf[static_cast<std::size_t>(spec.kind)];
   CheckedIov checked;
-  if (Status status = CheckLocalIov(ia_->memory(), pz_, local_iov, use, Detail::kParamLocalIov,
+  if (Status status = CheckLocalIov(ia_->memory(), pz_, {spec.local_iov, static_cast<std::size_t>(spec.num_segments)},
+                                    use, Detail::kParamLocalIov,
                                     {request->segments, requests_->max_iov()}, checked);
       !status.ok())
     return status;
   // The transport's limit, not the EP attribute: RNIC providers enforce only the device's
   // maximum, and stock consumers rely on it (dtest asks for max_rdma_size 64 KiB, then writes 4 MiB).
-  const std::uint64_t limit =
-      operation == DAT_DTO_SEND ? ia_->capabilities().max_message_size : ia_->capabilities().max_rdma_size;
+  const transport::Capabilities& caps = ia_->capabilities();
+  std::uint64_t limit = caps.max_rdma_size;
   std::uint64_t length = checked.length;
-  if (operation == DAT_DTO_RDMA_READ) {
-    // A Read brings the remote segment's length into the local vector, which must hold it.
-    if (remote->segment_length > checked.length) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
-    length = remote->segment_length;
-  } else if (operation == DAT_DTO_RDMA_WRITE && checked.length > remote->segment_length) {
-    return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+  const DAT_RMR_TRIPLET* remote = spec.remote;
+  switch (spec.kind) {
+    case WorkKind::kSend: limit = caps.max_message_size; break;
+    case WorkKind::kRdmaRead:
+      // A Read brings the remote segment's length into the local vector, which must hold it.
+      if (remote->segment_length > checked.length) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+      length = remote->segment_length;
+      break;
+    case WorkKind::kRdmaWrite:
+    case WorkKind::kRdmaWriteImmediate:
+      if (checked.length > remote->segment_length) return Status(Code::kInvalidParameter, Detail::kParamRemoteBuffer);
+      break;
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+      // The original value: 8 bytes, in one segment.
+      if (checked.count != 1 || checked.length < 8) {
+        SOFTDAT_LOG(kWarn, "dat_ib_post_%s: the local buffer must be one segment of at least 8 bytes (given %zu "
+                    "segment(s), %llu bytes)", spec.kind == WorkKind::kFetchAdd ? "fetch_and_add" : "cmp_and_swap",
+                    checked.count, static_cast<unsigned long long>(checked.length));
+        return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
+      }
+      length = 8;
+      request->segments[0].length = 8;
+      break;
+    case WorkKind::kSendDatagram: limit = caps.max_datagram; break;
   }
   if (length > limit) {
     SOFTDAT_LOG(kWarn, "dat_ep_post: %llu bytes exceed the transport's max %s size of %llu",
-                static_cast<unsigned long long>(length), operation == DAT_DTO_SEND ? "message" : "RDMA",
+                static_cast<unsigned long long>(length),
+                spec.kind == WorkKind::kSend ? "message" : spec.kind == WorkKind::kSendDatagram ? "datagram" : "RDMA",
                 static_cast<unsigned long long>(limit));
     return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
   }
-  request->cookie = cookie;
-  request->operation = operation;
-  request->flags = flags;
+  request->cookie = spec.cookie;
+  request->operation = spec.operation;
+  request->flags = spec.flags;
   request->num_segments = static_cast<std::uint32_t>(checked.count);
   request->length = length;
 
@@ -178,32 +214,39 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
   // (OnEnded, which takes this lock) flushes this request, or this request sees the end.
   std::lock_guard lock(mutex_);
   const DAT_EP_STATE current = state();
-  if (current != DAT_EP_STATE_CONNECTED && current != DAT_EP_STATE_DISCONNECTED) {
+  // A UD EP sends whether or not it resolved a peer yet (UNCONNECTED or CONNECTED).
+  if (current != DAT_EP_STATE_CONNECTED && current != DAT_EP_STATE_DISCONNECTED &&
+      !(datagram_ && current == DAT_EP_STATE_UNCONNECTED)) {
     return Status(Code::kInvalidState, current == DAT_EP_STATE_DISCONNECT_PENDING ? Detail::kEpDisconnPending
                                                                                   : Detail::kEpNotReady);
   }
   const std::uint64_t id = requests_->Commit();
+  CountPost(counters_, spec.kind, length);
   if (current == DAT_EP_STATE_DISCONNECTED || !connection_live_) {
     // Allowed, and flushed at once (dat_ep_post_send).
     (void)requests_->Finish(id, transport::WorkStatus::kFlushed, 0);
-    flushed = true;
+    deliver = true;
     return Status::Ok();
   }
   transport::Work work;
   work.id = id;
-  work.kind = operation == DAT_DTO_SEND        ? transport::WorkKind::kSend
-              : operation == DAT_DTO_RDMA_WRITE ? transport::WorkKind::kRdmaWrite
-                                                : transport::WorkKind::kRdmaRead;
+  work.kind = spec.kind;
   work.local = {request->segments, request->num_segments};
   work.length = length;
-  work.solicited = (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) != 0;
-  work.fence = (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) != 0;
-  work.invalidate = invalidate;
-  work.invalidate_key = invalidate_key;
+  work.solicited = (spec.flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) != 0;
+  work.fence = (spec.flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) != 0;
+  work.quiet_success = (spec.flags & DAT_COMPLETION_SUPPRESS_FLAG) != 0;
+  work.unsignaled = (spec.flags & (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG)) != 0;
+  work.invalidate = spec.invalidate;
+  work.invalidate_key = spec.invalidate_key;
   if (remote != nullptr) {
     work.remote_address = remote->virtual_address;
     work.remote_key = remote->rmr_context;
   }
+  work.immediate = spec.immediate;
+  work.compare_add = spec.compare_add;
+  work.swap = spec.swap;
+  work.destination = spec.destination;
   if (Status status = endpoint_->Post(work); !status.ok()) {
     if (status.code() == Code::kInvalidState) {
       // The connection is ending and its OnEnded is on its way (the transport took nothing): as
@@ -215,6 +258,11 @@ Status Ep::PostRequestLocked(DAT_DTOS operation, std::span<const DAT_LMR_TRIPLET
     }
     requests_->Abandon(id);
     return status;
+  }
+  if (spec.kind == WorkKind::kSendDatagram && caps.datagram_done_at_post) {
+    // The datagram left (a UDP send): nothing more will be heard of it.
+    (void)requests_->Finish(id, transport::WorkStatus::kSuccess, static_cast<std::uint32_t>(length));
+    deliver = true;
   }
   return Status::Ok();
 }
@@ -255,7 +303,10 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
   srq::RecvBuffer buffer{};
   switch (receive_->TakeForMessage(msn, buffer)) {
     case srq::ReceiveSource::TakeResult::kTaken: break;
-    case srq::ReceiveSource::TakeResult::kNotReady: return transport::RecvAcquire::kNotReady;
+    case srq::ReceiveSource::TakeResult::kNotReady:
+      // A datagram with no receive buffer is dropped by the transport (UD allows loss): counted.
+      if (datagram_) ia_->counters().AddShared(DCNT_IA_DIAG_ERR_RQ_UDSDPRD);
+      return transport::RecvAcquire::kNotReady;
     case srq::ReceiveSource::TakeResult::kRefused: return transport::RecvAcquire::kRefused;
   }
   if (srq_ != nullptr && srq_->low_watermark_pending()) MarkReady(kDeliverSrq);
@@ -272,7 +323,7 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
 }
 
 srq::RecvNotes Ep::NotesOf(transport::WorkStatus status, const transport::RecvInfo& info) {
-  srq::RecvNotes notes{info.solicited, info.invalidated, info.invalidate_key};
+  srq::RecvNotes notes{info.solicited, info.invalidated, info.invalidate_key, info.extension};
   if (info.invalidated && status == transport::WorkStatus::kSuccess) {
     // Send with Invalidate: the named window of this EP's PZ stops granting access now.
     if (!Rmr::InvalidateByPeer(*ia_, pz_, info.invalidate_key)) {
@@ -308,7 +359,8 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
     return;
   }
   // A device reports kLocalLength with what it could place at most; never more than the buffer.
-  const std::uint64_t length = std::min<std::uint64_t>(info.length, buffer.capacity);
+  // An RDMA Write with immediate data placed nothing in it.
+  const std::uint64_t length = info.extension.immediate ? 0 : std::min<std::uint64_t>(info.length, buffer.capacity);
   const Status placed = receive_->Place(msn, length, ToDtoStatus(status), NotesOf(status, info));
   if (!placed.ok()) {
     SOFTDAT_LOG(kWarn, "EP %p: device receive %llu could not be placed (%s)", static_cast<void*>(this),
@@ -329,15 +381,10 @@ void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_
 
 transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                               transport::RemoteAccess access) {
-  const WindowView window = ia_->memory().Find(key);
-  if (window.key == 0) return {transport::RemoteCheck::kInvalidKey, nullptr};
-  if (window.pz != pz_ || (window.endpoint != nullptr && window.endpoint != this))
-    return {transport::RemoteCheck::kNotAssociated, nullptr};
-  const DAT_MEM_PRIV_FLAGS needed =
-      access == transport::RemoteAccess::kRead ? DAT_MEM_PRIV_REMOTE_READ_FLAG : DAT_MEM_PRIV_REMOTE_WRITE_FLAG;
-  if (!window.Allows(needed)) return {transport::RemoteCheck::kAccessRights, nullptr};
-  if (!window.Contains(address, length)) return {transport::RemoteCheck::kBounds, nullptr};
-  return {transport::RemoteCheck::kOk, reinterpret_cast<std::uint8_t*>(address)};
+  const transport::RemoteResolution resolved = ResolveWindow(ia_->memory().Find(key), pz_, this, address, length, access);
+  // What an RNIC's responder counts as remote access errors (DAT_IB diagnostic counter).
+  if (resolved.check != transport::RemoteCheck::kOk) ia_->counters().AddShared(DCNT_IA_DIAG_ERR_RQ_RAE);
+  return resolved;
 }
 
 Status Ep::RecvQuery(DAT_COUNT* nbufs_allocated, DAT_COUNT* bufs_alloc_span) const {

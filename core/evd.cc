@@ -62,7 +62,14 @@ Status Evd::AttachCompletionQueue() {
     cq_.reset();
     return attached;
   }
+  cq_->SetEvents(&cq_source_);
   return Status::Ok();
+}
+
+void Evd::OnCqOverflow() {
+  SOFTDAT_LOG(kWarn, "EVD %p overflowed: its device completion queue of %u entries dropped completions (make the "
+              "EVD's qlen larger)", static_cast<void*>(this), cq_->capacity());
+  ReportOverflow();
 }
 
 Status Evd::MakeAsync(Ia* ia, DAT_COUNT min_qlen, Evd** out) {
@@ -98,26 +105,62 @@ void Evd::Destroy(Evd* evd) {
 
 Status Evd::Dequeue(DAT_EVENT& event) {
   evd::ProgressHook* const hook = ia_->progress_hook();
+  counters_.Add(DCNT_EVD_DEQUEUE);
   Status status = queue_->Dequeue(&event);
   if (status.code() == Code::kQueueEmpty) {
     // Nothing queued: move the transport on this thread, then look again. A consumer spinning on
     // dat_evd_dequeue thus drives its own progress and never waits for a thread it starves.
+    counters_.Add(DCNT_EVD_DEQUEUE_POLL);
     if (hook != nullptr && hook->Progress()) status = queue_->Dequeue(&event);
+    if (status.ok()) counters_.Add(DCNT_EVD_DEQUEUE_POLL_FOUND);
   } else if (status.ok() && hook != nullptr && hook->ProgressDue()) {
     // Events queued, and the transport holds back much Work posted while reaping them (a consumer
     // answering each completion with a post, over many endpoints): move it now, while those
     // posts are still in cache, rather than once thousands of them wait for this queue to empty.
     (void)hook->Progress();
   }
+  counters_.Add(status.ok() ? DCNT_EVD_DEQUEUE_FOUND : DCNT_EVD_DEQUEUE_NOT_FOUND);
   if (status.ok()) ReleaseSrqBuffer(event);
   return status;
 }
 
 Status Evd::Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT& event, DAT_COUNT* nmore) {
+  counters_.Add(DCNT_EVD_WAIT);
   Status status = queue_->Wait(timeout, threshold, &event, nmore);
   if (status.ok()) ReleaseSrqBuffer(event);
   return status;
 }
+
+std::uint64_t Evd::CounterValue(std::size_t which, const evd::EventQueueTally& tally) const {
+  switch (which) {
+    case DCNT_EVD_WAIT_BLOCKED: return tally.sleeps - tally_base_[which];
+    case DCNT_EVD_WAIT_NOTIFY: return tally.wakeups - tally_base_[which];
+    case DCNT_EVD_CONN_CALLBACK: return tally.other_posted - tally_base_[which];
+    case DCNT_EVD_DTO_CALLBACK: return tally.dto_posted - tally_base_[which];
+    default: return counters_.Get(which);
+  }
+}
+
+Status Evd::CountersQuery(int which, DAT_UINT64* out, bool reset, bool print) {
+  std::lock_guard lock(tally_mutex_);
+  const evd::EventQueueTally tally = queue_->Tally(false);
+  const auto read = [&](std::size_t i) { return CounterValue(i, tally); };
+  // A reset of a queue-counted one moves its base to where it stands.
+  const auto zero = [&](std::size_t i) {
+    const bool queue_counted = i == DCNT_EVD_WAIT_BLOCKED || i == DCNT_EVD_WAIT_NOTIFY ||
+                               i == DCNT_EVD_CONN_CALLBACK || i == DCNT_EVD_DTO_CALLBACK;
+    if (queue_counted) {
+      tally_base_[i] += CounterValue(i, tally);
+    } else {
+      counters_.Reset(i);
+    }
+  };
+  if (print) return core::PrintCounters("EVD", this, kEvdCounterNames, which, reset, read, zero);
+  return core::QueryCounters<DCNT_EVD_ALL_COUNTERS>(which, out, reset, read, zero);
+}
+
+Status Evd::QueryCounters(int which, DAT_UINT64* out, bool reset) { return CountersQuery(which, out, reset, false); }
+Status Evd::PrintCounters(int which, bool reset) { return CountersQuery(which, nullptr, reset, true); }
 
 void Evd::Enable() { queue_->Enable(); }
 void Evd::Disable() { queue_->Disable(); }
@@ -168,6 +211,10 @@ void Evd::Post(const DAT_EVENT& event, evd::EventQueue::Notify notify) {
   if (!queue_->TakeOverflow()) return;
   SOFTDAT_LOG(kWarn, "EVD %p overflowed: a %s was dropped (make the EVD's qlen larger)", static_cast<void*>(this),
               DatEventText(static_cast<std::uint32_t>(event.event_number)).text);
+  ReportOverflow();
+}
+
+void Evd::ReportOverflow() {
   Evd* async = ia_->async_evd();
   if (async == nullptr || async == this) return;
   DAT_EVENT overflow{};

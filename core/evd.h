@@ -11,9 +11,13 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
+#include "base/mutex.h"
+
 #include "base/status.h"
+#include "core/counters.h"
 #include "core/handle.h"
 #include "evd/completion_source.h"
 #include "evd/event_queue.h"
@@ -58,6 +62,10 @@ class Evd : public HandleHeader {
   Status Dequeue(DAT_EVENT& event);
   Status Wait(DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT& event, DAT_COUNT* nmore);
 
+  // dat_ib_query_counters / dat_ib_print_counters (a DCNT_EVD_* or DCNT_EVD_ALL_COUNTERS).
+  Status QueryCounters(int which, DAT_UINT64* out, bool reset);
+  Status PrintCounters(int which, bool reset);
+
   Ia* ia() const { return ia_; }
   DAT_EVD_FLAGS flags() const { return flags_; }
   // The device CQ behind a DTO EVD, or null (no device CQs on this transport, or not a DTO EVD).
@@ -74,8 +82,8 @@ class Evd : public HandleHeader {
 
  private:
   // A handle object has no vtable: the queue's completion source is this member, forwarding to
-  // the transport's CQ.
-  class CqSource final : public evd::CompletionSource {
+  // the transport's CQ, and it hears what the CQ reports outside a poll.
+  class CqSource final : public evd::CompletionSource, public transport::CompletionQueueEvents {
    public:
     explicit CqSource(Evd& evd) : evd_(evd) {}
     std::uint32_t Poll(std::uint32_t max) noexcept override { return evd_.cq_->Poll(max); }
@@ -83,6 +91,7 @@ class Evd : public HandleHeader {
     int wait_fd() const noexcept override { return evd_.cq_->wait_fd(); }
     void TakeNotifications() noexcept override { evd_.cq_->TakeNotifications(); }
     void SetWatched(bool watched) noexcept override { evd_.cq_->SetWatched(watched); }
+    void OnOverflow() override { evd_.OnCqOverflow(); }
 
    private:
     Evd& evd_;
@@ -90,6 +99,10 @@ class Evd : public HandleHeader {
 
   // A DTO EVD on a transport with device CQs gets its CQ; kOk without one.
   Status AttachCompletionQueue();
+  // The device dropped completions of this EVD's CQ: DAT_ASYNC_ERROR_EVD_OVERFLOW to the IA's
+  // asynchronous EVD, as when the EVD's own ring drops an event.
+  void OnCqOverflow();
+  void ReportOverflow();
 
   Ia* ia_;
   DAT_EVD_FLAGS flags_;
@@ -98,6 +111,14 @@ class Evd : public HandleHeader {
   CqSource cq_source_{*this};
   std::atomic<Cno*> cno_{nullptr};
   std::atomic<int> users_{0};
+  // The consumer's calls (dequeues, waits), counted here; the rest the queue counts under its
+  // lock (EventQueueTally), from `tally_base_` on (where a reset left them).
+  EvdCounters counters_;
+  softdat::Mutex tally_mutex_;
+  std::uint64_t tally_base_[DCNT_EVD_ALL_COUNTERS] = {};
+  // One counter's value from `tally` (its queue-counted ones) or counters_.
+  std::uint64_t CounterValue(std::size_t which, const evd::EventQueueTally& tally) const;
+  Status CountersQuery(int which, DAT_UINT64* out, bool reset, bool print);
 };
 
 }  // namespace softdat::core

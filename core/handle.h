@@ -33,6 +33,10 @@ enum class HandleKind : std::uint32_t {
   kCno,
   kEvd,
   kSrq,
+  // Not DAT handles, but handed to consumers by the IB extension (dat_ib_extensions.h) and
+  // checked when they come back: a UD address handle and a UD connection (CM) record.
+  kAddressHandle,
+  kDatagramCm,
 };
 
 struct HandleHeader {

@@ -3,6 +3,7 @@
 #include "core/ia.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "base/log.h"
@@ -150,14 +151,55 @@ void Destroy(HandleHeader* object) {
 
 }  // namespace
 
+namespace {
+
+// The DCNT_IA_*_CREATE and _FREE counters of an object kind (created, freed), or -1.
+std::pair<int, int> LifeCounters(HandleKind kind) {
+  switch (kind) {
+    case HandleKind::kPz: return {DCNT_IA_PZ_CREATE, DCNT_IA_PZ_FREE};
+    case HandleKind::kLmr: return {DCNT_IA_LMR_CREATE, DCNT_IA_LMR_FREE};
+    case HandleKind::kRmr: return {DCNT_IA_RMR_CREATE, DCNT_IA_RMR_FREE};
+    case HandleKind::kPsp: return {DCNT_IA_PSP_CREATE, DCNT_IA_PSP_FREE};
+    case HandleKind::kRsp: return {DCNT_IA_RSP_CREATE, DCNT_IA_RSP_FREE};
+    case HandleKind::kEvd: return {DCNT_IA_EVD_CREATE, DCNT_IA_EVD_FREE};
+    case HandleKind::kEp: return {DCNT_IA_EP_CREATE, DCNT_IA_EP_FREE};
+    case HandleKind::kSrq: return {DCNT_IA_SRQ_CREATE, DCNT_IA_SRQ_FREE};
+    case HandleKind::kCr: return {DCNT_IA_SP_CR, -1};  // a CR goes when answered (counted there)
+    default: return {-1, -1};
+  }
+}
+
+}  // namespace
+
 void Ia::Track(HandleHeader* object) {
   std::lock_guard lock(objects_mutex_);
   objects_.insert(object);
+  if (const int created = LifeCounters(object->kind.load(std::memory_order_relaxed)).first; created >= 0)
+    counters_.AddShared(static_cast<std::size_t>(created));
 }
 
 void Ia::Untrack(HandleHeader* object) {
   std::lock_guard lock(objects_mutex_);
   objects_.erase(object);
+  if (const int freed = LifeCounters(object->kind.load(std::memory_order_relaxed)).second; freed >= 0)
+    counters_.AddShared(static_cast<std::size_t>(freed));
+}
+
+Status Ia::QueryCounters(int which, DAT_UINT64* out, bool reset) {
+  return ReadCounters(counters_, kIaCounterNames, "IA", this, which, out, reset);
+}
+
+Status Ia::PrintCounters(int which, bool reset) {
+  return ReadCounters(counters_, kIaCounterNames, "IA", this, which, nullptr, reset);
+}
+
+void Ia::WantDatagrams() {
+  // Set first, then visit: a PSP tracked meanwhile either is visited here or sees the flag itself
+  // (Psp::Listen checks it after it is tracked); listening twice is a no-op.
+  if (datagrams_wanted_.exchange(true, std::memory_order_seq_cst)) return;
+  ForEachTracked([](HandleHeader* object) {
+    if (object->kind.load(std::memory_order_relaxed) == HandleKind::kPsp) static_cast<Psp*>(object)->ListenDatagrams();
+  });
 }
 
 std::size_t Ia::tracked() const {

@@ -16,6 +16,7 @@
 #include "base/mutex.h"
 #include "base/deferred_calls.h"
 #include "base/status.h"
+#include "core/counters.h"
 #include "core/end_reports.h"
 #include "core/evd.h"
 #include "core/handle.h"
@@ -67,6 +68,12 @@ class Ia : public HandleHeader {
   const transport::Capabilities& capabilities() const { return transport_->capabilities(); }
   SrqLimits srq_limits() const;
   const ProviderSpecificAttributes& provider_specific() const { return provider_specific_; }
+  // The DAT IB counters of the IA (dat_ib_query_counters on the IA handle): objects created and
+  // freed (counted by Track and Untrack), connection management, and error diagnostics.
+  IaCounters& counters() { return counters_; }
+  Status QueryCounters(int which, DAT_UINT64* out, bool reset);
+  Status PrintCounters(int which, bool reset);
+
   // What EVD waits and dequeues of this IA drive: the transport's progress on the consumer's
   // thread (until the timeout in busy-poll mode, for the IA's spin_us otherwise).
   evd::ProgressHook* progress_hook() { return &poller_; }
@@ -95,6 +102,12 @@ class Ia : public HandleHeader {
     std::lock_guard lock(objects_mutex_);
     for (HandleHeader* object : objects_) visit(object);
   }
+
+  // The first UD EP of the IA was made: from now on every PSP also listens for UD endpoints'
+  // requests (Psp::ListenDatagrams), those that exist now and those made later. Until then a PSP
+  // holds no datagram listener (a socket on tcp): an IA without UD EPs pays nothing for them.
+  void WantDatagrams();
+  bool datagrams_wanted() const { return datagrams_wanted_.load(std::memory_order_seq_cst); }
 
   // How many LMRs and bound RMRs one IA may have (the key table is sized for it at open).
   static constexpr std::uint32_t kMaxMemoryKeys = transport::kMaxMemoryKeys;
@@ -149,10 +162,12 @@ class Ia : public HandleHeader {
   DAT_COUNT async_base_qlen_ = 0;   // the async EVD's length before any reservation
   DAT_COUNT async_reserved_ = 0;    // entries kept for SRQ EPs
   MemoryTable memory_;
+  IaCounters counters_;
   Poller poller_{*this};
   KeyHooks key_hooks_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
   mutable softdat::Mutex objects_mutex_;
+  std::atomic<bool> datagrams_wanted_{false};
   std::unordered_set<HandleHeader*> objects_;
 };
 

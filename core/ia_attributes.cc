@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/dat_ib.h"
 #include "core/ia.h"
 #include "core/request_queue.h"
 #include "core/srq.h"
@@ -32,6 +33,15 @@ ProviderSpecificAttributes::ProviderSpecificAttributes(const IaParams& params,
                                                        const transport::Capabilities& caps) {
   if (caps.rdma_read) Add("DAT_IB_RDMA_READ", "TRUE");
   Add("DAT_IB_TRANSPORT_MTU", std::to_string(caps.transport_mtu));
+  // The IB extension's operations, by the names consumers test before they use one (stock dtestx
+  // does): TRUE where the transport carries it, FALSE (and DAT_MODEL_NOT_SUPPORTED) where not.
+  // DAT_COUNTERS is there when counters are, as OFED DAPL built with counters says.
+  Add(DAT_IB_ATTR_FETCH_AND_ADD, Boolean(caps.atomics));
+  Add(DAT_IB_ATTR_CMP_AND_SWAP, Boolean(caps.atomics));
+  Add(DAT_IB_ATTR_IMMED_DATA, Boolean(caps.immediate_data));
+  Add(DAT_IB_ATTR_UD, Boolean(caps.datagrams));
+  Add(DAT_IB_ATTR_COUNTERS, "TRUE");
+  if (caps.datagrams) Add("SOFTDAT_UD_MTU", std::to_string(caps.max_datagram));
   Add("SOFTDAT_SRQ_RESIZE", Boolean(caps.srq_resize));
   Add("SOFTDAT_RNR_WAITS", Boolean(caps.rnr_waits));
   const bool tcp = params.kind == TransportKind::kTcp;
@@ -94,7 +104,10 @@ void FillIaAttr(const Ia& ia, DAT_IA_ATTR& attr) {
   attr.max_rdma_read_per_ep_in_guaranteed = DAT_TRUE;
   attr.max_rdma_read_per_ep_out_guaranteed = DAT_TRUE;
   attr.zb_supported = DAT_FALSE;
-  attr.extension_supported = DAT_EXTENSION_NONE;
+  // The IB extension set (dat_ib_extensions.h 2.0.9) on every transport: counters and the query
+  // calls everywhere, each operation where the provider attributes say TRUE.
+  attr.extension_supported = DAT_EXTENSION_IB;
+  attr.extension_version = DAT_IB_EXTENSION_VERSION;
 }
 
 void FillProviderAttr(const Ia& ia, DAT_PROVIDER_ATTR& attr) {

@@ -3,6 +3,7 @@
 #include "core/lmr.h"
 
 #include "base/log.h"
+#include "core/dat_ib.h"
 #include "core/ia.h"
 #include "core/pz.h"
 
@@ -17,6 +18,8 @@ Status Register(Ia* ia, Pz* pz, void* address, std::uint64_t length, std::uint32
   access.local_write = (privileges & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) != 0;
   access.remote_read = (privileges & DAT_MEM_PRIV_REMOTE_READ_FLAG) != 0;
   access.remote_write = (privileges & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) != 0;
+  // Without atomics on the device the privilege grants nothing: no atomic ever reaches it.
+  access.remote_atomic = (privileges & kPrivRemoteAtomic) != 0 && ia->capabilities().atomics;
   std::unique_ptr<transport::MemoryRegion> region;
   if (Status status = ia->transport().RegisterMemory(*pz->domain(), address, length, access, region);
       !status.ok()) {
@@ -47,7 +50,8 @@ Status Lmr::Create(Ia* ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
   const auto address = reinterpret_cast<std::uint64_t>(region.for_va);
   if (address == 0) return Status(Code::kInvalidParameter, Detail::kParamRegion);
   if (length == 0 || address + length < address) return Status(Code::kInvalidParameter, Detail::kParamLength);
-  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kParamPrivileges);
+  if ((privileges & ~(DAT_MEM_PRIV_ALL_FLAG | kPrivRemoteAtomic)) != 0)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivileges);
   if (va_type != DAT_VA_TYPE_VA) {
     SOFTDAT_LOG(kWarn, "dat_lmr_create: zero-based virtual addresses are not supported");
     return Status(Code::kInvalidParameter, Detail::kParamVaType);

@@ -3,6 +3,7 @@
 #include "core/rmr.h"
 
 #include "base/log.h"
+#include "core/dat_ib.h"
 #include "core/ep.h"
 #include "core/ia.h"
 #include "core/lmr.h"
@@ -58,7 +59,8 @@ void Rmr::Query(DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM& param) const {
 Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET& triplet, std::uint32_t privileges, DAT_VA_TYPE va_type,
                  Ep* ep, DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT& context) {
   if (va_type != DAT_VA_TYPE_VA) return Status(Code::kInvalidParameter, Detail::kParamVaType);
-  if ((privileges & ~DAT_MEM_PRIV_ALL_FLAG) != 0) return Status(Code::kInvalidParameter, Detail::kParamPrivileges);
+  if ((privileges & ~(DAT_MEM_PRIV_ALL_FLAG | kPrivRemoteAtomic)) != 0)
+    return Status(Code::kInvalidParameter, Detail::kParamPrivileges);
   if (ep->ia() != ia_) return Status(Code::kInvalidHandle, Detail::kEp);
   const bool unbind = triplet.segment_length == 0;
   if (!unbind) {
@@ -70,7 +72,8 @@ Status Rmr::Bind(Lmr* lmr, const DAT_LMR_TRIPLET& triplet, std::uint32_t privile
     if (lmr->pz() != pz_ || ep->pz() != pz_) return Status(Code::kProtectionViolation);
     // The window may not grant the peer what the region does not grant locally.
     // (Local read is always granted, as on an RNIC: see core/local_iov.cc.)
-    if ((privileges & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) && !region.Allows(DAT_MEM_PRIV_LOCAL_WRITE_FLAG))
+    if ((privileges & (DAT_MEM_PRIV_REMOTE_WRITE_FLAG | kPrivRemoteAtomic)) &&
+        !region.Allows(DAT_MEM_PRIV_LOCAL_WRITE_FLAG))
       return Status(Code::kPrivilegesViolation);
   }
 

@@ -44,10 +44,24 @@ Status Psp::Listen(Ia* ia, std::uint16_t port, Evd* evd, DAT_PSP_FLAGS flags, Ps
     return status;
   }
   psp->conn_qual_.store(psp->listener_->port(), std::memory_order_relaxed);
+  ia->counters().AddShared(DCNT_IA_CM_LISTEN);
   evd->AddUser();
   ia->Track(psp);
+  if (ia->datagrams_wanted()) psp->ListenDatagrams();  // after Track: see Ia::WantDatagrams
   *out = psp;
   return Status::Ok();
+}
+
+void Psp::ListenDatagrams() {
+  if (!ia_->capabilities().datagrams) return;
+  std::lock_guard lock(datagram_mutex_);
+  if (datagram_listener_ != nullptr || listener_ == nullptr) return;
+  // UD endpoints resolve through the same qualifier (IB's SIDR): where its number is taken for
+  // datagrams, the PSP still serves connections, and says that UD requests will not reach it.
+  const std::uint16_t bound = listener_->port();
+  if (Status status = ia_->transport().ListenDatagram(bound, &events_, datagram_listener_); !status.ok())
+    SOFTDAT_LOG(kWarn, "dat_psp_create(%s): connection qualifier %u takes connections, but not UD endpoints' "
+                "requests (%s)", ia_->name().c_str(), bound, CodeName(status.code()));
 }
 
 Status Psp::Create(Ia* ia, DAT_CONN_QUAL conn_qual, Evd* evd, DAT_PSP_FLAGS flags, Psp** out) {
@@ -71,6 +85,14 @@ Status Psp::Free(Psp* psp) {
 
 void Psp::Destroy(Psp* psp) {
   psp->listener_.reset();  // no request arrives after this
+  // Destroyed outside datagram_mutex_: a listener's end waits out its calls in flight, which take
+  // the IA's handle lock (Track), and Ia::WantDatagrams holds that lock while it takes this one.
+  std::unique_ptr<transport::Listener> datagrams;
+  {
+    std::lock_guard lock(psp->datagram_mutex_);
+    datagrams = std::move(psp->datagram_listener_);
+  }
+  datagrams.reset();
   psp->evd_->RemoveUser();
   DeleteHandle(psp);
 }
@@ -87,6 +109,7 @@ void Psp::Report(HandleHeader* cr) {
 }
 
 void Psp::OnConnectRequest(std::unique_ptr<transport::PendingConnection> request) {
+  ia_->counters().AddShared(request->datagram() ? DCNT_IA_CM_AH_REQ_RX : DCNT_IA_CM_REQ_RX);
   Cr* cr = Cr::Make(ia_, std::move(request), this, conn_qual(), nullptr, nullptr);
   Report(cr);
 }

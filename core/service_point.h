@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "core/handle.h"
 #include "transport/listener.h"
@@ -54,6 +55,8 @@ class Psp : public HandleHeader {
 
   // Reports a connection request (its own, or one handed off to it) on this PSP's EVD.
   void Report(HandleHeader* cr);
+  // Listens for UD endpoints' requests on the same qualifier too, once (Ia::WantDatagrams).
+  void ListenDatagrams();
 
   Psp(Ia* ia, Evd* evd, DAT_PSP_FLAGS flags) : ia_(ia), evd_(evd), flags_(flags) {}
 
@@ -69,6 +72,9 @@ class Psp : public HandleHeader {
   // transport's progress thread reads it for a request that may arrive before Listen returns.
   std::atomic<DAT_CONN_QUAL> conn_qual_{0};
   std::unique_ptr<transport::Listener> listener_;
+  // UD endpoints' requests to the same qualifier, once the IA has a UD EP (ListenDatagrams).
+  softdat::Mutex datagram_mutex_;
+  std::unique_ptr<transport::Listener> datagram_listener_;
 };
 
 class Rsp : public HandleHeader {

@@ -5,6 +5,8 @@
 
 #include <dat2/udat.h>
 
+#include <cstdarg>
+
 namespace softdat::dat {
 
 // entry_ia.cc
@@ -132,6 +134,9 @@ DAT_RETURN CrHandoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL handoff) noexcept;
 
 // entry_misc.cc
 DAT_RETURN IaHaRelated(DAT_IA_HANDLE ia_handle, const DAT_NAME_PTR provider, DAT_BOOLEAN* answer) noexcept;
+
+// entry_extension.cc: dat_extension_op, the DAT IB extension calls (dat_ib_extensions.h).
+DAT_RETURN ExtendedOp(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args) noexcept;
 
 // entry_rmr.cc
 DAT_RETURN RmrCreate(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE* rmr_handle) noexcept;

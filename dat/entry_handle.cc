@@ -20,6 +20,8 @@ bool ToDatType(core::HandleKind kind, DAT_HANDLE_TYPE& type) {
     case core::HandleKind::kCno: type = DAT_HANDLE_TYPE_CNO; return true;
     case core::HandleKind::kEvd: type = DAT_HANDLE_TYPE_EVD; return true;
     case core::HandleKind::kSrq: type = DAT_HANDLE_TYPE_SRQ; return true;
+    case core::HandleKind::kAddressHandle:  // the extension's own objects, not DAT handles
+    case core::HandleKind::kDatagramCm:
     case core::HandleKind::kFreed: return false;
   }
   return false;

@@ -95,8 +95,7 @@ void FillProviderTable(DAT_PROVIDER& table) {
   table.cno_fd_create_func = &CnoFdCreate;
   table.cno_trigger_func = &CnoTrigger;
   table.ia_ha_related_func = &IaHaRelated;
-  SOFTDAT_SLOT_UNSUPPORTED(table, handle_extendedop_func,
-                           "dat_extension_op: softdat offers no DAT extensions (extension_supported is NONE)");
+  table.handle_extendedop_func = &ExtendedOp;
 }
 
 }  // namespace softdat::dat

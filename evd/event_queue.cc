@@ -171,6 +171,12 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
       return Status(Code::kQueueFull);
     }
     in_overflow_episode_ = false;  // there was room again: a later drop is a new episode
+    // DTO completions (the IB extension's among them) and the rest, as an RNIC's EVD counts them.
+    const std::uint32_t number = static_cast<std::uint32_t>(event.event_number);
+    ++(number == DAT_DTO_COMPLETION_EVENT || number == DAT_RMR_BIND_COMPLETION_EVENT ||
+               number == static_cast<std::uint32_t>(DAT_IB_EXTENSION_RANGE_BASE)
+           ? tally_.dto_posted
+           : tally_.other_posted);
     ring_[(head_ + count_) & (capacity_ - 1)] = event;
     ++count_;
     queued_.store(count_, std::memory_order_release);
@@ -181,6 +187,7 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
       // once its threshold is met so a threshold wait is not woken per event, and only if it
       // sleeps: a spinning waiter sees the event on its own.
       wake = waiter_sleeps_ && count_ >= static_cast<std::size_t>(waiter_threshold_);
+      tally_.wakeups += wake ? 1 : 0;
       wake_fd = wake && waiter_on_fd_;
     } else if (enabled_ && cno_ != nullptr) {
       agent_call = cno_->Trigger(this, owner_);
@@ -317,6 +324,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       if (completions > 0 || count_ >= static_cast<std::size_t>(threshold) || waiter_interrupted_) continue;
       waiter_sleeps_ = true;
       waiter_on_fd_ = true;
+      ++tally_.sleeps;
       lock.unlock();
       SleepOnDescriptors(deadline);
       lock.lock();
@@ -325,6 +333,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       continue;
     }
     waiter_sleeps_ = true;
+    ++tally_.sleeps;
     deadline.SleepOn(wakeup_, lock);
     waiter_sleeps_ = false;
   }
@@ -443,6 +452,13 @@ Status EventQueue::CheckFree() const {
   std::lock_guard lock(mutex_);
   if (waiting_) return Status(Code::kInvalidState, Detail::kEvdInUse);
   return Status::Ok();
+}
+
+EventQueueTally EventQueue::Tally(bool reset) {
+  std::lock_guard lock(mutex_);
+  const EventQueueTally tally = tally_;
+  if (reset) tally_ = EventQueueTally{};
+  return tally;
 }
 
 EventQueueInfo EventQueue::Query() const {

@@ -37,6 +37,15 @@ namespace softdat::evd {
 class Cno;
 class Deadline;
 
+// What an EVD's counters (the DAT IB extension's DCNT_EVD_*) need that evd/ counts, under the
+// queue's own lock: events posted (DTO completions, others), waits that slept, wake-ups given.
+struct EventQueueTally {
+  std::uint64_t dto_posted = 0;    // DTO and RMR bind completions, the IB extension's DTO events
+  std::uint64_t other_posted = 0;  // connection, connection request and asynchronous events
+  std::uint64_t sleeps = 0;
+  std::uint64_t wakeups = 0;
+};
+
 // What dat_evd_query needs that evd/ owns.
 struct EventQueueInfo {
   DAT_COUNT qlen = 0;       // actual capacity (the requested length rounded up to a power of two)
@@ -159,6 +168,8 @@ class EventQueue {
   Status CheckFree() const;
 
   EventQueueInfo Query() const;
+  // The counts so far; `reset` zeroes them.
+  EventQueueTally Tally(bool reset);
 
  private:
   EventQueue(std::unique_ptr<DAT_EVENT[]> ring, std::size_t capacity);
@@ -204,6 +215,7 @@ class EventQueue {
   Cno* cno_ = nullptr;
   DAT_EVD_HANDLE owner_ = nullptr;
   ProgressHook* hook_ = nullptr;
+  EventQueueTally tally_;
   // Set on the control path only (SetCompletionSource), read by Dequeue without the lock.
   CompletionSource* source_ = nullptr;
   int wake_fd_ = -1;  // an eventfd: wakes a waiter sleeping on the source's descriptor

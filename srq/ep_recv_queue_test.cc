@@ -213,13 +213,35 @@ TEST(EpRecvQueueNotes, PostFlagsAndMessageNotesReachTheCompletion) {
   ASSERT_TRUE(queue->Post(testing::Cookie(1), {&segment, 1}, DAT_COMPLETION_UNSIGNALLED_FLAG, posted).ok());
   RecvBuffer buffer{};
   ASSERT_EQ(queue->TakeForMessage(1, buffer), EpRecvQueue::TakeResult::kTaken);
-  ASSERT_TRUE(queue->Place(1, 3, DAT_DTO_SUCCESS, RecvNotes{true, true, 0x4242}).ok());
+  ASSERT_TRUE(queue->Place(1, 3, DAT_DTO_SUCCESS, RecvNotes{true, true, 0x4242, {}}).ok());
   RecvCompletion completion{};
   ASSERT_TRUE(queue->PopCompletion(completion));
   EXPECT_EQ(completion.post_flags, DAT_COMPLETION_UNSIGNALLED_FLAG);
   EXPECT_TRUE(completion.notes.solicited);
   EXPECT_TRUE(completion.notes.invalidated);
   EXPECT_EQ(completion.notes.invalidated_key, 0x4242u);
+}
+
+TEST(EpRecvQueueNotes, ImmediateDataTakesABufferAndPlacesNothing) {
+  std::unique_ptr<EpRecvQueue> queue;
+  ASSERT_TRUE(EpRecvQueue::Create(4, 1, queue).ok());
+  const RecvSegment segment = testing::Segment(1);  // smaller than the Write: nothing goes into it
+  ReceiveSource::Posted posted;
+  ASSERT_TRUE(queue->Post(testing::Cookie(1), {&segment, 1}, DAT_COMPLETION_DEFAULT_FLAG, posted).ok());
+  RecvBuffer buffer{};
+  ASSERT_EQ(queue->TakeForMessage(1, buffer), EpRecvQueue::TakeResult::kTaken);
+  RecvNotes notes{};
+  notes.extension.immediate = true;
+  notes.extension.immediate_data = 0x7777;
+  notes.extension.written = 1 << 20;
+  ASSERT_TRUE(queue->Place(1, 0, DAT_DTO_SUCCESS, notes).ok());
+  RecvCompletion completion{};
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_EQ(completion.transferred_length, 0u);
+  EXPECT_TRUE(completion.notes.extension.immediate);
+  EXPECT_EQ(completion.notes.extension.immediate_data, 0x7777u);
+  EXPECT_EQ(completion.notes.extension.written, 1u << 20);
+  EXPECT_EQ(queue->held(), 0u);
 }
 
 }  // namespace

@@ -364,7 +364,7 @@ TEST(SrqPopCompletion, MessageNotesReachTheCompletionAndFlushedOnesHaveNone) {
   RecvBuffer buffer{};
   ASSERT_EQ(pool->Take(*ep, 1, buffer), SrqPool::TakeResult::kTaken);
   ASSERT_EQ(pool->Take(*ep, 2, buffer), SrqPool::TakeResult::kTaken);
-  ASSERT_TRUE(pool->Place(*ep, 1, 9, DAT_DTO_SUCCESS, RecvNotes{true, false, 0}).ok());
+  ASSERT_TRUE(pool->Place(*ep, 1, 9, DAT_DTO_SUCCESS, RecvNotes{true, false, 0, {}}).ok());
   ASSERT_TRUE(pool->Close(*ep).ok());
   RecvCompletion completion{};
   ASSERT_TRUE(pool->PopCompletion(*ep, completion));

@@ -67,8 +67,8 @@ void MsnWindow::Place(std::uint32_t msn, std::uint64_t length,
                                 DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes) {
   Entry& entry = EntryOf(msn);
   entry.state = EntryState::kPlaced;
-  entry.length = length;
-  entry.status = status;
+  entry.length = static_cast<std::uint32_t>(length);
+  entry.status = static_cast<std::uint8_t>(status);
   entry.notes = notes;
 }
 
@@ -77,7 +77,7 @@ bool MsnWindow::PopInOrder(Ready& ready) {
   Entry& entry = EntryOf(next);
   // The entry for `next` can only belong to `next`: every live MSN is within the window.
   if (entry.state != EntryState::kPlaced) return false;
-  ready = Ready{next, entry.slot, entry.length, entry.status, entry.notes};
+  ready = Ready{next, entry.slot, entry.length, static_cast<DAT_DTO_COMPLETION_STATUS>(entry.status), entry.notes};
   entry.state = EntryState::kEmpty;
   last_delivered_ = next;
   --held_;
@@ -91,7 +91,7 @@ bool MsnWindow::PopForFlush(Ready& ready) {
     if (entry.state == EntryState::kEmpty) continue;  // a gap: no buffer was ever allocated
     const bool placed = entry.state == EntryState::kPlaced;
     ready = Ready{next, entry.slot, placed ? entry.length : 0,
-                  placed ? entry.status : DAT_DTO_ERR_FLUSHED, placed ? entry.notes : RecvNotes{}};
+                  placed ? static_cast<DAT_DTO_COMPLETION_STATUS>(entry.status) : DAT_DTO_ERR_FLUSHED, placed ? entry.notes : RecvNotes{}};
     entry.state = EntryState::kEmpty;
     --held_;
     return true;

@@ -45,13 +45,17 @@ class MsnWindow {
   friend class SrqPool;
 
   enum class EntryState : std::uint8_t { kEmpty, kHeld, kPlaced };
+  // 32 bytes: a window is preallocated per connection (256 entries for 10,000 connections in the
+  // scale test), so its entry stays small. A placed length fits 32 bits (core keeps every message
+  // below 2^32 bytes) and a completion status 8.
   struct Entry {
-    std::uint64_t length = 0;
+    std::uint32_t length = 0;
     std::uint32_t slot = 0;
-    DAT_DTO_COMPLETION_STATUS status = DAT_DTO_SUCCESS;
     RecvNotes notes{};
+    std::uint8_t status = DAT_DTO_SUCCESS;
     EntryState state = EntryState::kEmpty;
   };
+  static_assert(sizeof(Entry) == 32);
   // A completion leaving the window, in MSN order.
   struct Ready {
     std::uint32_t msn;

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "base/receive_extension.h"
+
 namespace softdat::srq {
 
 // What the transport learned about a message besides its length, carried to its completion.
@@ -14,6 +16,7 @@ struct RecvNotes {
   bool solicited = false;            // Send with Solicited Event
   bool invalidated = false;          // Send with Invalidate
   std::uint32_t invalidated_key = 0;
+  ReceiveExtension extension;  // immediate data, a datagram's source
 };
 
 struct RecvCompletion {

@@ -108,11 +108,15 @@ DAT_OVERRIDE=$TEST_TMPDIR/missing.conf "$datinfo" >/dev/null 2>"$TEST_TMPDIR/err
 [[ $status -eq 1 ]] && grep -q "datinfo: cannot read $TEST_TMPDIR/missing.conf" "$TEST_TMPDIR/err" ||
   fail "missing dat.conf: exit $status, $(cat "$TEST_TMPDIR/err")"
 
-# -v: the SRQ limits, SRQ growth, RNR waiting, the transport, every option in force, the MTU.
+# -v: the SRQ limits, SRQ growth, RNR waiting, the transport, every option in force, the MTU, and
+# the IB extensions with each operation the IA offers.
 for expected in "max_srqs:" "max_recv_per_srq:" "srq_watermarks_supported:" "SOFTDAT_SRQ_RESIZE: *TRUE" \
   "SOFTDAT_RNR_WAITS: *TRUE" "SOFTDAT_TRANSPORT: *tcp" "SOFTDAT_DEVICE: *lo" "SOFTDAT_PROGRESS: *poll" \
   "SOFTDAT_MPA_CRC: *off" "SOFTDAT_RNR_TIMEOUT_MS: *250" "SOFTDAT_TIMEOUT_MS: *900" "SOFTDAT_TCP_CONGESTION: *reno" \
-  "SOFTDAT_SPIN_US: *200" "SOFTDAT_COALESCE_US: *16" "SOFTDAT_SHM: *off" "DAT_IB_TRANSPORT_MTU: *65440" 'ia_params: "tcp lo progress=poll'; do
+  "SOFTDAT_SPIN_US: *200" "SOFTDAT_COALESCE_US: *16" "SOFTDAT_SHM: *off" "DAT_IB_TRANSPORT_MTU: *65440" 'ia_params: "tcp lo progress=poll' \
+  "extension_supported: *1 +\(DAT_EXTENSION_IB\)" "extension_version: *209" "DAT_IB_IMMED_DATA: *TRUE" \
+  "DAT_IB_FETCH_AND_ADD: *TRUE" "DAT_IB_CMP_AND_SWAP: *TRUE" "DAT_IB_UD: *TRUE" "DAT_COUNTERS: *TRUE" \
+  "SOFTDAT_UD_MTU: *4096"; do
   grep -qE -- "$expected" <<<"$verbose" || fail "-v lacks '$expected'"
 done
 

@@ -14,11 +14,23 @@
 // one (kModelNotSupported) and report completions from their own progress as before.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "base/status.h"
 
 namespace softdat::transport {
+
+// What a completion queue tells its EVD outside a poll. Implemented by core.
+class CompletionQueueEvents {
+ public:
+  // The device dropped completions: more completed to the queue than it holds (a CQ overflow,
+  // which also breaks the connections on it). From the transport's progress context, no lock held.
+  virtual void OnOverflow() = 0;
+
+ protected:
+  ~CompletionQueueEvents() = default;
+};
 
 class CompletionQueue {
  public:
@@ -49,6 +61,18 @@ class CompletionQueue {
   virtual Status Resize(std::uint32_t entries) = 0;
   // The completions the device queue holds (what its memory is sized by).
   virtual std::uint32_t capacity() const = 0;
+
+  // Where the queue reports what happens outside a poll; core sets it right after creation.
+  void SetEvents(CompletionQueueEvents* events) { events_.store(events, std::memory_order_release); }
+
+ protected:
+  // The transport saw the device drop completions of this queue.
+  void ReportOverflow() {
+    if (CompletionQueueEvents* events = events_.load(std::memory_order_acquire)) events->OnOverflow();
+  }
+
+ private:
+  std::atomic<CompletionQueueEvents*> events_{nullptr};
 };
 
 }  // namespace softdat::transport

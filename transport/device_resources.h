@@ -30,6 +30,7 @@ struct MemoryAccess {
   bool local_write = false;
   bool remote_read = false;
   bool remote_write = false;
+  bool remote_atomic = false;  // DAT_IB_MEM_PRIV_REMOTE_ATOMIC, where the device has atomics
 };
 
 // A device shared receive queue. The device takes its buffers; completions arrive as

@@ -22,9 +22,11 @@
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "base/status.h"
+#include "transport/datagram.h"
 #include "transport/work.h"
 
 namespace softdat::transport {
@@ -90,6 +92,17 @@ class EndpointEvents {
   // Software RDMA target side: may the peer access `length` bytes at `address` of STag `key`?
   virtual RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address,
                                          std::uint64_t length, RemoteAccess access) = 0;
+  // Datagram endpoints: the Resolve named `request` found its peer (`peer` is its address handle,
+  // `private_data` what the accepting side answered), or failed (kPeerRejected with the peer's
+  // private data, kTimedOut, kUnreachable, kNonPeerRejected).
+  virtual void OnResolved(std::uint64_t request, std::unique_ptr<AddressHandle> peer,
+                          std::span<const std::uint8_t> private_data) {
+    (void)request, (void)peer, (void)private_data;
+  }
+  virtual void OnResolveFailed(std::uint64_t request, ConnectionEnd why, std::span<const std::uint8_t> private_data) {
+    (void)request, (void)why, (void)private_data;
+  }
+
   // Reports what the calls above made ready (completions, connection events) to the consumer's
   // EVDs. The transport calls it after any of them, with no lock held, at the latest before its
   // current poll or handler returns; never after the endpoint's destructor returned.
@@ -118,6 +131,10 @@ struct EndpointConfig {
   std::uint32_t max_rdma_read_in = 0;   // Reads the peer may have outstanding at us (IRD)
   std::uint32_t max_rdma_read_out = 0;  // Reads we may have outstanding at the peer (ORD)
   std::uint32_t max_message_size = 0;
+  // An unreliable datagram endpoint (DAT_IB_SERVICE_TYPE_UD): no connection; Resolve finds peers,
+  // Post takes kSendDatagram, and each arriving datagram takes the next receive buffer or is
+  // dropped (the service allows loss). Only where Capabilities::datagrams.
+  bool datagram = false;
 };
 
 class Endpoint {
@@ -130,9 +147,20 @@ class Endpoint {
   virtual Status Connect(const sockaddr_in& remote, std::uint16_t port,
                          std::span<const std::uint8_t> private_data, std::uint64_t timeout_us) = 0;
 
-  // Starts a Send, RDMA Write or RDMA Read. Only after OnEstablished and before OnEnded; core
-  // checks the state and never has more than max_send_work outstanding.
+  // Starts a Send, RDMA Write or RDMA Read (or an extension Work the capabilities name). Only
+  // after OnEstablished and before OnEnded (a datagram endpoint: any time before Disconnect);
+  // core checks the state and never has more than max_send_work outstanding.
   virtual Status Post(const Work& work) = 0;
+
+  // Datagram endpoints: asks the listener on `port` at `remote` for the endpoint that will take
+  // this one's datagrams, sending `private_data`; OnResolved or OnResolveFailed names `request`
+  // (kTimedOut when `timeout_us` passes first). Any number, concurrently, before or after others
+  // answered. kModelNotSupported on a connected endpoint.
+  virtual Status Resolve(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                         std::uint64_t timeout_us, std::uint64_t request) {
+    (void)remote, (void)port, (void)private_data, (void)timeout_us, (void)request;
+    return Status(Code::kModelNotSupported);
+  }
 
   // Device receive model: posts a receive buffer to this endpoint (allowed before Connect).
   virtual Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) = 0;

@@ -12,6 +12,7 @@
 #include <span>
 
 #include "base/status.h"
+#include "transport/datagram.h"
 
 namespace softdat::transport {
 
@@ -31,6 +32,18 @@ class PendingConnection {
   virtual Status Accept(Endpoint& endpoint, std::span<const std::uint8_t> private_data) = 0;
   // The active side sees kPeerRejected with this private data.
   virtual void Reject(std::span<const std::uint8_t> private_data) = 0;
+
+  // A datagram endpoint's Resolve (it arrived at a Transport::ListenDatagram listener), answered
+  // by AcceptDatagram instead of Accept.
+  virtual bool datagram() const { return false; }
+  // Answers with datagram endpoint `endpoint` of this transport, which the requester's
+  // OnResolved will name; `requester` is the address handle of the requesting endpoint. At most
+  // one AcceptDatagram or Reject.
+  virtual Status AcceptDatagram(Endpoint& endpoint, std::span<const std::uint8_t> private_data,
+                                std::unique_ptr<AddressHandle>& requester) {
+    (void)endpoint, (void)private_data, (void)requester;
+    return Status(Code::kModelNotSupported);
+  }
 };
 
 class ListenEvents {

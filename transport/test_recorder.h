@@ -128,11 +128,25 @@ class RecordingEvents final : public EndpointEvents {
       return {};
     }
     if (region_ == nullptr || key != region_key_) return {RemoteCheck::kInvalidKey, nullptr};
-    if (access == RemoteAccess::kWrite && !region_writable_) return {RemoteCheck::kAccessRights, nullptr};
+    // Writes and atomics (8 aligned bytes) need a writable region.
+    if (access != RemoteAccess::kRead && !region_writable_) return {RemoteCheck::kAccessRights, nullptr};
+    if (access == RemoteAccess::kAtomic && address % 8 != 0) return {RemoteCheck::kBounds, nullptr};
     const auto base = reinterpret_cast<std::uint64_t>(region_->data());
     if (address < base || length > region_->size() || address - base > region_->size() - length)
       return {RemoteCheck::kBounds, nullptr};
     return {RemoteCheck::kOk, region_->data() + (address - base)};
+  }
+
+  void OnResolved(std::uint64_t request, std::unique_ptr<AddressHandle> peer,
+                  std::span<const std::uint8_t> private_data) override {
+    std::lock_guard lock(mutex_);
+    resolutions.push_back({request, std::nullopt, std::move(peer), {private_data.begin(), private_data.end()}});
+    changed_.notify_all();
+  }
+  void OnResolveFailed(std::uint64_t request, ConnectionEnd why, std::span<const std::uint8_t> private_data) override {
+    std::lock_guard lock(mutex_);
+    resolutions.push_back({request, why, nullptr, {private_data.begin(), private_data.end()}});
+    changed_.notify_all();
   }
 
   // Software model: the next message that asks for a buffer gets these segments.
@@ -169,6 +183,14 @@ class RecordingEvents final : public EndpointEvents {
   int not_ready = 0;
   std::vector<Recv> recvs;
   std::vector<WorkDone> work_done;
+  // Datagram endpoints: each Resolve's outcome (a peer, or why it failed), in order.
+  struct Resolution {
+    std::uint64_t request;
+    std::optional<ConnectionEnd> failed;
+    std::shared_ptr<AddressHandle> peer;
+    std::vector<std::uint8_t> private_data;
+  };
+  std::vector<Resolution> resolutions;
   std::string order;  // one letter per completion as reported: 'w' work done, 'r' receive
 
  private:

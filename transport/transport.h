@@ -77,6 +77,15 @@ struct Capabilities {
   // transport's FPDU payload, which is this default (transport/tcp/wire.h kMaxFpduPayload;
   // tcp_mtu_test pins the two together).
   std::uint32_t transport_mtu = kTcpFpduPayload;
+  // The DAT IB extensions the transport carries (dat_ib_extensions.h): each one it lacks is
+  // reported FALSE in the provider attributes and refused with DAT_MODEL_NOT_SUPPORTED.
+  bool immediate_data = false;  // WorkKind::kRdmaWriteImmediate, RecvInfo::immediate
+  bool atomics = false;         // WorkKind::kFetchAdd and kCompareSwap, RemoteAccess::kAtomic
+  bool datagrams = false;       // EndpointConfig::datagram, Resolve, ListenDatagram
+  // A datagram Post that returned kOk has left (a UDP send): core completes it at once, where a
+  // device reports a UD Send's completion like any other.
+  bool datagram_done_at_post = false;
+  std::uint32_t max_datagram = 0;  // payload bytes of one datagram (the UD MTU)
 };
 
 class Transport {
@@ -111,6 +120,13 @@ class Transport {
   // Listens on `port` of the IA address; 0 picks a free port (Listener::port tells which).
   // kConnQualInUse when the port is taken.
   virtual Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) = 0;
+  // Listens for datagram endpoints' Resolve requests on `port` (a PSP's connection qualifier, as
+  // for Listen: the two may share a number). kModelNotSupported without Capabilities::datagrams;
+  // kConnQualInUse when the port is taken.
+  virtual Status ListenDatagram(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) {
+    (void)port, (void)events, (void)out;
+    return Status(Code::kModelNotSupported);
+  }
 
   // Software transports whose peers check remote keys without core (tcp's same-host path, where a
   // peer's RDMA Write lands without this process) learn of every key core publishes and revokes

@@ -80,11 +80,10 @@ DAT_RETURN ConformanceTest::Register(Region& region, std::size_t size, DAT_MEM_P
   region.bytes.assign(size, '\0');
   DAT_REGION_DESCRIPTION description;
   description.for_va = region.bytes.data();
-  DAT_RMR_CONTEXT rmr_context;
   DAT_VLEN registered_length;
   DAT_VADDR registered_address;
   return dat_lmr_create(ia == DAT_HANDLE_NULL ? ia_ : ia, DAT_MEM_TYPE_VIRTUAL, description, size, pz == DAT_HANDLE_NULL ? pz_ : pz,
-                        privileges, DAT_VA_TYPE_VA, &region.lmr, &region.context, &rmr_context,
+                        privileges, DAT_VA_TYPE_VA, &region.lmr, &region.context, &region.rmr_context,
                         &registered_length, &registered_address);
 }
 

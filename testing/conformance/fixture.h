@@ -26,9 +26,18 @@ struct Region {
   std::vector<char> bytes;
   DAT_LMR_HANDLE lmr = DAT_HANDLE_NULL;
   DAT_LMR_CONTEXT context = 0;
+  DAT_RMR_CONTEXT rmr_context = 0;  // what a peer names it by (with remote privileges)
   DAT_LMR_TRIPLET Triplet(std::size_t offset, std::size_t length) const {
     DAT_LMR_TRIPLET t;
     t.lmr_context = context;
+    t.virtual_address = reinterpret_cast<DAT_VADDR>(bytes.data() + offset);
+    t.segment_length = static_cast<DAT_SEG_LENGTH>(length);
+    return t;
+  }
+  // `length` bytes at `offset`, as a peer's RDMA names them.
+  DAT_RMR_TRIPLET Remote(std::size_t offset, std::size_t length) const {
+    DAT_RMR_TRIPLET t;
+    t.rmr_context = rmr_context;
     t.virtual_address = reinterpret_cast<DAT_VADDR>(bytes.data() + offset);
     t.segment_length = static_cast<DAT_SEG_LENGTH>(length);
     return t;

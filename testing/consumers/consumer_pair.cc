@@ -176,7 +176,8 @@ ConsumerPairResult RunConsumerPair(const ConsumerPairSpec& spec, const Environme
   result.server_listened = Listening(spec.ready_port);
   HandoffRelay relay;
   if (result.server_listened && spec.handoff_bytes != 0)
-    (void)relay.Start(spec.ready_port, spec.handoff_bytes, spec.handoff_then_port, kListenBound, result.handoff_error);
+    (void)relay.Start(spec.ready_port, spec.handoff_bytes, spec.handoff_then_port, kListenBound, result.handoff_error,
+                      spec.handoff_reply);
   if (result.server_listened && result.handoff_error.empty()) {
     for (const std::vector<std::string>& client : spec.clients)
       result.clients.push_back(RunSubprocess(client, environment, spec.client_bound));

@@ -56,6 +56,8 @@ struct ConsumerPairSpec {
   // connects before the server is ready.
   std::size_t handoff_bytes = 0;
   std::uint16_t handoff_then_port = 0;
+  // dtestx's hand-off goes both ways: what the relay answers the server with (DtestxReply).
+  std::string handoff_reply;
 };
 
 struct ConsumerPairResult {

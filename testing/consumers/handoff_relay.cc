@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -41,14 +42,31 @@ bool WaitFor(int fd, short events, std::chrono::steady_clock::time_point deadlin
 
 std::string Why(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// Reads `bytes` from `fd` and drops them, at most until `deadline`.
+void Drain(int fd, std::size_t bytes, std::chrono::steady_clock::time_point deadline) {
+  std::vector<char> sink(bytes);
+  for (std::size_t got = 0; got < bytes;) {
+    const ssize_t n = WaitFor(fd, POLLIN, deadline) ? recv(fd, sink.data(), bytes - got, 0) : -1;
+    if (n <= 0) return;
+    got += static_cast<std::size_t>(n);
+  }
+}
+
 }  // namespace
+
+std::string DtestxReply(const sockaddr_in& client, const std::string& provider) {
+  char text[kDtestHandoffBytes] = {};
+  std::snprintf(text, sizeof text, "%04hx:%08x:%08x:%08x:%s", static_cast<unsigned short>(0), 0u, 0u,
+                static_cast<unsigned>(client.sin_addr.s_addr), provider.c_str());
+  return std::string(text, sizeof text);
+}
 
 HandoffRelay::~HandoffRelay() {
   if (serving_.joinable()) serving_.join();
 }
 
 bool HandoffRelay::Start(std::uint16_t port, std::size_t bytes, std::uint16_t then_port, std::chrono::seconds bound,
-                         std::string& error) {
+                         std::string& error, const std::string& reply) {
   const auto deadline = std::chrono::steady_clock::now() + bound;
   const sockaddr_in address = LoopbackAddress(port);
   std::vector<char> handoff(bytes);
@@ -67,12 +85,21 @@ bool HandoffRelay::Start(std::uint16_t port, std::size_t bytes, std::uint16_t th
       got += static_cast<std::size_t>(n);
     }
   }
+  if (taken && !reply.empty() && send(in, reply.data(), reply.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(reply.size())) {
+    error = Why("answering the server's hand-off");
+    taken = false;
+  }
   close(in);
   if (!taken) return false;
 
-  // The server is ready once its next port listens.
-  while (!Listening(then_port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
-  if (!Listening(then_port)) return error = "the server never listened on port " + std::to_string(then_port), false;
+  // The server is ready once its next port listens; a listener the kernel's socket table does not
+  // show (rdma_cm's on RoCE: then_port 0) gets a pause instead.
+  if (then_port == 0) {
+    std::this_thread::sleep_for(kUnseenListenerPause);
+  } else {
+    while (!Listening(then_port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    if (!Listening(then_port)) return error = "the server never listened on port " + std::to_string(then_port), false;
+  }
 
   // Serve the same bytes on the server's hand-off port (the server closed its listener before it
   // wrote), on every address as dtest's server listens: a client in another network namespace
@@ -88,11 +115,12 @@ bool HandoffRelay::Start(std::uint16_t port, std::size_t bytes, std::uint16_t th
     close(listener);
     return false;
   }
-  serving_ = std::thread([listener, handoff = std::move(handoff), deadline] {
+  serving_ = std::thread([listener, handoff = std::move(handoff), answer = reply.size(), deadline] {
     if (WaitFor(listener, POLLIN, deadline)) {
       const int out = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (out >= 0) {
         (void)send(out, handoff.data(), handoff.size(), MSG_NOSIGNAL);
+        Drain(out, answer, deadline);  // the client's answer, already given to the server
         close(out);
       }
     }

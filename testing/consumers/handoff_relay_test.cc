@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 #include <string>
@@ -37,10 +38,12 @@ int ListenOnFreePort(std::uint16_t& port) {
 }
 
 // dtest's server in miniature: accepts one connection on its hand-off listener, closes the
-// listener, writes `handoff`, and listens on its second port only when `ready` is set.
+// listener, writes `handoff` (dtestx's: then reads `answer_bytes`), and listens on its second
+// port only when `ready` is set.
 class FakeServer {
  public:
-  explicit FakeServer(std::string handoff) : handoff_(std::move(handoff)) {
+  explicit FakeServer(std::string handoff, std::size_t answer_bytes = 0)
+      : handoff_(std::move(handoff)), answer_(answer_bytes, '\0') {
     handoff_listener_ = ListenOnFreePort(handoff_port_);
     second_listener_ = ListenOnFreePort(second_port_);  // reserved, listening only once ready
     close(second_listener_);
@@ -49,6 +52,8 @@ class FakeServer {
       close(handoff_listener_);
       if (fd >= 0) {
         (void)send(fd, handoff_.data(), handoff_.size(), MSG_NOSIGNAL);
+        if (!answer_.empty() && recv(fd, answer_.data(), answer_.size(), MSG_WAITALL) != ssize_t(answer_.size()))
+          answer_.clear();
         handed_off_ = true;
       }
       while (!ready_ && !stop_) std::this_thread::sleep_for(1ms);
@@ -71,10 +76,13 @@ class FakeServer {
   std::uint16_t handoff_port() const { return handoff_port_; }
   std::uint16_t second_port() const { return second_port_; }
   bool handed_off() const { return handed_off_; }
+  // What the server read after its hand-off (once handed_off()).
+  const std::string& answer() const { return answer_; }
   void SetReady() { ready_ = true; }
 
  private:
   std::string handoff_;
+  std::string answer_;
   std::uint16_t handoff_port_ = 0, second_port_ = 0;
   int handoff_listener_ = -1, second_listener_ = -1;
   std::atomic<bool> ready_{false}, stop_{false}, handed_off_{false};
@@ -109,6 +117,39 @@ TEST(HandoffRelay, TheClientGetsTheServersBytesOnlyOnceItsNextPortListens) {
   ASSERT_TRUE(started.get()) << error;
   EXPECT_TRUE(Listening(server.second_port()));
   EXPECT_EQ(ReadHandoff(server.handoff_port(), handoff.size()), handoff);
+}
+
+// dtestx: the server reads the client's address before it creates its PSP, so the relay answers
+// for the client; the client's own answer is read and dropped.
+TEST(HandoffRelay, ADtestxHandOffIsAnsweredForTheClientAndTheClientsAnswerDropped) {
+  const std::string handoff(128, 'x');
+  FakeServer server(handoff, kDtestHandoffBytes);
+  HandoffRelay relay;
+  std::string error;
+  const std::string reply = DtestxReply(LoopbackAddress(0), "softdat-tcp");
+  ASSERT_EQ(reply.size(), kDtestHandoffBytes);
+  auto started = std::async(std::launch::async, [&] {
+    return relay.Start(server.handoff_port(), handoff.size(), server.second_port(), 10s, error, reply);
+  });
+  while (!server.handed_off()) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(server.answer(), reply);
+  unsigned short lid = 1;
+  unsigned qpn = 1, scope = 1, address = 0;
+  char provider[64] = {};
+  ASSERT_EQ(std::sscanf(server.answer().c_str(), "%04hx:%08x:%08x:%08x:%63s", &lid, &qpn, &scope, &address, provider), 5);
+  EXPECT_EQ(lid, 0);
+  EXPECT_EQ(address, htonl(INADDR_LOOPBACK)) << "the 32 bits of sin_addr, as dtestx prints them";
+  EXPECT_STREQ(provider, "softdat-tcp");
+  server.SetReady();
+  ASSERT_TRUE(started.get()) << error;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const sockaddr_in to = LoopbackAddress(server.handoff_port());
+  std::string got(handoff.size(), '\0');
+  ASSERT_EQ(connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to), 0);
+  ASSERT_EQ(recv(fd, got.data(), got.size(), MSG_WAITALL), ssize_t(got.size()));
+  EXPECT_EQ(got, handoff);
+  EXPECT_EQ(send(fd, reply.data(), reply.size(), MSG_NOSIGNAL), ssize_t(reply.size()));
+  close(fd);
 }
 
 TEST(HandoffRelay, AServerThatNeverGetsReadyFailsWithinTheBound) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -35,6 +36,30 @@ struct Message {
   bool solicited = false;
   std::uint64_t sender = 0;   // endpoint id
   std::uint64_t work_id = 0;  // the sender's Work, completed once the message is placed
+  // An RDMA Write with immediate data: consumes a receive, places nothing in it.
+  bool immediate = false;
+  std::uint32_t immediate_data = 0;
+  std::uint32_t written = 0;
+  // A datagram: its sender's address and number (the sender completes at once: no work_id).
+  bool datagram = false;
+  sockaddr_in source{};
+};
+
+// A UD receive buffer starts with room for the 40-byte Global Route Header, as on InfiniBand.
+constexpr std::size_t kGrhSize = 40;
+
+// A datagram endpoint's address: its id is its number.
+class FakeAddressHandle final : public transport::AddressHandle {
+ public:
+  FakeAddressHandle(std::uint64_t id, sockaddr_in address) : id_(id), address_(address) {}
+  std::uint32_t address() const override { return address_.sin_addr.s_addr; }
+  std::uint16_t port() const override { return ntohs(address_.sin_port); }
+  std::uint32_t qpn() const override { return static_cast<std::uint32_t>(id_); }
+  std::uint64_t id() const { return id_; }
+
+ private:
+  std::uint64_t id_;
+  sockaddr_in address_;
 };
 
 struct Region {
@@ -65,6 +90,7 @@ struct Fabric {
   std::recursive_mutex run;  // held while device work runs; destructors wait for it
   std::deque<std::function<void()>> work;
   std::map<std::uint16_t, FakeListener*> listeners;
+  std::map<std::uint16_t, FakeListener*> datagram_listeners;
   std::map<std::uint64_t, FakeEndpoint*> endpoints;
   std::map<std::uint32_t, Region> regions;  // by lkey
   std::uint64_t next_id = 1;
@@ -167,8 +193,13 @@ class FakeCq final : public transport::CompletionQueue {
   }
   std::uint32_t capacity() const override { return capacity_; }
 
-  // Under the fabric lock.
+  // Under the fabric lock. A full queue drops the completion, as a device's CQ overflows; the
+  // next poll reports it (a device raises IBV_EVENT_CQ_ERR).
   void PushLocked(const CqEntry& entry) {
+    if (entries_.size() >= capacity_) {
+      overflowed_ = true;
+      return;
+    }
     entries_.push_back(entry);
     if (armed_) {
       armed_ = false;
@@ -197,6 +228,7 @@ class FakeCq final : public transport::CompletionQueue {
   std::uint32_t capacity_;
   int fd_;
   std::deque<CqEntry> entries_;
+  bool overflowed_ = false;  // under the fabric lock: dropped completions not reported yet
   bool armed_ = false;
   bool watched_ = false;
   std::atomic<bool> polling_{false};
@@ -311,17 +343,22 @@ class FakeEndpoint final : public transport::Endpoint {
   FakeEndpoint(FakeDeviceTransport* owner, const transport::EndpointConfig& config,
                transport::EndpointEvents* events)
       : owner_(owner), srq_(static_cast<FakeSrq*>(config.srq)), max_recv_(config.max_recv_work),
-        events_(events), send_cq_(static_cast<FakeCq*>(config.send_cq)), recv_cq_(static_cast<FakeCq*>(config.recv_cq)) {
+        datagram_(config.datagram), events_(events), send_cq_(static_cast<FakeCq*>(config.send_cq)),
+        recv_cq_(static_cast<FakeCq*>(config.recv_cq)) {
     Fabric& fabric = GetFabric();
     std::lock_guard lock(fabric.mu);
     id_ = fabric.next_id++;
     fabric.endpoints[id_] = this;
+    local_ = owner_->address();
+    local_.sin_port = htons(static_cast<std::uint16_t>(20000 + id_));
   }
   ~FakeEndpoint() override;
 
   Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                  std::uint64_t timeout_us) override;
   Status Post(const transport::Work& work) override;
+  Status Resolve(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                 std::uint64_t timeout_us, std::uint64_t request) override;
   Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
   void RecvBuffersAvailable() override {}
   void SetCompletionQueues(transport::CompletionQueue* send_cq, transport::CompletionQueue* recv_cq) override {
@@ -334,6 +371,8 @@ class FakeEndpoint final : public transport::Endpoint {
   sockaddr_in remote_address() const override { return remote_; }
 
   std::uint64_t id() const { return id_; }
+  bool datagram() const { return datagram_; }
+  sockaddr_in address() const { return local_; }
 
   // Fabric-lock helpers, used by the work steps.
   static FakeEndpoint* FindLocked(std::uint64_t id) {
@@ -381,11 +420,17 @@ class FakeEndpoint final : public transport::Endpoint {
 
  private:
   friend class FakePending;
+  friend class FakeDatagramPending;
   friend void ReportRecvLocked(std::uint64_t id, const RecvReport& report);
+
+  // The work of one posted extension Work (fabric lock held); false when it completes later.
+  bool RunAtomicLocked(const transport::Work& work, const std::vector<Segment>& local, WorkStatus& status);
+  void SendDatagramLocked(const transport::Work& work, const std::vector<Segment>& local);
 
   FakeDeviceTransport* owner_;
   FakeSrq* srq_;
   std::uint32_t max_recv_;
+  bool datagram_ = false;
   transport::EndpointEvents* events_;
   FakeCq* send_cq_;
   FakeCq* recv_cq_;
@@ -403,12 +448,13 @@ class FakeEndpoint final : public transport::Endpoint {
 
 class FakeListener final : public transport::Listener {
  public:
-  FakeListener(std::uint16_t port, transport::ListenEvents* events) : port_(port), events_(events) {}
+  FakeListener(std::uint16_t port, transport::ListenEvents* events, bool datagram = false)
+      : port_(port), events_(events), datagram_(datagram) {}
   ~FakeListener() override {
     Fabric& fabric = GetFabric();
     std::lock_guard run(fabric.run);
     std::lock_guard lock(fabric.mu);
-    fabric.listeners.erase(port_);
+    (datagram_ ? fabric.datagram_listeners : fabric.listeners).erase(port_);
   }
   std::uint16_t port() const override { return port_; }
   transport::ListenEvents* events() const { return events_; }
@@ -416,6 +462,7 @@ class FakeListener final : public transport::Listener {
  private:
   std::uint16_t port_;
   transport::ListenEvents* events_;
+  bool datagram_;
 };
 
 class FakePending final : public transport::PendingConnection {
@@ -479,6 +526,70 @@ class FakePending final : public transport::PendingConnection {
   }
 
   std::uint64_t active_;
+  std::vector<std::uint8_t> private_data_;
+  sockaddr_in remote_;
+  sockaddr_in local_;
+  bool answered_ = false;
+};
+
+// A datagram endpoint's Resolve, waiting at a datagram listener for the consumer's answer.
+class FakeDatagramPending final : public transport::PendingConnection {
+ public:
+  FakeDatagramPending(std::uint64_t requester, std::uint64_t request, std::vector<std::uint8_t> private_data,
+                      sockaddr_in remote, sockaddr_in local)
+      : requester_(requester), request_(request), private_data_(std::move(private_data)), remote_(remote),
+        local_(local) {}
+  ~FakeDatagramPending() override {
+    if (!answered_) Answer(transport::ConnectionEnd::kNonPeerRejected, {}, nullptr);
+  }
+  std::span<const std::uint8_t> private_data() const override { return private_data_; }
+  sockaddr_in remote_address() const override { return remote_; }
+  sockaddr_in local_address() const override { return local_; }
+  bool datagram() const override { return true; }
+  Status Accept(transport::Endpoint&, std::span<const std::uint8_t>) override { return Status(Code::kInvalidParameter); }
+  Status AcceptDatagram(transport::Endpoint& endpoint, std::span<const std::uint8_t> private_data,
+                        std::unique_ptr<transport::AddressHandle>& requester) override {
+    auto& accepting = static_cast<FakeEndpoint&>(endpoint);
+    if (answered_ || !accepting.datagram()) return Status(Code::kInvalidState);
+    answered_ = true;
+    requester = std::make_unique<FakeAddressHandle>(requester_, remote_);
+    Answer(transport::ConnectionEnd::kDisconnected, private_data,
+           std::make_unique<FakeAddressHandle>(accepting.id(), accepting.address()));
+    return Status::Ok();
+  }
+  void Reject(std::span<const std::uint8_t> private_data) override {
+    if (answered_) return;
+    answered_ = true;
+    Answer(transport::ConnectionEnd::kPeerRejected, private_data, nullptr);
+  }
+
+ private:
+  // Queues the requester's OnResolved (with `peer`) or OnResolveFailed (`why`).
+  void Answer(transport::ConnectionEnd why, std::span<const std::uint8_t> private_data,
+              std::unique_ptr<transport::AddressHandle> peer) {
+    Fabric& fabric = GetFabric();
+    std::lock_guard lock(fabric.mu);
+    auto shared = std::make_shared<std::unique_ptr<transport::AddressHandle>>(std::move(peer));
+    fabric.work.push_back([requester = requester_, request = request_, why, shared,
+                           data = std::vector<std::uint8_t>(private_data.begin(), private_data.end())] {
+      transport::EndpointEvents* events = nullptr;
+      {
+        std::lock_guard lock(GetFabric().mu);
+        FakeEndpoint* endpoint = FakeEndpoint::FindLocked(requester);
+        if (endpoint == nullptr) return;
+        events = endpoint->events_;
+      }
+      if (*shared != nullptr) {
+        events->OnResolved(request, std::move(*shared), data);
+      } else {
+        events->OnResolveFailed(request, why, data);
+      }
+      events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
+    });
+  }
+
+  std::uint64_t requester_;
+  std::uint64_t request_;
   std::vector<std::uint8_t> private_data_;
   sockaddr_in remote_;
   sockaddr_in local_;
@@ -558,6 +669,29 @@ Status FakeEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port,
   return Status::Ok();
 }
 
+Status FakeEndpoint::Resolve(const sockaddr_in& remote, std::uint16_t port,
+                             std::span<const std::uint8_t> private_data, std::uint64_t, std::uint64_t request) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (!datagram_ || ended_) return Status(Code::kInvalidState);
+  sockaddr_in to = remote;
+  to.sin_port = htons(port);
+  auto pending = std::make_shared<std::unique_ptr<transport::PendingConnection>>(std::make_unique<FakeDatagramPending>(
+      id_, request, std::vector<std::uint8_t>(private_data.begin(), private_data.end()), local_, to));
+  fabric.work.push_back([port, pending] {
+    transport::ListenEvents* events = nullptr;
+    {
+      std::lock_guard lock(GetFabric().mu);
+      const auto found = GetFabric().datagram_listeners.find(port);
+      if (found != GetFabric().datagram_listeners.end()) events = found->second->events();
+    }
+    // Nobody listens: the request is refused when it goes (kNonPeerRejected), as a SIDR REQ that
+    // no service answers is.
+    if (events != nullptr) events->OnConnectRequest(std::move(*pending));
+  });
+  return Status::Ok();
+}
+
 Status FakeEndpoint::PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) {
   Fabric& fabric = GetFabric();
   std::lock_guard lock(fabric.mu);
@@ -587,6 +721,10 @@ Status FakeSrq::PostRecv(std::uint64_t recv_id, std::span<const Segment> segment
 void FakeEndpoint::Disconnect(bool) {
   Fabric& fabric = GetFabric();
   std::lock_guard lock(fabric.mu);
+  if (datagram_ && !ended_) {
+    EndLocked(ConnectionEnd::kDisconnected);  // no peer to tell
+    return;
+  }
   if (ended_ || !attempt_) return;
   if (owner_->behaviour().peer_resets_at_disconnect && connected_) {
     FakeEndpoint* other = FindLocked(peer_);
@@ -611,7 +749,9 @@ void FakeEndpoint::Disconnect(bool) {
 Status FakeEndpoint::Post(const transport::Work& work) {
   Fabric& fabric = GetFabric();
   std::lock_guard lock(fabric.mu);
-  if (!connected_ || ended_) return Status(Code::kInvalidState);
+  if ((!connected_ && !datagram_) || ended_) return Status(Code::kInvalidState);
+  if ((work.kind == transport::WorkKind::kSendDatagram) != datagram_) return Status(Code::kInvalidParameter);
+  if (work.quiet_success) owner_->CountQuietPost();
   const std::uint64_t id = id_;
   transport::Work copy = work;
   std::vector<Segment> local(work.local.begin(), work.local.end());
@@ -624,12 +764,18 @@ Status FakeEndpoint::Post(const transport::Work& work) {
       std::lock_guard lock(fabric.mu);
       FakeEndpoint* self = FindLocked(id);
       if (self == nullptr || self->ended_) return;
-      FakeEndpoint* peer = FindLocked(self->peer_);
-      if (peer == nullptr) return;
       events = self->events_;
+      const bool atomic =
+          copy.kind == transport::WorkKind::kFetchAdd || copy.kind == transport::WorkKind::kCompareSwap;
       const bool read = copy.kind == transport::WorkKind::kRdmaRead;
-      if (!LocalKeysOk(self->owner_, local, read)) {
+      FakeEndpoint* peer = self->datagram_ ? nullptr : FindLocked(self->peer_);
+      if (!self->datagram_ && peer == nullptr) return;
+      if (!LocalKeysOk(self->owner_, local, read || atomic)) {
         status = WorkStatus::kLocalProtection;
+      } else if (copy.kind == transport::WorkKind::kSendDatagram) {
+        self->SendDatagramLocked(copy, local);  // the service allows loss: done once it left
+      } else if (atomic) {
+        self->RunAtomicLocked(copy, local, status);
       } else if (copy.kind == transport::WorkKind::kSend) {
         peer->inbound_.push_back(Message{fabric.next_arrival++, Gather(local), copy.solicited, id, copy.id});
         DeliverLocked();
@@ -646,6 +792,16 @@ Status FakeEndpoint::Post(const transport::Work& work) {
         } else {
           const std::vector<std::uint8_t> bytes = Gather(local);
           std::memcpy(reinterpret_cast<void*>(copy.remote_address), bytes.data(), bytes.size());
+          if (copy.kind == transport::WorkKind::kRdmaWriteImmediate) {
+            // The immediate takes the peer's next receive; the Write completes when it is placed.
+            Message message{fabric.next_arrival++, {}, copy.solicited, id, copy.id};
+            message.immediate = true;
+            message.immediate_data = copy.immediate;
+            message.written = static_cast<std::uint32_t>(copy.length);
+            peer->inbound_.push_back(std::move(message));
+            DeliverLocked();
+            return;
+          }
         }
       }
       if (status != WorkStatus::kSuccess) length = 0;
@@ -655,6 +811,45 @@ Status FakeEndpoint::Post(const transport::Work& work) {
     events->Deliver();  // the fabric lock is released (EndpointEvents::Deliver)
   });
   return Status::Ok();
+}
+
+// A 64-bit atomic at the peer: checked as an RNIC's responder checks it (rkey, bounds, the atomic
+// right, natural alignment; any violation is a remote access error), done with an atomic
+// instruction, the original value into the 8 local bytes.
+bool FakeEndpoint::RunAtomicLocked(const transport::Work& work, const std::vector<Segment>& local,
+                                   WorkStatus& status) {
+  FakeEndpoint* peer = FindLocked(peer_);
+  const Region* region = RemoteRegion(peer->owner_, work.remote_key, work.remote_address, 8);
+  if (region == nullptr || !region->access.remote_atomic || work.remote_address % 8 != 0 || local.empty() ||
+      local[0].length < 8) {
+    status = WorkStatus::kRemoteAccess;
+    return true;
+  }
+  std::atomic_ref<std::uint64_t> target(*reinterpret_cast<std::uint64_t*>(work.remote_address));
+  std::uint64_t original;
+  if (work.kind == transport::WorkKind::kFetchAdd) {
+    original = target.fetch_add(work.compare_add);
+  } else {
+    original = work.compare_add;
+    target.compare_exchange_strong(original, work.swap);  // on a mismatch, `original` is what it held
+  }
+  std::memcpy(reinterpret_cast<void*>(local[0].address), &original, sizeof original);
+  return true;
+}
+
+// A datagram to the endpoint `work.destination` names: it takes that endpoint's next receive
+// buffer now, or is dropped (no buffer, no such endpoint: UD allows loss).
+void FakeEndpoint::SendDatagramLocked(const transport::Work& work, const std::vector<Segment>& local) {
+  const auto* to = static_cast<const FakeAddressHandle*>(work.destination);
+  FakeEndpoint* target = FindLocked(to->id());
+  if (target == nullptr || !target->datagram_ || target->ended_ || target->rq_.empty()) return;
+  Message message{GetFabric().next_arrival++, std::vector<std::uint8_t>(kGrhSize, 0), false, id_, 0};
+  const std::vector<std::uint8_t> payload = Gather(local);
+  message.bytes.insert(message.bytes.end(), payload.begin(), payload.end());
+  message.datagram = true;
+  message.source = local_;
+  target->inbound_.push_back(std::move(message));
+  DeliverLocked();
 }
 
 void FakeEndpoint::DeliverLocked() {
@@ -686,15 +881,24 @@ void FakeEndpoint::DeliverLocked() {
     transport::RecvInfo info;
     info.length = status == WorkStatus::kSuccess ? static_cast<std::uint32_t>(message.bytes.size()) : 0;
     info.solicited = message.solicited;
+    info.extension.immediate = message.immediate;
+    info.extension.immediate_data = message.immediate_data;
+    info.extension.written = message.written;
+    if (message.datagram) {
+      info.extension.source_address = message.source.sin_addr.s_addr;
+      info.extension.source_port = ntohs(message.source.sin_port);
+      info.extension.source_qpn = static_cast<std::uint32_t>(message.sender);
+    }
     const RecvReport report{buffer.recv_id, status, info};
     if (best->owner_->behaviour().hold_receive_completions) {
       best->held_.push_back(report);
     } else {
       ReportRecvLocked(best->id_, report);
     }
+    if (message.datagram) continue;  // its sender completed when it left
     const std::uint64_t sender = message.sender;
     const std::uint64_t work_id = message.work_id;
-    const auto length = static_cast<std::uint32_t>(message.bytes.size());
+    const auto length = message.immediate ? message.written : static_cast<std::uint32_t>(message.bytes.size());
     const WorkStatus sent = status == WorkStatus::kSuccess ? WorkStatus::kSuccess : WorkStatus::kRemoteResponder;
     fabric.work.push_back([sender, work_id, sent, length] {
       transport::EndpointEvents* events = nullptr;
@@ -751,6 +955,12 @@ std::uint32_t FakeCq::Poll(std::uint32_t max) noexcept {
   std::unique_lock run(fabric.run, std::try_to_lock);
   if (!run.owns_lock() || polling_.exchange(true)) return 0;
   polls_.fetch_add(1);
+  bool overflowed;
+  {
+    std::lock_guard lock(fabric.mu);
+    overflowed = std::exchange(overflowed_, false);
+  }
+  if (overflowed) ReportOverflow();
   std::uint32_t taken = 0;
   while (taken < max) {
     CqEntry entry;
@@ -804,6 +1014,10 @@ FakeDeviceTransport::FakeDeviceTransport(const sockaddr_in& address) : address_(
   capabilities_.max_rdma_read_out = 4;
   capabilities_.max_srq_work = 1024;
   capabilities_.max_srq_segments = 4;
+  capabilities_.immediate_data = true;
+  capabilities_.atomics = true;
+  capabilities_.datagrams = true;
+  capabilities_.max_datagram = 1024;
 }
 
 FakeDeviceTransport::~FakeDeviceTransport() = default;
@@ -883,6 +1097,11 @@ std::size_t FakeDeviceTransport::queued_completions() const {
   return queued;
 }
 
+std::size_t FakeDeviceTransport::quiet_posts() const {
+  std::lock_guard lock(GetFabric().mu);
+  return quiet_posts_;
+}
+
 std::size_t FakeDeviceTransport::completion_polls() const {
   std::lock_guard lock(GetFabric().mu);
   std::size_t polls = 0;
@@ -917,6 +1136,18 @@ Status FakeDeviceTransport::Listen(std::uint16_t port, transport::ListenEvents* 
   if (fabric.listeners.count(port) > 0) return Status(Code::kConnQualInUse);
   auto listener = std::make_unique<FakeListener>(port, events);
   fabric.listeners[port] = listener.get();
+  out = std::move(listener);
+  return Status::Ok();
+}
+
+Status FakeDeviceTransport::ListenDatagram(std::uint16_t port, transport::ListenEvents* events,
+                                           std::unique_ptr<transport::Listener>& out) {
+  Fabric& fabric = GetFabric();
+  std::lock_guard lock(fabric.mu);
+  if (!capabilities_.datagrams) return Status(Code::kModelNotSupported);
+  if (fabric.datagram_listeners.count(port) > 0) return Status(Code::kConnQualInUse);
+  auto listener = std::make_unique<FakeListener>(port, events, true);
+  fabric.datagram_listeners[port] = listener.get();
   out = std::move(listener);
   return Status::Ok();
 }

@@ -4,7 +4,12 @@
 // memory registration gives distinct lkeys and rkeys, endpoints of any fake IA in the process
 // pair up by port, each endpoint has a FIFO receive queue, a DeviceSrq is a FIFO the "device"
 // consumes in message-arrival order across the endpoints on it, RDMA Write and Read check the
-// rkey, segments must carry a registered lkey, and the SRQ has a one-shot limit event.
+// rkey, segments must carry a registered lkey, and the SRQ has a one-shot limit event. The DAT IB
+// extensions too: RDMA Write with immediate data (the immediate takes a receive), 64-bit atomics
+// (rkey, bounds, the atomic right and alignment checked as a responder checks them) and datagram
+// endpoints (Resolve through a datagram listener; a datagram with no receive posted is dropped;
+// receives start with InfiniBand's 40-byte GRH room). A test turns an extension off through
+// mutable_capabilities() before it creates what uses it.
 //
 // Busy-poll: nothing moves until someone calls Progress() (the EVD waits of an IA on it do). All
 // fake IAs share one "fabric" with one queue of pending device work, so any of them progresses
@@ -100,6 +105,8 @@ class FakeDeviceTransport : public transport::Transport {
                         std::unique_ptr<transport::Endpoint>& out) override;
   Status Listen(std::uint16_t port, transport::ListenEvents* events,
                 std::unique_ptr<transport::Listener>& out) override;
+  Status ListenDatagram(std::uint16_t port, transport::ListenEvents* events,
+                        std::unique_ptr<transport::Listener>& out) override;
   // Runs pending device work of every fake IA, and polls the watched completion queues of this
   // one (an EVD with a CNO: nobody else would); true when anything ran.
   bool Progress() noexcept override;
@@ -111,6 +118,9 @@ class FakeDeviceTransport : public transport::Transport {
   // Completions waiting in this transport's completion queues, and how often they were polled.
   std::size_t queued_completions() const;
   std::size_t completion_polls() const;
+  // Work posted with quiet_success (what a NIC would post unsignalled), under the fabric's lock.
+  std::size_t quiet_posts() const;
+  void CountQuietPost() { ++quiet_posts_; }
 
  private:
   transport::Capabilities capabilities_;
@@ -118,6 +128,7 @@ class FakeDeviceTransport : public transport::Transport {
   Behaviour behaviour_;
   // Waits on several threads (a sleeper and a poller of one IA) call Progress at once.
   std::atomic<std::size_t> progress_calls_{0};
+  std::size_t quiet_posts_ = 0;  // under the fabric's lock
 };
 
 }  // namespace softdat::testing::fake_device

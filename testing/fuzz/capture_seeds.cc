@@ -48,6 +48,7 @@ struct Scenario {
   // Changes to the worlds beyond their flags (the seed of a changed side is still written with
   // the flags: the peer's bytes are what matter, and a mismatch is one more case).
   void (*adjust)(WorldConfig& passive, WorldConfig& active);
+  std::uint8_t actions = 0;  // byte 1 of both seeds (and both worlds were built with it)
 };
 
 void NoChange(WorldConfig&, WorldConfig&) {}
@@ -92,6 +93,11 @@ const Scenario kScenarios[] = {
        active.sends = 1;
        active.send_bytes = 16000;  // into the 20000-byte buffer, placed as it comes
      }},
+    // RFC 7306 both ways: Immediate Data after a Write, Atomic Requests and Responses.
+    {"extensions", input::kPostOps, input::kPostOps, 0, NoChange, input::kExtensions},
+    {"extensions-srq-one-buffer", input::kSrq | input::kOneBuffer, input::kOneBuffer, 0, NoChange, input::kExtensions},
+    {"extensions-bad-key", 0, 0, 0,
+     [](WorldConfig&, WorldConfig& active) { active.bad_key = true; }, input::kExtensions},
 };
 
 // Moves what `from` has to `to`, appending it to `record`; true if anything moved.
@@ -114,11 +120,11 @@ bool Relay(int from, int to, std::vector<std::uint8_t>& record) {
   }
 }
 
-// A connection seed (flags, no extra actions, the cut, the bytes); with flags 0xFF the bytes alone.
-void Write(const fs::path& path, std::uint8_t flags, std::uint8_t cut, const std::vector<std::uint8_t>& bytes,
-           std::size_t from) {
+// A connection seed (flags, actions, the cut, the bytes); with flags 0xFF the bytes alone.
+void Write(const fs::path& path, std::uint8_t flags, std::uint8_t actions, std::uint8_t cut,
+           const std::vector<std::uint8_t>& bytes, std::size_t from) {
   std::ofstream out(path, std::ios::binary);
-  if (flags != 0xFF) out.put(static_cast<char>(flags)).put(0).put(static_cast<char>(cut));
+  if (flags != 0xFF) out.put(static_cast<char>(flags)).put(static_cast<char>(actions)).put(static_cast<char>(cut));
   out.write(reinterpret_cast<const char*>(bytes.data() + from), static_cast<std::streamsize>(bytes.size() - from));
 }
 
@@ -147,8 +153,8 @@ void SplitFpdus(const std::vector<std::uint8_t>& bytes, std::size_t at, const fs
 
 void Capture(const Scenario& scenario, const fs::path& out, std::set<std::string>& fpdus_seen,
              std::set<std::vector<std::uint8_t>>& frames_seen) {
-  WorldConfig passive = input::ConfigOf(scenario.passive_flags, 0);
-  WorldConfig active = input::ConfigOf(scenario.active_flags | input::kActive, 0);
+  WorldConfig passive = input::ConfigOf(scenario.passive_flags, scenario.actions);
+  WorldConfig active = input::ConfigOf(scenario.active_flags | input::kActive, scenario.actions);
   scenario.adjust(passive, active);
   std::unique_ptr<World> server = World::Open(passive);
   std::unique_ptr<World> client = World::Open(active);
@@ -193,15 +199,17 @@ void Capture(const Scenario& scenario, const fs::path& out, std::set<std::string
     std::exit(1);
   }
   const std::string name = scenario.name;
-  Write(out / "connection" / (name + "-passive"), scenario.passive_flags, scenario.cut, from_client, 0);
+  Write(out / "connection" / (name + "-passive"), scenario.passive_flags, scenario.actions, scenario.cut, from_client, 0);
   std::vector<std::uint8_t> with_request = request;
   with_request.insert(with_request.end(), from_client.begin(), from_client.end());
-  Write(out / "connection" / (name + "-passive-request"), scenario.passive_flags, scenario.cut, with_request, 0);
-  Write(out / "connection" / (name + "-active"), scenario.active_flags | input::kActive, scenario.cut, from_server, 0);
+  Write(out / "connection" / (name + "-passive-request"), scenario.passive_flags, scenario.actions, scenario.cut,
+        with_request, 0);
+  Write(out / "connection" / (name + "-active"), scenario.active_flags | input::kActive, scenario.actions, scenario.cut,
+        from_server, 0);
   const std::size_t reply = std::min(MpaFrameLength(from_server), from_server.size());
   const std::vector<std::uint8_t> reply_frame(from_server.begin(), from_server.begin() + reply);
-  if (frames_seen.insert(request).second) Write(out / "mpa" / (name + "-request"), 0xFF, 0, request, 0);
-  if (frames_seen.insert(reply_frame).second) Write(out / "mpa" / (name + "-reply"), 0xFF, 0, reply_frame, 0);
+  if (frames_seen.insert(request).second) Write(out / "mpa" / (name + "-request"), 0xFF, 0, 0, request, 0);
+  if (frames_seen.insert(reply_frame).second) Write(out / "mpa" / (name + "-reply"), 0xFF, 0, 0, reply_frame, 0);
   SplitFpdus(from_client, 0, out / "fpdu", fpdus_seen);
   SplitFpdus(from_server, reply, out / "fpdu", fpdus_seen);
   client.reset();

@@ -31,6 +31,7 @@ inline constexpr std::uint8_t kDisconnectAfter = 0x01;  // we disconnect gracefu
 inline constexpr std::uint8_t kAbortHalfway = 0x02;     // we disconnect abruptly halfway through
 inline constexpr std::uint8_t kNoDrain = 0x04;          // nobody reads what our side sends
 inline constexpr std::uint8_t kTwoOfEach = 0x08;        // kPostOps posts each operation twice
+inline constexpr std::uint8_t kExtensions = 0x10;       // we post the DAT IB extensions too (WorldConfig)
 inline constexpr std::size_t kHeaderSize = 3;
 // kPostOps: what we post (a Read Response in the input must match the Read's size).
 inline constexpr std::uint32_t kSendBytes = 48;
@@ -51,6 +52,7 @@ inline WorldConfig ConfigOf(std::uint8_t flags, std::uint8_t actions) {
     if ((actions & kTwoOfEach) != 0) config.sends = config.writes = config.reads = 2;
   }
   config.bind_rmr = (flags & kBindRmr) != 0;
+  config.extensions = (actions & kExtensions) != 0;
   return config;
 }
 

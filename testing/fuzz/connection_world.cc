@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cr.h"
+#include "core/dat_ib.h"
 #include "core/ep.h"
 #include "core/evd.h"
 #include "core/ia.h"
@@ -51,7 +52,7 @@ constexpr std::uint8_t kGuard = 0xA5;
 constexpr DAT_CONN_QUAL kPort = 4791;
 constexpr std::uint32_t kSpinRounds = 8;  // Progress calls per Step: Asio's handlers run every 8th when idle
 // Cookies: receive buffer i is i; our own operations and the bind are above.
-constexpr std::uint64_t kCookieSend = 100, kCookieWrite = 101, kCookieRead = 102;
+constexpr std::uint64_t kCookieSend = 100, kCookieWrite = 101, kCookieRead = 102, kCookieExtension = 103;
 
 [[noreturn]] void Die(const char* what, const Status& status = Status::Ok()) {
   std::fprintf(stderr, "connection_world: %s failed (%s)\n", what, CodeName(status.code()));
@@ -91,7 +92,8 @@ std::vector<std::pair<std::size_t, std::size_t>> GuardRanges(std::uint32_t read_
   }
   // Our Read's sink is the one place of kLocal a peer reaches.
   ranges.emplace_back(Layout::kRecv + Layout::kRecvArea, Layout::kLocal);
-  ranges.emplace_back(Layout::kReadSink + read_bytes, Layout::kLocal + Layout::kLocalSize);
+  ranges.emplace_back(Layout::kReadSink + read_bytes, Layout::kAtomicResults);
+  ranges.emplace_back(Layout::kAtomicResults + 16, Layout::kLocal + Layout::kLocalSize);
   ranges.emplace_back(Layout::kLocal + Layout::kLocalSize, Layout::kOtherPz);
   ranges.emplace_back(Layout::kOtherPz + Layout::kOtherPzSize, Layout::kSize);
   return ranges;
@@ -289,7 +291,8 @@ std::unique_ptr<World> World::Open(const WorldConfig& config) {
     if (lmr_context != nullptr) *lmr_context = local;
     if (rmr_key != nullptr) *rmr_key = remote;
   };
-  lmr(Layout::kWindow, Layout::kWindowSize, w.pz, DAT_MEM_PRIV_ALL_FLAG, &w.window, &w.window_context,
+  lmr(Layout::kWindow, Layout::kWindowSize, w.pz, DAT_MEM_PRIV_ALL_FLAG | core::kPrivRemoteAtomic, &w.window,
+      &w.window_context,
       &world->window_key_);
   lmr(Layout::kRecv, Layout::kRecvArea, w.pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, &w.recv,
       &w.recv_context, &world->recv_key_);
@@ -305,6 +308,7 @@ std::unique_ptr<World> World::Open(const WorldConfig& config) {
     region[Layout::kLocal + i] = static_cast<std::uint8_t>(i * 7 + (i >> 8));  // what we send
   }
   std::memset(region + Layout::kReadSink, 0, config.read_bytes);
+  std::memset(region + Layout::kAtomicResults, 0, 16);
   std::memset(region + Layout::kOtherPz, 0, Layout::kOtherPzSize);
   for (const auto& [begin, end] : GuardRanges(config.read_bytes)) POISON(region + begin, end - begin);
 
@@ -417,6 +421,30 @@ void World::OnEstablished() {
       (void)w.ep->PostRdma(DAT_DTO_RDMA_READ, 1, &local, Cookie(kCookieRead), &remote, DAT_COMPLETION_DEFAULT_FLAG);
     }
   }
+  if (config_.extensions) PostExtensions();
+}
+
+void World::PostExtensions() {
+  Impl& w = *impl_;
+  DAT_LMR_TRIPLET local{};
+  local.lmr_context = w.local_context;
+  local.virtual_address = base_ + Layout::kWriteSource;
+  local.segment_length = kImmediateWriteBytes;
+  DAT_RMR_TRIPLET remote{};
+  remote.rmr_context = config_.bad_key ? peer_key_ + (1000u << 8) : peer_key_;
+  remote.virtual_address = peer_address_ + 0x400;
+  remote.segment_length = kImmediateWriteBytes;
+  (void)w.ep->PostWriteImmediate(1, &local, Cookie(kCookieExtension), &remote, 0x1234,
+                                 DAT_COMPLETION_DEFAULT_FLAG);
+  remote.virtual_address = peer_address_ + 0x200;
+  remote.segment_length = 8;
+  local.segment_length = 8;
+  local.virtual_address = base_ + Layout::kAtomicResults;
+  (void)w.ep->PostAtomic(transport::WorkKind::kFetchAdd, 3, 0, &local, Cookie(kCookieExtension), &remote,
+                         DAT_COMPLETION_DEFAULT_FLAG);
+  local.virtual_address += 8;
+  (void)w.ep->PostAtomic(transport::WorkKind::kCompareSwap, 3, 9, &local, Cookie(kCookieExtension), &remote,
+                         DAT_COMPLETION_DEFAULT_FLAG);
 }
 
 void World::Drain() {
@@ -430,8 +458,13 @@ void World::Drain() {
       end_event_ = event.event_number;
     }
   }
+  // DAT_IB_DTO_EVENT: an extension's completion (the DTO data is the same; its extension data says
+  // which). A receive's is an RDMA Write with immediate data.
+  auto dto_event = [](const DAT_EVENT& e) {
+    return e.event_number == DAT_DTO_COMPLETION_EVENT || static_cast<int>(e.event_number) == DAT_IB_DTO_EVENT;
+  };
   while (w.recv_evd->Dequeue(event).ok()) {
-    if (event.event_number != DAT_DTO_COMPLETION_EVENT) continue;
+    if (!dto_event(event)) continue;
     const DAT_DTO_COMPLETION_EVENT_DATA& dto = event.event_data.dto_completion_event_data;
     if (dto.user_cookie.as_64 >= kRecvBuffers) Die("a receive completion with a cookie never posted");
     if (dto.status == DAT_DTO_SUCCESS) {
@@ -442,8 +475,7 @@ void World::Drain() {
     }
   }
   while (w.request_evd->Dequeue(event).ok()) {
-    if (event.event_number == DAT_DTO_COMPLETION_EVENT &&
-        event.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS)
+    if (dto_event(event) && event.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS)
       ++requests_done_;
   }
   while (w.async->Dequeue(event).ok()) {

@@ -36,7 +36,12 @@ struct WorldConfig {
   std::uint32_t writes = 1;        // how many RDMA Writes of write_bytes
   bool bad_key = false;            // the Writes and Reads name a key the peer never gave (it must refuse)
   bool bind_rmr = false;           // bind a remote-read-only RMR over part of the window
+  // The DAT IB extensions too: an RDMA Write with immediate data (kImmediateWriteBytes, which
+  // takes one of the peer's receive buffers), a Fetch and Add and a Compare and Swap on the
+  // peer's window (their results land in kAtomicResults).
+  bool extensions = false;
 };
+inline constexpr std::uint32_t kImmediateWriteBytes = 32;
 
 inline constexpr std::uint32_t kRecvBuffers = 8;
 // The receive buffers' sizes, in posting order: the first takes a Send of 16 KiB and more (placed
@@ -52,7 +57,7 @@ constexpr std::size_t RecvOffset(std::uint32_t i) {
 
 // Where a world's memory is, as offsets from its base.
 struct Layout {
-  static constexpr std::size_t kWindow = 0;              // LMR, every privilege: the peer's RDMA target
+  static constexpr std::size_t kWindow = 0;              // LMR, every privilege (atomics too): the peer's RDMA target
   static constexpr std::size_t kWindowSize = 0x10000;
   static constexpr std::size_t kRmrOffset = 0x8000;       // the RMR window (bind_rmr): inside kWindow
   static constexpr std::size_t kRmrSize = 0x1000;
@@ -63,6 +68,7 @@ struct Layout {
   static constexpr std::size_t kSendSource = kLocal;
   static constexpr std::size_t kWriteSource = kLocal + 0x4000;
   static constexpr std::size_t kReadSink = kLocal + 0xC000;
+  static constexpr std::size_t kAtomicResults = kReadSink + 0x1000;  // 2 x 8 bytes after the largest sink
   static constexpr std::size_t kOtherPz = kLocal + kLocalSize + 0x1000;  // LMR of a second PZ, every privilege
   static constexpr std::size_t kOtherPzSize = 0x1000;
   static constexpr std::size_t kSize = kOtherPz + kOtherPzSize + 0x1000;
@@ -131,6 +137,7 @@ class World {
   explicit World(const WorldConfig& config);
   void Drain();
   void OnEstablished();
+  void PostExtensions();
   void Repost(std::uint64_t cookie);
 
   WorldConfig config_;

@@ -26,7 +26,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-targets=(mpa fpdu ia_params connection dat_api shm_ring)
+targets=(mpa fpdu ia_params connection dat_api shm_ring ud)
 work=${SOFTDAT_FUZZ_DIR:-$HOME/.cache/softdat-fuzz}
 # One output base per checkout, next to the fuzzing work (bazel's own default is per checkout too).
 output_base="$work/bazel/$(printf '%s' "$root" | md5sum | cut -c1-12)"

@@ -7,12 +7,14 @@
 #   A. softdat-tcp (on siw0's address, 10.0.1.1) <-> kernel siw, through a siw-based provider:
 #      OFED DAPL (libdaplofa) on siw0 (CRC on and off) and softdat-verbs on siw0 (CRC on; this is
 #      also softdat-verbs <-> softdat-tcp); both directions.
-#   B. softdat-verbs <-> OFED DAPL on rxe0 (RoCE) and on siw0 (iWARP); both directions.
+#   B. softdat-verbs <-> OFED DAPL on rxe0 (RoCE) and on siw0 (iWARP); both directions; on rxe0
+#      also stock dtestx (the DAT IB extensions: immediate data, atomics, counters).
 #   C. the siw zero-copy CRC race, provoked: softdat-tcp (CRC on) must refuse the bad FPDU.
 # Every softdat-tcp pair is captured with tcpdump; a failing pair's capture goes through
 # iwarp-dump into its log. Prints one line per case and a summary (under a failed pair, the lines of
 # its log that say why); exits non-zero if any failed.
-# Usage (inside the VM only): guest_interop.sh <dir with libsoftdat.so.2, interop_peer, iwarp-dump>
+# Usage (inside the VM only): guest_interop.sh <dir with libsoftdat.so.2, interop_peer, iwarp-dump,
+#                                               handoff_relay>
 #   INTEROP_ONLY=regex  run only the pairs whose name matches (for debugging)
 set -uo pipefail
 
@@ -24,6 +26,8 @@ bin=$1
 lib=$bin/libsoftdat.so.2
 peer=$bin/interop_peer
 dump=$bin/iwarp-dump
+relay=$bin/handoff_relay
+dtestx_client=$(dirname "${BASH_SOURCE[0]}")/../vm/guest_dtestx_client.sh
 work=$SOFTDAT_VM_WORK/interop
 mkdir -p "$work"
 only=${INTEROP_ONLY:-}
@@ -114,6 +118,7 @@ pair() {
   local src=$? rc=0
   [ $crc = 0 ] && [ $src = 0 ] && [ $qrc = 0 ] || rc=1
   case $name in
+    *dtestx*) [ "$(grep -c 'IB extension test - .* PASSED' "$log")" -ge 2 ] || rc=1 ;;
     *dtest*) [ "$(grep -c 'DAPL Test Complete. PASSED' "$log")" -ge 2 ] || rc=1 ;;
     *dapltest*)
       grep -q 'End of Work -- Client Exiting' "$log" || rc=1
@@ -205,6 +210,18 @@ for dev in rxe siw; do
   stock_pairs "B-ofed-$dev-server-verbs-client" "ofed-$dev" "verbs-$dev" $ready $ip
   peer_pair "B-verbs-$dev-server-ofed-client" "verbs-$dev" "ofed-$dev" $ip "$link --peer-ofed" "$link --self-ofed"
   peer_pair "B-ofed-$dev-server-verbs-client" "ofed-$dev" "verbs-$dev" $ip "$link --self-ofed" "$link --peer-ofed"
+done
+
+# Stock dtestx (RC: RDMA Write with immediate data, Compare and Swap, Fetch and Add each way, the
+# counters with -p) between softdat-verbs and OFED DAPL on rxe0, both directions. Its server reads
+# the client's address before it creates its PSP: the client goes through the hand-off relay
+# (guest_dtestx_client.sh; the rdma_cm PSP is invisible to ss, hence THEN_PORT 0). OFED DAPL's UD
+# form fails on rxe in this guest (create_qp: Invalid argument), so UD runs softdat-verbs with
+# itself (testing/vm/guest_verbs_suite.sh).
+for server in verbs ofed; do
+  client=ofed; [ $server = ofed ] && client=verbs
+  pair "B-$server-rxe-server-$client-client-dtestx" "$server-rxe" "$client-rxe" tcp 15828 dtestx -P interop -s -p -- \
+    "$dtestx_client" "$relay" $rxe_ip interop 0 dtestx -P interop -c -h $rxe_ip -p
 done
 
 # --- C. the siw CRC race, provoked ------------------------------------------------------------------

@@ -8,12 +8,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-bazel build //dat:libsoftdat.so.2 //testing/interop:interop_peer //tools/iwarp_dump:iwarp-dump >&2
+bazel build //dat:libsoftdat.so.2 //testing/interop:interop_peer //tools/iwarp_dump:iwarp-dump \
+  //testing/consumers:handoff_relay >&2
 bin=$(bazel info bazel-bin 2>/dev/null)
-# The three programs, copied where the guest sees them (self-contained: no runfiles needed).
+# The four programs, copied where the guest sees them (self-contained: no runfiles needed).
 dir=$(mktemp -d /tmp/softdat-interop.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-cp "$bin/dat/libsoftdat.so.2" "$bin/testing/interop/interop_peer" "$bin/tools/iwarp_dump/iwarp-dump" "$dir/"
+cp "$bin/dat/libsoftdat.so.2" "$bin/testing/interop/interop_peer" "$bin/tools/iwarp_dump/iwarp-dump" \
+  "$bin/testing/consumers/handoff_relay" "$dir/"
 export SOFTDAT_VM_SHARE="${SOFTDAT_VM_SHARE:+$SOFTDAT_VM_SHARE:}$dir"
 export SOFTDAT_VM_TIMEOUT=${SOFTDAT_VM_TIMEOUT:-1800}
 "$root/testing/vm/run.sh" env INTEROP_ONLY="${INTEROP_ONLY:-}" testing/interop/guest_interop.sh "$dir"

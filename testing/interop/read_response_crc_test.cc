@@ -181,7 +181,7 @@ class ReadResponseCrcTest : public ::testing::Test {
     cookie.as_64 = 7;
     ASSERT_EQ(dat_ep_post_rdma_read(ep_, 1, &iov, cookie, &remote, DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
     std::vector<std::uint8_t> request;
-    ASSERT_TRUE(peer_.Read(wire::kMaxHeaderSize + wire::kCrcSize, request));  // a Read Request is 52 bytes
+    ASSERT_TRUE(peer_.Read(wire::kReadRequestHeaderSize + wire::kCrcSize, request));  // a Read Request is 52 bytes
     wire::FpduHeader header;
     wire::DecodeHeader(request.data(), header);
     ASSERT_EQ(header.opcode, wire::Opcode::kReadRequest);

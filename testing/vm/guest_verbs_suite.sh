@@ -71,6 +71,9 @@ pair() {
   if [[ "$name" == dtest-* || "$name" == dtest ]]; then
     [ "$(grep -c 'PASSED' "$log")" -ge 2 ] || rc=1
   fi
+  if [[ "$name" == dtestx* ]]; then
+    [ "$(grep -c 'IB extension test - .* PASSED' "$log")" -ge 2 ] || rc=1
+  fi
   if [[ "$name" == dtestsrq* ]]; then  # exits 0 whatever happens: its text is the verdict
     [ "$(grep -c 'DAPL RC SRQ Test Complete.' "$log")" -ge 2 ] || rc=1
     grep -E 'ERR|Err' "$log" >/dev/null && rc=1
@@ -84,6 +87,25 @@ pair() {
   echo "server exit $src, client exit $crc, quit exit $qrc" >>"$log"
   record "$dev" "$name" $rc "$log"
 }
+
+# dtestx on a device without immediate data or atomics (siw): both sides must be refused at the
+# first such call with DAT_MODEL_NOT_SUPPORTED, and softdat must say why, never answer wrongly.
+dtestx_refused() {  # dtestx_refused DEVICE IA IP
+  local dev=$1 ia=$2 ip=$3 log=$work/$1-dtestx-refused.log rc=0
+  : >"$log"
+  timeout 120 dtestx -P "$ia" -s >>"$log" 2>&1 &
+  local spid=$!
+  wait_port 15828 $spid || echo "server never listened on 15828" >>"$log"
+  timeout 120 "$dtestx_client" "$relay" "$ip" "$ia" 0 dtestx -P "$ia" -c -h "$ip" >>"$log" 2>&1
+  wait $spid
+  [ "$(grep -c 'dat_ib_post_rdma_write_immed returned DAT_MODEL_NOT_SUPPORTED' "$log")" -ge 2 ] || rc=1
+  grep -q 'does not support RDMA Write with immediate data' "$log" || rc=1
+  grep -q 'PASSED' "$log" && rc=1
+  record "$dev" "dtestx refused (no immediate data, no atomics)" $rc "$log"
+}
+
+relay=$bin/testing/consumers/handoff_relay
+dtestx_client=$(dirname "${BASH_SOURCE[0]}")/guest_dtestx_client.sh
 
 for dev in "${devices[@]}"; do
   netdev=$(rdma link show "$dev/1" 2>/dev/null | sed -n 's/.* netdev \([^ ]*\).*/\1/p')
@@ -161,6 +183,17 @@ for dev in "${devices[@]}"; do
   pair dapltest-P-RW "$dev" 0 dapltest -T S -D "$ia" -n 47400 -- \
     dapltest -T P -s "$ip" -D "$ia" -n 47400 -i 100 RW 4096 2 -- \
     dapltest -T Q -s "$ip" -D "$ia" -n 47400
+
+  # The DAT IB extensions (issue 37): stock dtestx (RC; UD with -u) where the device has them, its
+  # refusal where not.
+  if [ "$dev" = rxe0 ]; then
+    pair dtestx-immed-atomic-counters "$dev" 15828 dtestx -P "$ia" -s -p -- \
+      "$dtestx_client" "$relay" "$ip" "$ia" 0 dtestx -P "$ia" -c -h "$ip" -p
+    pair dtestx-ud "$dev" 15828 dtestx -P "$ia" -s -u -- \
+      "$dtestx_client" "$relay" "$ip" "$ia" 0 dtestx -P "$ia" -c -h "$ip" -u
+  else
+    dtestx_refused "$dev" "$ia" "$ip"
+  fi
 done
 
 echo

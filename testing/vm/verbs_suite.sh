@@ -8,7 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
-bazel build //dat:libsoftdat.so.2 //testing/conformance:all //transport/verbs:verbs_transport_test \
+bazel build //dat:libsoftdat.so.2 //testing/conformance:all //transport/verbs:verbs_transport_test //testing/consumers:handoff_relay \
   //testing/scale:scale_peer //testing/vm:peer_death >&2
 bin=$(bazel info bazel-bin 2>/dev/null)
 bin=$(cd "$bin" && pwd -P)

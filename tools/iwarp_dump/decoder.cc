@@ -224,6 +224,39 @@ bool StreamDecoder::TryFpdu() {
   } else if (opcode == 7 && !tagged && end > body_at) {
     AddTerminate(text, b + body_at, end - body_at);
     body_at = end;
+  } else if ((opcode == 8 || opcode == 9) && !tagged) {
+    // RFC 7306 Immediate Data: 8 bytes; softdat carries InfiniBand's 32-bit immediate in the first 4.
+    if (end >= body_at + wire::kImmediateBodySize) {
+      Add(text, " immediate=0x%08x:%08x", Get32(b + body_at), Get32(b + body_at + 4));
+      body_at += wire::kImmediateBodySize;
+    } else {
+      text += " SHORT: no room for the Immediate Data";
+      body_at = end;
+    }
+  } else if (opcode == 10 && !tagged) {
+    if (end >= body_at + wire::kAtomicRequestBodySize) {
+      wire::AtomicRequestBody a;
+      wire::DecodeAtomicRequest(b + body_at, a);
+      const char* what = a.operation == 0 ? "FetchAdd" : a.operation == 2 ? "CmpSwap" : "reserved-atomic-op";
+      Add(text, " %s(op=%u) req-id=%u STag=0x%08x TO=0x%016" PRIx64 " add/swap=0x%016" PRIx64
+                " add/swap-mask=0x%016" PRIx64 " compare=0x%016" PRIx64 " compare-mask=0x%016" PRIx64,
+          what, a.operation, a.request_id, a.stag, a.offset, a.add_or_swap, a.add_or_swap_mask, a.compare,
+          a.compare_mask);
+      body_at += wire::kAtomicRequestBodySize;
+    } else {
+      text += " SHORT: no room for the Atomic Request header";
+      body_at = end;
+    }
+  } else if (opcode == 11 && !tagged) {
+    if (end >= body_at + wire::kAtomicResponseBodySize) {
+      wire::AtomicResponseBody r;
+      wire::DecodeAtomicResponse(b + body_at, r);
+      Add(text, " req-id=%u original=0x%016" PRIx64, r.request_id, r.original);
+      body_at += wire::kAtomicResponseBodySize;
+    } else {
+      text += " SHORT: no room for the Atomic Response header";
+      body_at = end;
+    }
   }
   const std::size_t payload = end > body_at ? end - body_at : 0;
   Add(text, " payload=%zu pad=%zu", payload, covered - end);

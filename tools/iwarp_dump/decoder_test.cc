@@ -124,6 +124,37 @@ TEST(DecoderTest, EveryFrameOfAConversationOnItsLineWithItsFields) {
   }
 }
 
+TEST(DecoderTest, Rfc7306ImmediateDataAndAtomicsShowTheirHeaders) {
+  Bytes s;
+  auto add = [&](const Bytes& b) { s.insert(s.end(), b.begin(), b.end()); };
+  Bytes immediate(wire::kImmediateBodySize);
+  wire::EncodeImmediate(0x7777, immediate.data());
+  add(Fpdu(Untagged(wire::Opcode::kImmediate, 0, 4, 0, true), immediate, {}));
+  Bytes request(wire::kAtomicRequestBodySize);
+  wire::AtomicRequestBody body;
+  body.operation = static_cast<std::uint8_t>(wire::AtomicOperation::kFetchAdd);
+  body.request_id = 9;
+  body.stag = 0x1234;
+  body.offset = 0x1000;
+  body.add_or_swap = 0x10;
+  wire::EncodeAtomicRequest(body, request.data());
+  add(Fpdu(Untagged(wire::Opcode::kAtomicRequest, wire::kQueueAtomic, 1, 0, true), request, {}));
+  Bytes response(wire::kAtomicResponseBodySize);
+  wire::EncodeAtomicResponse({9, 0x100}, response.data());
+  add(Fpdu(Untagged(wire::Opcode::kAtomicResponse, wire::kQueueAtomic, 1, 0, true), response, {}));
+  const std::vector<Line> lines = Decode(s);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(Has(lines[0], "op=8 Imm-Data") && Has(lines[0], "QN=0 MSN=4") &&
+              Has(lines[0], "immediate=0x00007777:00000000 payload=0"))
+      << lines[0].text;
+  EXPECT_TRUE(Has(lines[1], "op=10 Atomic-Request") && Has(lines[1], "QN=3") &&
+              Has(lines[1], "FetchAdd(op=0) req-id=9 STag=0x00001234 TO=0x0000000000001000 add/swap=0x0000000000000010"))
+      << lines[1].text;
+  EXPECT_TRUE(Has(lines[2], "op=11 Atomic-Response") && Has(lines[2], "req-id=9 original=0x0000000000000100 payload=0"))
+      << lines[2].text;
+  for (const Line& line : lines) EXPECT_TRUE(Has(line, "crc-ok")) << line.text;
+}
+
 TEST(DecoderTest, RfcOrderTerminateIsReadAsIs) {
   // softdat's own CRC Terminate: layer 2 in the high nibble, M/D/R clear.
   const Bytes s = Fpdu(Untagged(wire::Opcode::kTerminate, 2, 1, 0, true), {0x20, 0x02, 0x00, 0x00}, {});

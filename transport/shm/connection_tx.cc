@@ -133,6 +133,11 @@ Connection::Pump Connection::NextWork() {
       if (!attach_ && reads_count_ >= ord_limit_) return Pump::kInbound;
       mode = attach_ ? TxMode::kOneSided : TxMode::kReadRequest;
       break;
+    case WorkKind::kRdmaWriteImmediate:
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+    case WorkKind::kSendDatagram:
+      break;  // the IB extensions: this transport's capabilities offer none, so core never posts them
   }
   tx_ = TxMessage{};
   tx_.mode = mode;

@@ -2,7 +2,8 @@
 // A hostile or broken peer against the TCP transport: a raw socket that speaks the wire format
 // by hand (wire.h) and then misbehaves — junk instead of an MPA Request, a bad CRC on a small
 // and on a large (directly placed) FPDU, an MSN outside the window, a guessed STag, a close in
-// the middle of an FPDU. Each must end only that connection, with a Terminate where one is due,
+// the middle of an FPDU; RFC 7306 messages out of sequence, too long, of an unknown operation or
+// answering nothing. Each must end only that connection, with a Terminate where one is due,
 // and change no memory outside the addressed buffer; the transport keeps serving others.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -120,6 +121,34 @@ class RawPeer {
  private:
   int fd_ = -1;
 };
+
+// An FPDU whose header has a body after the untagged part (a Read Request, an RFC 7306 message),
+// and `extra` bytes after that.
+std::vector<std::uint8_t> FpduWithBody(const wire::FpduHeader& header, const std::vector<std::uint8_t>& body,
+                                       std::size_t extra = 0) {
+  // HeaderSize(opcode) counts the body: RawPeer::Fpdu leaves room for it, filled in here.
+  std::vector<std::uint8_t> frame = RawPeer::Fpdu(header, std::vector<std::uint8_t>(extra, 0x5A));
+  std::memcpy(frame.data() + wire::kUntaggedHeaderSize, body.data(), body.size());
+  const std::size_t covered = frame.size() - wire::kCrcSize;
+  const std::uint32_t crc = Crc32c(frame.data(), covered);
+  for (int i = 0; i < 4; ++i) frame[covered + i] = static_cast<std::uint8_t>(crc >> (8 * i));
+  return frame;
+}
+
+wire::FpduHeader AtomicHeader(wire::Opcode opcode, std::uint32_t msn) {
+  wire::FpduHeader header;
+  header.opcode = opcode;
+  header.last = true;
+  header.queue = wire::kQueueAtomic;
+  header.msn = msn;
+  return header;
+}
+
+std::vector<std::uint8_t> AtomicRequest(const wire::AtomicRequestBody& request) {
+  std::vector<std::uint8_t> body(wire::kAtomicRequestBodySize);
+  wire::EncodeAtomicRequest(request, body.data());
+  return body;
+}
 
 wire::FpduHeader SendHeader(std::uint32_t msn) {
   wire::FpduHeader header;
@@ -721,15 +750,94 @@ TEST_F(HostilePeerTest, ReadRequestPastTheRegionIsRefused) {
   request.msn = 1;
   std::vector<std::uint8_t> body(wire::kReadRequestBodySize);
   wire::EncodeReadRequest({0x9, 0, 1u << 20, 0x100, reinterpret_cast<std::uint64_t>(region.data())}, body.data());
-  // The Read Request's body is part of its header; RawPeer::Fpdu puts it as the "payload" in
-  // the right place because HeaderSize(kReadRequest) includes it.
-  std::vector<std::uint8_t> frame = RawPeer::Fpdu(request, {});
-  std::memcpy(frame.data() + wire::kUntaggedHeaderSize, body.data(), body.size());
+  peer_.SendBytes(FpduWithBody(request, body));
+  ExpectBrokenWithTerminate(wire::TermLayer::kRdmap, 1, 0x01);
+}
+
+// RFC 7306 from a peer written by hand: an Atomic Request is answered with an Atomic Response
+// on queue 3 that echoes the request's identifier and carries the original value.
+TEST_F(HostilePeerTest, AtomicRequestIsAnsweredAsRfc7306Says) {
+  std::vector<std::uint8_t> region(64, 0);
+  const std::uint64_t original = 0x0102030405060708;
+  std::memcpy(region.data() + 8, &original, 8);
+  events_.Expose(region, 0x100, true);
+  Establish();
+  wire::AtomicRequestBody request;
+  request.operation = static_cast<std::uint8_t>(wire::AtomicOperation::kFetchAdd);
+  request.request_id = 0xABCD1234;
+  request.stag = 0x100;
+  request.offset = reinterpret_cast<std::uint64_t>(region.data()) + 8;
+  request.add_or_swap = 0x10;
+  peer_.SendBytes(FpduWithBody(AtomicHeader(wire::Opcode::kAtomicRequest, 1), AtomicRequest(request)));
+  const std::size_t size = wire::kUntaggedHeaderSize + wire::kAtomicResponseBodySize;
+  std::vector<std::uint8_t> frame;
+  ASSERT_TRUE(peer_.Read(size + wire::PadSize(size - wire::kLengthFieldSize) + wire::kCrcSize, frame));
+  wire::FpduHeader header;
+  wire::DecodeHeader(frame.data(), header);
+  EXPECT_EQ(header.opcode, wire::Opcode::kAtomicResponse);
+  EXPECT_EQ(header.queue, wire::kQueueAtomic);
+  EXPECT_EQ(header.msn, 1u);
+  EXPECT_TRUE(header.last);
+  EXPECT_EQ(header.ulpdu_length, size - wire::kLengthFieldSize);
+  wire::AtomicResponseBody response;
+  wire::DecodeAtomicResponse(frame.data() + wire::kUntaggedHeaderSize, response);
+  EXPECT_EQ(response.request_id, 0xABCD1234u);
+  EXPECT_EQ(response.original, original);
+  std::uint64_t now = 0;
+  std::memcpy(&now, region.data() + 8, 8);
+  EXPECT_EQ(now, original + 0x10);
   const std::size_t covered = frame.size() - wire::kCrcSize;
   const std::uint32_t crc = Crc32c(frame.data(), covered);
-  for (int i = 0; i < 4; ++i) frame[covered + i] = static_cast<std::uint8_t>(crc >> (8 * i));
-  peer_.SendBytes(frame);
-  ExpectBrokenWithTerminate(wire::TermLayer::kRdmap, 1, 0x01);
+  EXPECT_EQ(std::memcmp(&frame[covered], &crc, 4), 0) << "CRC (little-endian host)";
+}
+
+TEST_F(HostilePeerTest, AtomicRequestWithAnUnknownOperationTerminatesAndTouchesNothing) {
+  std::vector<std::uint8_t> region(64, 0);
+  events_.Expose(region, 0x100, true);
+  Establish();
+  wire::AtomicRequestBody request;
+  request.operation = 1;  // RFC 7306's Swap: not one softdat does
+  request.stag = 0x100;
+  request.offset = reinterpret_cast<std::uint64_t>(region.data());
+  request.add_or_swap = 1;
+  peer_.SendBytes(FpduWithBody(AtomicHeader(wire::Opcode::kAtomicRequest, 1), AtomicRequest(request)));
+  ExpectBrokenWithTerminate(wire::TermLayer::kRdmap, 2, 0x06);
+  EXPECT_EQ(region, std::vector<std::uint8_t>(64, 0));
+}
+
+TEST_F(HostilePeerTest, AtomicRequestOutOfSequenceTerminatesAndTouchesNothing) {
+  std::vector<std::uint8_t> region(64, 0);
+  events_.Expose(region, 0x100, true);
+  Establish();
+  wire::AtomicRequestBody request;
+  request.stag = 0x100;
+  request.offset = reinterpret_cast<std::uint64_t>(region.data());
+  peer_.SendBytes(FpduWithBody(AtomicHeader(wire::Opcode::kAtomicRequest, 2), AtomicRequest(request)));
+  ExpectBrokenWithTerminate(wire::TermLayer::kDdp, 2, 0x03);
+  EXPECT_EQ(region, std::vector<std::uint8_t>(64, 0));
+}
+
+TEST_F(HostilePeerTest, AtomicResponseWithNothingOutstandingTerminates) {
+  Establish();
+  std::vector<std::uint8_t> body(wire::kAtomicResponseBodySize);
+  wire::EncodeAtomicResponse({7, 42}, body.data());
+  peer_.SendBytes(FpduWithBody(AtomicHeader(wire::Opcode::kAtomicResponse, 1), body));
+  ExpectBrokenWithTerminate(wire::TermLayer::kRdmap, 2, 0x07);
+}
+
+TEST_F(HostilePeerTest, ImmediateDataWithBytesAfterItsHeaderTerminatesWithoutTakingABuffer) {
+  std::vector<std::uint8_t> sink(64);
+  std::vector<Segment> scatter = {SegmentOf(sink)};
+  events_.AddBuffer(scatter);
+  Establish();
+  wire::FpduHeader immediate = SendHeader(1);
+  immediate.opcode = wire::Opcode::kImmediate;
+  std::vector<std::uint8_t> body(wire::kImmediateBodySize);
+  wire::EncodeImmediate(5, body.data());
+  peer_.SendBytes(FpduWithBody(immediate, body, 4));
+  ExpectBrokenWithTerminate(wire::TermLayer::kDdp, 2, 0x05);
+  EXPECT_TRUE(events_.acquired_msns.empty());
+  EXPECT_EQ(sink, std::vector<std::uint8_t>(64, 0));
 }
 
 TEST_F(HostilePeerTest, CloseInTheMiddleOfAnFpduIsBroken) {

@@ -3,12 +3,26 @@
 #include "transport/tcp/post_queue.h"
 
 #include <cstring>
+#include <iterator>
 
 #include "transport/tcp/crc32c.h"
 #include "transport/tcp/gather.h"
 #include "transport/tcp/wire.h"
 
 namespace softdat::transport::tcp {
+
+namespace {
+
+// By WorkKind, looked up on every post rather than branched on: whether the Work takes a Send MSN
+// (a Send; the Immediate Data message after a Write with immediate data), and whether its payload
+// is a source copied at post when small (Sends and Writes; a Read's and an atomic's local memory
+// is where the answer lands).
+constexpr std::uint32_t kTakesSendMsn[] = {1, 0, 0, 1, 0, 0, 0};
+constexpr bool kCopiesPayload[] = {true, true, false, true, false, false, false};
+static_assert(std::size(kTakesSendMsn) == static_cast<std::size_t>(WorkKind::kSendDatagram) + 1);
+static_assert(std::size(kCopiesPayload) == std::size(kTakesSendMsn));
+
+}  // namespace
 
 // A Send framed at post fits one inline allocation and one FPDU.
 static_assert(InlineRing::kMaxAllocation >= InlineRing::kMaxInline + wire::kUntaggedHeaderSize + 3 + wire::kCrcSize);
@@ -31,10 +45,12 @@ Status PostQueue::Add(const Work& work) {
   slot.work = work;
   slot.inline_charged = 0;
   slot.framed = false;
-  if (work.kind == WorkKind::kSend) slot.msn = send_msn_++;
+  const auto kind = static_cast<std::size_t>(work.kind);
+  slot.msn = send_msn_;
+  send_msn_ += kTakesSendMsn[kind];
   if (work.kind == WorkKind::kSend && framing_ != Framing::kNotYet) {
     FrameAtPost(slot, framing_ == Framing::kWithCrc);
-  } else if (work.kind != WorkKind::kRdmaRead) {
+  } else if (kCopiesPayload[kind]) {
     CopyInline(slot);
   }
   count_.store(count + 1, std::memory_order_release);

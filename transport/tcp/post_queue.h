@@ -30,7 +30,8 @@ class PostQueue {
     Work work;
     Segment inline_segment;
     std::uint32_t inline_charged = 0;  // its InlineRing charge; 0 when not copied
-    std::uint32_t msn = 0;             // a Send's: Sends are framed in post order
+    std::uint32_t msn = 0;  // a Send's (and a Write with immediate data's Immediate Data message's):
+                            // they are framed in post order
     bool framed = false;
   };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The RDMA Reads of one connection in flight, in both directions, each in a ring sized when the
+// The RDMA Reads (and RFC 7306 atomics) of one connection in flight, in both directions, each in a ring sized when the
 // connection is made (never allocating afterwards):
 //  - OutboundRead: one of ours whose response has not fully arrived (at most the ORD the peer
 //    granted). The transmit stream adds it when it frames the Read Request; the receive stream
@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "transport/tcp/wire.h"
 #include "transport/work.h"
 
 namespace softdat::transport::tcp {
@@ -45,6 +46,7 @@ class FixedRing {
   std::size_t count_ = 0;
 };
 
+// Or one of our atomics (they share the ORD), sink_stag then being its request identifier.
 struct OutboundRead {
   Work work;
   std::uint32_t sink_stag = 0;  // names our sink in the peer's Read Responses
@@ -53,11 +55,15 @@ struct OutboundRead {
   std::uint32_t segment_offset = 0;
 };
 
+// Or an Atomic Request of the peer's, done when it arrived, whose response waits its turn (Read
+// and Atomic Responses go in request order, RFC 7306).
 struct InboundRead {
   const std::uint8_t* source = nullptr;  // our memory the peer reads (checked when it asked)
   std::uint32_t length = 0;
   std::uint32_t sink_stag = 0;
   std::uint64_t sink_offset = 0;
+  bool atomic = false;
+  wire::AtomicResponseBody atomic_response;
 };
 
 }  // namespace softdat::transport::tcp

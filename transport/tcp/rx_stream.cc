@@ -60,8 +60,10 @@ void Scatter(std::span<const Segment> segments, std::uint32_t& segment, std::uin
   }
 }
 
+// RDMA Writes, Read Responses and Sends; not a Read Request, a Terminate or the RFC 7306 messages
+// (their headers say everything; they carry no payload to place).
 bool CarriesPayload(wire::Opcode opcode) {
-  return opcode != wire::Opcode::kReadRequest && opcode != wire::Opcode::kTerminate;
+  return opcode != wire::Opcode::kReadRequest && opcode < wire::Opcode::kTerminate;
 }
 
 // Whether an FPDU of this opcode lands in memory only this side sees before its completion (a
@@ -365,6 +367,16 @@ RxStream::Frame RxStream::ProcessFrame() {
       break;
     case wire::Opcode::kTerminate:
       frame = OnTerminate(payload, length);
+      break;
+    case wire::Opcode::kImmediate:
+    case wire::Opcode::kImmediateSolicited:
+      frame = OnImmediate(header, at + wire::kUntaggedHeaderSize, length);
+      break;
+    case wire::Opcode::kAtomicRequest:
+      frame = OnAtomicRequest(header, at + wire::kUntaggedHeaderSize, length);
+      break;
+    case wire::Opcode::kAtomicResponse:
+      frame = OnAtomicResponse(header, at + wire::kUntaggedHeaderSize, length);
       break;
     default: {
       Placement placement;

@@ -3,9 +3,10 @@
 // each FPDU's header (framing, version, queue, MSN, message offset, STag and bounds) before any
 // of it is placed, and places it: a Send into the receive buffer core hands out when its first
 // FPDU arrives (srq/ decides which), an RDMA Write or Read Response where the STag says, a Read
-// Request into the connection's inbound Reads for the transmit stream to answer. A large FPDU (8 KiB
-// or more still to come) has its payload read straight into its destination where the CRC rule
-// allows (always without CRC; with CRC only where nobody looks before the completion: a receive
+// Request into the connection's inbound Reads for the transmit stream to answer (the RFC 7306
+// messages: rdmap_extensions.cc). A large FPDU (8 KiB or more still to come) has its payload read
+// straight into its destination where the CRC rule allows (always without CRC; with CRC only
+// where nobody looks before the completion: a receive
 // buffer, our Read's sink, checksummed as it lands). A Send with no buffer to take holds the
 // stream (RxState::kHeld: TCP back-pressure on this connection only) until the consumer posts one
 // or the RNR timeout breaks the connection; while held the socket is watched for the peer's end.
@@ -117,11 +118,23 @@ class RxStream {
   Frame FinishPayload(const wire::FpduHeader& header, std::uint32_t length);
   Frame OnReadRequest(const wire::FpduHeader& header, const std::uint8_t* body);
   Frame OnTerminate(const std::uint8_t* payload, std::uint32_t length);
-  Frame RefuseRemote(RemoteCheck check, bool write);
+  // A message on the Send queue (a Send's first FPDU, an Immediate Data message) takes its
+  // receive buffer: kDone with `target`, kHeld (none yet), or the connection failed.
+  Frame AcquireFor(const wire::FpduHeader& header, RecvTarget& target);
+  Frame RefuseRemote(RemoteCheck check, const char* what);
   Frame Fail(wire::TerminateCode code);  // Terminate, then end the connection as broken
   void Hold();                           // a Send found no buffer
   void StartRnrTimer();
   void OnPeerClosed();
+
+  // RFC 7306 (rdmap_extensions.cc): an Immediate Data message (it completes the next receive
+  // buffer with the last RDMA Write's length), Atomic Requests (done on arrival) and Responses.
+  Frame OnImmediate(const wire::FpduHeader& header, const std::uint8_t* body, std::uint32_t length);
+  Frame OnAtomicRequest(const wire::FpduHeader& header, const std::uint8_t* body, std::uint32_t length);
+  Frame OnAtomicResponse(const wire::FpduHeader& header, const std::uint8_t* body, std::uint32_t length);
+  // Refused (Terminate; false) unless it is the next message of the peer's atomic queue, whole,
+  // with nothing after its header.
+  bool AtomicHeaderOk(const wire::FpduHeader& header, std::uint32_t length, const char* what);
 
   Connection& c_;
   RxState state_ = RxState::kReading;
@@ -137,6 +150,11 @@ class RxStream {
   std::uint64_t reads_ = 0;
   std::uint32_t expected_msn_ = 1;
   std::uint32_t expected_read_msn_ = 1;
+  std::uint32_t expected_atomic_msn_ = 1;
+  // The RDMA Write being received, and the length of the last one whole: an Immediate Data message
+  // right after a Write completes with that length (an RDMA Write with immediate data).
+  std::uint64_t write_bytes_ = 0;
+  std::uint32_t last_write_length_ = 0;
   boost::asio::steady_timer rnr_timer_;
   bool rnr_armed_ = false;
   std::uint32_t rnr_generation_ = 0;

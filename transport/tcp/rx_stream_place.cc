@@ -33,7 +33,13 @@ RxStream::Frame RxStream::BeginPayload(const wire::FpduHeader& header, std::uint
 }
 
 RxStream::Frame RxStream::FinishPayload(const wire::FpduHeader& header, std::uint32_t length) {
-  if (header.opcode == wire::Opcode::kRdmaWrite) return Frame::kDone;
+  if (header.opcode == wire::Opcode::kRdmaWrite) {
+    // The length an Immediate Data message right after it reports (OnImmediate); no branch.
+    const std::uint64_t total = write_bytes_ + length;
+    last_write_length_ = static_cast<std::uint32_t>(total);
+    write_bytes_ = header.last ? 0 : total;
+    return Frame::kDone;
+  }
   if (header.opcode == wire::Opcode::kReadResponse) {
     OutboundRead& read = c_.reads_out_.front();
     read.received += length;
@@ -74,21 +80,7 @@ RxStream::Frame RxStream::BeginSend(const wire::FpduHeader& header, std::uint32_
       return Fail(header.msn != expected_msn_ ? wire::term::kMsnRange : wire::term::kBadMessageOffset);
     }
     RecvTarget target;
-    c_.Reported();  // a buffer taken may cross a watermark, whose event the delivery posts
-    switch (c_.events_->AcquireRecv(header.msn, target)) {
-      case RecvAcquire::kTaken:
-        break;
-      case RecvAcquire::kNotReady:
-        Hold();
-        return Frame::kHeld;
-      case RecvAcquire::kRefused:
-        SOFTDAT_LOG(kInfo, "tcp %s: Send MSN %u may not take a receive buffer", c_.Describe().data(), header.msn);
-        return Fail(wire::term::kMsnRange);
-    }
-    if (rnr_armed_) {
-      rnr_armed_ = false;
-      rnr_timer_.cancel();
-    }
+    if (const Frame frame = AcquireFor(header, target); frame != Frame::kDone) return frame;
     m = Message{};
     m.active = true;
     m.msn = header.msn;
@@ -111,6 +103,25 @@ RxStream::Frame RxStream::BeginSend(const wire::FpduHeader& header, std::uint32_
   out.segments = m.target.segments;
   out.segment = &m.segment;
   out.segment_offset = &m.segment_offset;
+  return Frame::kDone;
+}
+
+RxStream::Frame RxStream::AcquireFor(const wire::FpduHeader& header, RecvTarget& target) {
+  c_.Reported();  // a buffer taken may cross a watermark, whose event the delivery posts
+  switch (c_.events_->AcquireRecv(header.msn, target)) {
+    case RecvAcquire::kTaken:
+      break;
+    case RecvAcquire::kNotReady:
+      Hold();
+      return Frame::kHeld;
+    case RecvAcquire::kRefused:
+      SOFTDAT_LOG(kInfo, "tcp %s: message MSN %u may not take a receive buffer", c_.Describe().data(), header.msn);
+      return Fail(wire::term::kMsnRange);
+  }
+  if (rnr_armed_) {
+    rnr_armed_ = false;
+    rnr_timer_.cancel();
+  }
   return Frame::kDone;
 }
 
@@ -146,9 +157,9 @@ RxStream::Frame RxStream::Fail(wire::TerminateCode code) {
   return Frame::kEnded;
 }
 
-RxStream::Frame RxStream::RefuseRemote(RemoteCheck check, bool write) {
+RxStream::Frame RxStream::RefuseRemote(RemoteCheck check, const char* what) {
   const wire::TerminateCode code = RemoteTerminate(check);
-  SOFTDAT_LOG(kInfo, "tcp %s: the peer's RDMA %s was refused: %s", c_.Describe().data(), write ? "Write" : "Read",
+  SOFTDAT_LOG(kInfo, "tcp %s: the peer's %s was refused: %s", c_.Describe().data(), what,
               wire::DescribeTerminate(code));
   return Fail(code);
 }
@@ -157,7 +168,7 @@ RxStream::Frame RxStream::BeginWrite(const wire::FpduHeader& header, std::uint32
   if (length == 0) return Frame::kDone;  // a zero-length Write (ready-to-receive) touches nothing
   const RemoteResolution target =
       c_.events_->ResolveRemote(header.stag, header.tagged_offset, length, RemoteAccess::kWrite);
-  if (target.check != RemoteCheck::kOk) return RefuseRemote(target.check, true);
+  if (target.check != RemoteCheck::kOk) return RefuseRemote(target.check, "RDMA Write");
   out.contiguous = target.address;
   return Frame::kDone;
 }
@@ -181,10 +192,10 @@ RxStream::Frame RxStream::OnReadRequest(const wire::FpduHeader& header, const st
   if (request.size != 0) {
     const RemoteResolution resolved =
         c_.events_->ResolveRemote(request.source_stag, request.source_offset, request.size, RemoteAccess::kRead);
-    if (resolved.check != RemoteCheck::kOk) return RefuseRemote(resolved.check, false);
+    if (resolved.check != RemoteCheck::kOk) return RefuseRemote(resolved.check, "RDMA Read");
     source = resolved.address;
   }
-  c_.reads_in_.back_slot() = InboundRead{source, request.size, request.sink_stag, request.sink_offset};
+  c_.reads_in_.back_slot() = InboundRead{source, request.size, request.sink_stag, request.sink_offset, false, {}};
   c_.reads_in_.Push();
   ++expected_read_msn_;
   c_.tx_.Pump();
@@ -221,7 +232,7 @@ RxStream::Frame RxStream::OnTerminate(const std::uint8_t* payload, std::uint32_t
               c_.Describe().data(), wire::DescribeTerminate(code), static_cast<unsigned>(code.layer), code.etype,
               code.code);
   if (!c_.reads_out_.empty() && code.layer == wire::TermLayer::kRdmap && code.etype == 1) {
-    // Our oldest Read was refused by the peer's memory checks.
+    // Our oldest Read (or atomic) was refused by the peer's memory checks.
     const std::uint64_t id = c_.reads_out_.front().work.id;
     c_.reads_out_.Pop();
     c_.events_->OnWorkDone(id, WorkStatus::kRemoteAccess, 0);

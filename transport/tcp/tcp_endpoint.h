@@ -31,6 +31,7 @@ class TcpEndpoint final : public Endpoint {
 
   Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                  std::uint64_t timeout_us) override;
+  // Core posts kSendDatagram only to a datagram endpoint (never one of these).
   Status Post(const Work& work) override {
     if (LocalConnection* local = local_connection()) return local->Post(work);
     return connection_->Post(work);

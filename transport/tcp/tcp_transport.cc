@@ -32,6 +32,8 @@
 #include "transport/tcp/tcp_endpoint.h"
 #include "transport/tcp/socket_fd.h"
 #include "transport/tcp/tcp_listener.h"
+#include "transport/tcp/ud_endpoint.h"
+#include "transport/tcp/ud_listener.h"
 
 namespace softdat::transport::tcp {
 namespace {
@@ -141,6 +143,14 @@ Capabilities TcpCapabilities(const IaOptions& options) {
   c.max_rdma_read_out = 128;
   c.max_srq_work = work;
   c.max_srq_segments = 16;
+  // RFC 7306 (rdmap_extensions.cc). A peer without it (Linux siw) terminates the connection on
+  // the first such message: docs/WIRE.md.
+  c.immediate_data = true;
+  c.atomics = true;
+  // UD over UDP (ud_endpoint.h): a datagram Post is done once sent.
+  c.datagrams = true;
+  c.datagram_done_at_post = true;
+  c.max_datagram = ud::kMaxPayload;
   return c;
 }
 
@@ -533,6 +543,7 @@ Status TcpTransport::CreateDeviceSrq(ProtectionDomain&, std::uint32_t, std::uint
 
 Status TcpTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents* events,
                                     std::unique_ptr<Endpoint>& out) {
+  if (config.datagram) return CreateDatagramEndpoint(io_, address_, events, out);
   ConnectionBuffers& shared = *connection_options_.buffers;
   const std::uint32_t live = shared.live_connections.load(std::memory_order_relaxed) + 1;
   try {
@@ -578,6 +589,10 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
   core->Start();
   out = std::make_unique<TcpListener>(std::move(core), bound);
   return Status::Ok();
+}
+
+Status TcpTransport::ListenDatagram(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) {
+  return CreateDatagramListener(io_, address_, port, events, out);
 }
 
 Status CreateTcpTransport(const IaParams& params, std::string& why, std::unique_ptr<Transport>& out) {

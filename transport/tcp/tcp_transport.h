@@ -67,6 +67,9 @@ class TcpTransport final : public Transport {
                          DeviceSrqEvents* events, std::unique_ptr<DeviceSrq>& out) override;
   Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events, std::unique_ptr<Endpoint>& out) override;
   Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
+  // UD endpoints (CreateEndpoint with EndpointConfig::datagram) and their resolution over UDP:
+  // ud_endpoint.h, ud_listener.h.
+  Status ListenDatagram(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
   bool Progress() noexcept override;
   // True once kDueDepth connections hold Work back for the next drain (see Progress).
   bool ProgressDue() const noexcept override;

@@ -61,6 +61,29 @@ Work Rdma(WorkKind kind, std::uint64_t id, std::span<const Segment> local, std::
 
 std::uint64_t AddressOf(std::vector<std::uint8_t>& region) { return reinterpret_cast<std::uint64_t>(region.data()); }
 
+// A thread that keeps changing one byte per page of `memory` until Stop (bounded by a count too),
+// as a consumer writing into memory the transport is reading from.
+class RacingWriter {
+ public:
+  explicit RacingWriter(std::vector<std::uint8_t>& memory)
+      : thread_([this, &memory] {
+          softdat::testing::DeliberatelyRacyWrites racing;
+          for (std::uint64_t round = 0; !done_.load(std::memory_order_relaxed) && round < 200000; ++round) {
+            volatile std::uint8_t* bytes = memory.data();
+            for (std::size_t i = round % 4096; i < memory.size(); i += 4096) bytes[i] = static_cast<std::uint8_t>(round);
+          }
+        }) {}
+  ~RacingWriter() { Stop(); }
+  void Stop() {
+    done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_ = false;
+  std::thread thread_;
+};
+
 class TcpTransportTest : public ::testing::Test {
  protected:
   void SetUp() override { Open(IaOptions{}); }
@@ -402,16 +425,7 @@ TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection)
   ConnectBoth();
   std::vector<std::uint8_t> region(4 << 20, 0);
   server_events_.Expose(region, 0x77, false);
-  std::atomic<bool> done = false;
-  std::thread writer([&] {
-    // Keeps changing the source for as long as the Reads run (bounded by `done` and a count),
-    // racing with the responder's reads by design (as with an RNIC's DMA).
-    softdat::testing::DeliberatelyRacyWrites racing;
-    for (std::uint64_t round = 0; !done.load(std::memory_order_relaxed) && round < 200000; ++round) {
-      volatile std::uint8_t* bytes = region.data();
-      for (std::size_t i = round % 4096; i < region.size(); i += 4096) bytes[i] = static_cast<std::uint8_t>(round);
-    }
-  });
+  RacingWriter writer(region);  // racing with the responder's reads by design (as with an RNIC's DMA)
   std::vector<std::uint8_t> back(region.size());
   std::vector<Segment> sink = {SegmentOf(back)};
   for (std::uint64_t id = 1; id <= 4; ++id) {
@@ -421,11 +435,46 @@ TEST_F(TcpTransportTest, ReadOfMemoryBeingWrittenCompletesAndKeepsTheConnection)
       return client_events_.work_done.size() == id || client_events_.ended.has_value();
     }));
   }
-  done = true;
-  writer.join();
+  writer.Stop();
   EXPECT_FALSE(client_events_.ended.has_value());
   EXPECT_FALSE(server_events_.ended.has_value());
   ASSERT_EQ(client_events_.work_done.size(), 4u);
+  for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
+}
+
+// Regression: stock dtest -w, once softdat offered the IB extensions, rewrote the source of its
+// unsignaled 4 MiB Writes while they were in flight (a DAT consumer error an RNIC survives: it
+// checksums what it reads); the CRC computed in place no longer matched the bytes sendmsg copied
+// and the peer broke the connection. An unsignaled Write's payload is now checksummed from a
+// snapshot (signaled ones stay in place).
+TEST_F(TcpTransportTest, UnsignaledWritesOfMemoryBeingWrittenCompleteAndKeepTheConnection) {
+  ConnectBoth();
+  std::vector<std::uint8_t> region(4 << 20, 0);
+  server_events_.Expose(region, 0x77, true);
+  std::vector<std::uint8_t> source(region.size(), 1);
+  std::vector<Segment> local = {SegmentOf(source)};
+  RacingWriter writer(source);
+  constexpr std::uint64_t kWrites = 16;
+  for (std::uint64_t id = 1; id <= kWrites; ++id) {
+    Work write = Rdma(WorkKind::kRdmaWrite, id, local, 0x77, AddressOf(region));
+    write.unsignaled = true;
+    ASSERT_TRUE(client_->Post(write).ok());
+  }
+  ASSERT_TRUE(client_events_.WaitFor([&] {
+    return client_events_.work_done.size() == kWrites || client_events_.ended.has_value();
+  }));
+  writer.Stop();
+  // A Write completes once sent; a last Send's arrival means the server placed them all, so
+  // `region` is no longer in use when the test ends.
+  std::vector<std::uint8_t> note = Bytes(8, 1), sink(8);
+  std::vector<Segment> gather = {SegmentOf(note)}, scatter = {SegmentOf(sink)};
+  server_events_.AddBuffer(scatter);
+  server_->RecvBuffersAvailable();
+  ASSERT_TRUE(PostSend(gather, kWrites + 1).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1 || server_events_.ended.has_value(); }));
+  EXPECT_FALSE(client_events_.ended.has_value());
+  EXPECT_FALSE(server_events_.ended.has_value());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == kWrites + 1; }));
   for (const auto& work : client_events_.work_done) EXPECT_EQ(work.status, WorkStatus::kSuccess);
 }
 
@@ -535,6 +584,161 @@ TEST_F(TcpTransportTest, MessageLongerThanItsBufferIsLocalLengthAndBreaks) {
   EXPECT_EQ(server_events_.recvs[0].status, WorkStatus::kLocalLength);
   EXPECT_EQ(sink, std::vector<std::uint8_t>(100, 0)) << "nothing placed beyond the check";
 }
+
+// RFC 7306 (rdmap_extensions.cc). An RDMA Write with immediate data: the Write's FPDUs, then an
+// Immediate Data message that takes the next receive buffer (on the Send queue's MSNs) and places
+// nothing in it; the requester completes once both are sent.
+TEST_F(TcpTransportTest, WriteWithImmediateTakesTheNextBufferAndReportsTheImmediateAndLength) {
+  ConnectBoth();
+  std::vector<std::uint8_t> region(300 * 1024, 0);
+  server_events_.Expose(region, 0x77, true);
+  std::vector<std::uint8_t> data = Bytes(150 * 1024, 5), small(10, 0xAB);
+  std::vector<Segment> local = {SegmentOf(data)}, small_gather = {SegmentOf(small)};
+  std::vector<std::uint8_t> unused(64, 0xEE), sink(64);
+  std::vector<Segment> unused_scatter = {SegmentOf(unused)}, scatter = {SegmentOf(sink)};
+  server_events_.AddBuffer(unused_scatter);
+  server_events_.AddBuffer(scatter);
+  Work write = Rdma(WorkKind::kRdmaWriteImmediate, 1, local, 0x77, AddressOf(region) + 8);
+  write.immediate = 0xDEADBEEF;
+  write.solicited = true;
+  ASSERT_TRUE(client_->Post(write).ok());
+  ASSERT_TRUE(PostSend(small_gather, 2).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }));
+  EXPECT_EQ(server_events_.acquired_msns, (std::vector<std::uint32_t>{1, 2})) << "the immediate took MSN 1";
+  const RecvInfo& info = server_events_.recvs[0].info;
+  EXPECT_EQ(server_events_.recvs[0].status, WorkStatus::kSuccess);
+  EXPECT_TRUE(info.extension.immediate);
+  EXPECT_EQ(info.extension.immediate_data, 0xDEADBEEFu);
+  EXPECT_EQ(info.extension.written, data.size());
+  EXPECT_EQ(info.length, 0u);
+  EXPECT_TRUE(info.solicited);
+  EXPECT_EQ(unused, std::vector<std::uint8_t>(64, 0xEE)) << "nothing placed in its buffer";
+  EXPECT_EQ(std::memcmp(region.data() + 8, data.data(), data.size()), 0) << "the Write landed before";
+  EXPECT_FALSE(server_events_.recvs[1].info.extension.immediate);
+  EXPECT_EQ(std::memcmp(sink.data(), small.data(), small.size()), 0);
+  EXPECT_EQ(client_events_.work_done[0].id, 1u);
+  EXPECT_EQ(client_events_.work_done[0].length, data.size());
+  EXPECT_EQ(client_events_.work_done[1].id, 2u);
+}
+
+// Like a Send, the Immediate Data message holds the stream while no buffer is there.
+TEST_F(TcpTransportTest, ZeroLengthWriteWithImmediateWaitsForABuffer) {
+  ConnectBoth();
+  std::vector<std::uint8_t> region(64, 0);
+  server_events_.Expose(region, 0x77, true);
+  Work write = Rdma(WorkKind::kRdmaWriteImmediate, 1, {}, 0x77, AddressOf(region));
+  write.immediate = 7;
+  ASSERT_TRUE(client_->Post(write).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.not_ready > 0; }));
+  std::vector<std::uint8_t> sink(8);
+  std::vector<Segment> scatter = {SegmentOf(sink)};
+  server_events_.AddBuffer(scatter);
+  server_->RecvBuffersAvailable();
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1; }));
+  EXPECT_EQ(server_events_.recvs[0].info.extension.immediate_data, 7u);
+  EXPECT_EQ(server_events_.recvs[0].info.extension.written, 0u);
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 1; }));
+  EXPECT_FALSE(server_events_.ended.has_value());
+}
+
+Work Atomic(WorkKind kind, std::uint64_t id, std::vector<Segment>& result, std::uint32_t key, std::uint64_t address,
+            std::uint64_t compare_add, std::uint64_t swap = 0) {
+  Work work = Rdma(kind, id, result, key, address);
+  work.compare_add = compare_add;
+  work.swap = swap;
+  return work;
+}
+
+std::uint64_t Word(const std::vector<std::uint8_t>& bytes, std::size_t offset = 0) {
+  std::uint64_t value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(value));
+  return value;
+}
+
+TEST_F(TcpTransportTest, AtomicsActOnTheTargetWordAndReturnItsOriginalValue) {
+  ConnectBoth();
+  std::vector<std::uint8_t> region(64, 0);
+  const std::uint64_t five = 5;
+  std::memcpy(region.data() + 16, &five, 8);
+  server_events_.Expose(region, 0x77, true);
+  std::vector<std::vector<std::uint8_t>> results(3, std::vector<std::uint8_t>(8, 0xFF));
+  std::vector<std::vector<Segment>> sinks;
+  for (auto& r : results) sinks.push_back({SegmentOf(r)});
+  const std::uint64_t at = AddressOf(region) + 16;
+  ASSERT_TRUE(client_->Post(Atomic(WorkKind::kFetchAdd, 1, sinks[0], 0x77, at, 10)).ok());
+  ASSERT_TRUE(client_->Post(Atomic(WorkKind::kCompareSwap, 2, sinks[1], 0x77, at, 15, 99)).ok());
+  ASSERT_TRUE(client_->Post(Atomic(WorkKind::kCompareSwap, 3, sinks[2], 0x77, at, 1, 7)).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 3; }));
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(client_events_.work_done[i].id, i + 1);
+    EXPECT_EQ(client_events_.work_done[i].status, WorkStatus::kSuccess);
+    EXPECT_EQ(client_events_.work_done[i].length, 8u);
+  }
+  EXPECT_EQ(Word(results[0]), 5u);
+  EXPECT_EQ(Word(results[1]), 15u) << "matched: swapped";
+  EXPECT_EQ(Word(results[2]), 99u) << "no match: unchanged";
+  EXPECT_EQ(Word(region, 16), 99u);
+  EXPECT_EQ(Word(region, 8), 0u);
+  EXPECT_EQ(Word(region, 24), 0u);
+}
+
+// More atomics than the ORD (4) in flight, interleaved with Reads that share it, and the peer
+// doing atomics on our memory at the same time: every answer comes back, in order.
+TEST_F(TcpTransportTest, AtomicsBeyondTheOrdInterleaveWithReadsAndFlowBothWays) {
+  ConnectBoth();
+  std::vector<std::uint8_t> server_region(64, 0), client_region(64, 0);
+  server_events_.Expose(server_region, 0x77, true);
+  client_events_.Expose(client_region, 0x88, true);
+  constexpr int kCount = 50;  // with the Reads, within the 64 Works each side may have posted
+  std::vector<std::vector<std::uint8_t>> results(2 * kCount, std::vector<std::uint8_t>(8));
+  std::vector<std::vector<Segment>> sinks;
+  for (auto& r : results) sinks.push_back({SegmentOf(r)});
+  for (int i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(client_->Post(Atomic(WorkKind::kFetchAdd, i, sinks[i], 0x77, AddressOf(server_region), 1)).ok());
+    ASSERT_TRUE(server_->Post(Atomic(WorkKind::kFetchAdd, i, sinks[kCount + i], 0x88, AddressOf(client_region), 2)).ok());
+    if (i % 10 == 0) {
+      Work read = Rdma(WorkKind::kRdmaRead, 1000 + i, sinks[i], 0x77, AddressOf(server_region) + 32);
+      ASSERT_TRUE(client_->Post(read).ok());
+    }
+  }
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == kCount + kCount / 10; }));
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.work_done.size() == kCount; }));
+  EXPECT_EQ(Word(server_region), std::uint64_t{kCount});
+  EXPECT_EQ(Word(client_region), std::uint64_t{2 * kCount});
+  std::uint64_t previous = 0;
+  for (const auto& done : client_events_.work_done) {
+    EXPECT_EQ(done.status, WorkStatus::kSuccess);
+    if (done.id >= 1000) continue;
+    EXPECT_TRUE(done.id == 0 || done.id == previous + 1) << "in order";
+    previous = done.id;
+  }
+  for (int i = 0; i < kCount; ++i) EXPECT_EQ(Word(results[kCount + i]), std::uint64_t(2 * i));
+  EXPECT_FALSE(client_events_.ended.has_value());
+}
+
+// The responder's memory checks refuse an atomic: the requester's completes with kRemoteAccess
+// (from the Terminate), and neither the target nor the result buffer is touched.
+class TcpAtomicRefusalTest : public TcpTransportTest {
+ protected:
+  void ExpectRefused(bool writable, std::uint64_t offset) {
+    ConnectBoth();
+    std::vector<std::uint8_t> region(64, 0);
+    server_events_.Expose(region, 0x77, writable);
+    std::vector<std::uint8_t> result(8, 0xFF);
+    std::vector<Segment> sink = {SegmentOf(result)};
+    ASSERT_TRUE(client_->Post(Atomic(WorkKind::kFetchAdd, 1, sink, 0x77, AddressOf(region) + offset, 1)).ok());
+    ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
+    ASSERT_EQ(client_events_.work_done.size(), 1u);
+    EXPECT_EQ(client_events_.work_done[0].status, WorkStatus::kRemoteAccess);
+    EXPECT_EQ(region, std::vector<std::uint8_t>(64, 0));
+    EXPECT_EQ(result, std::vector<std::uint8_t>(8, 0xFF));
+  }
+};
+
+TEST_F(TcpAtomicRefusalTest, OnMemoryWithoutWriteAccess) { ExpectRefused(false, 0); }
+TEST_F(TcpAtomicRefusalTest, OnAMisalignedAddress) { ExpectRefused(true, 4); }
+TEST_F(TcpAtomicRefusalTest, PastTheRegionsEnd) { ExpectRefused(true, 64); }
 
 TEST_F(TcpTransportTest, RejectCarriesPrivateDataToTheActiveSide) {
   ASSERT_TRUE(StartConnect().ok());

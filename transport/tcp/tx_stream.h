@@ -2,11 +2,13 @@
 // The transmit half of one TCP connection: turns posted Sends, RDMA Writes and Reads, the Read
 // Responses the peer asked for, the ready-to-receive FPDU and the setup's MPA frames into FPDUs,
 // as one gather list per batch (headers and CRC trailers from a pooled arena; payload from
-// registered memory, checksummed in place, except a Read Response with CRC, checksummed from a
-// snapshot), writes it without blocking, and completes Sends and Writes once their last byte is
-// on the socket. One message is framed whole before the next starts; Read Responses go before new
-// posted work (the peer waits for them); a fenced Work waits for our outstanding Reads, and Reads
-// stop at the ORD the peer granted.
+// registered memory, checksummed in place, except a Read Response's and an unsignaled Send's or
+// Write's with CRC, checksummed from a snapshot), writes it without blocking, and completes Sends
+// and Writes once their last byte is on the socket. One message is framed whole before the next
+// starts; Read and Atomic Responses go before new posted work (the peer waits for them); a fenced
+// Work waits for our outstanding Reads, and Reads and atomics stop at the ORD the peer granted.
+// The RFC 7306 messages (an RDMA Write with immediate data, atomics) are framed by
+// rdmap_extensions.cc.
 //
 // Coalescing: a send-only stream (two writes or more since the last read) leaves what is queued
 // for a later poll while its last write, or any connection's of the IA, is younger than the
@@ -21,10 +23,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "transport/tcp/connection_state.h"
 #include "transport/tcp/post_queue.h"
+#include "transport/tcp/rdma_reads.h"
 #include "transport/tcp/tx_batch.h"
 #include "transport/tcp/wire.h"
 
@@ -79,8 +83,29 @@ class TxStream {
   void Fail(int error);  // the connection cannot send: it ends (at the next poll if from Post)
 
  private:
-  // A message being turned into FPDUs.
-  enum class Kind : std::uint8_t { kNone, kSend, kWrite, kReadRequest, kReadResponse, kRtr };
+  // A message being turned into FPDUs. RFC 7306: the RDMA Write of an RDMA Write with immediate
+  // data (framed as kWrite; its Immediate Data message, header only, follows), an Atomic Request
+  // and an Atomic Response. FinishFramed looks kinds up in the tables below: keep the order.
+  enum class Kind : std::uint8_t {
+    kNone,
+    kSend,
+    kWrite,
+    kReadRequest,
+    kReadResponse,
+    kRtr,
+    kWriteImmediate,
+    kImmediate,
+    kAtomicRequest,
+    kAtomicResponse,
+  };
+  // By Kind, once a message's last byte is framed: whether it completes when written (a Send, a
+  // Write, the Immediate Data message that ends a Write with immediate data), and what is framed
+  // next (after the Write of a Write with immediate data, its Immediate Data message).
+  static constexpr bool kCompletesWhenWritten[] = {false, true, true, false, false, false, false, true, false, false};
+  static constexpr Kind kFramedNext[] = {Kind::kNone, Kind::kNone, Kind::kNone,      Kind::kNone, Kind::kNone,
+                                         Kind::kNone, Kind::kImmediate, Kind::kNone, Kind::kNone, Kind::kNone};
+  static_assert(std::size(kCompletesWhenWritten) == static_cast<std::size_t>(Kind::kAtomicResponse) + 1);
+  static_assert(std::size(kFramedNext) == std::size(kCompletesWhenWritten));
   struct Message {
     Kind kind = Kind::kNone;
     Work work;                             // kSend, kWrite, kReadRequest
@@ -93,6 +118,8 @@ class TxStream {
     std::uint32_t stag = 0;  // tagged: sink STag; Send with Invalidate: its STag
     std::uint64_t tagged_offset = 0;
     wire::ReadRequestBody read;  // kReadRequest
+    wire::AtomicRequestBody atomic;            // kAtomicRequest
+    wire::AtomicResponseBody atomic_response;  // kAtomicResponse
     Segment inline_segment;      // work.local when the payload was copied at post
     std::uint32_t inline_charged = 0;
     bool framed = false;  // inline_segment is the whole FPDU (framed at post)
@@ -110,12 +137,20 @@ class TxStream {
   bool ChunkFor(const Message& m, std::uint32_t& chunk) const;
   bool PlanFpdu(const Message& m, wire::FpduHeader& header, std::uint32_t& chunk) const;
   std::uint32_t AppendHeader(const Message& m, const wire::FpduHeader& header);
+  // What follows the untagged header of a Read Request or an RFC 7306 message.
+  void EncodeBody(const Message& m, std::uint8_t* body) const;
   std::uint32_t AppendPayload(Message& m, std::uint32_t chunk, std::uint32_t crc);
   void AppendTrailer(std::size_t ulpdu, std::uint32_t crc);
   void FinishFramed(Message& m);
   bool NeedsSnapshot(const Message& m) const;  // the payload must be copied to be checksummed
   void NoteWrite();  // a batch went on the socket: coalescing's clock and count
   void Take(const PostQueue::Posted& posted);
+  // RFC 7306 (rdmap_extensions.cc): posted Work of the extensions, or the Atomic Response to
+  // `read`, becoming the message to frame, and their headers.
+  void TakeWriteImmediate(Message& m, const PostQueue::Posted& posted);
+  void TakeAtomicRequest(Message& m, const Work& work);
+  void TakeAtomicResponse(Message& m, const InboundRead& read);
+  bool PlanExtension(const Message& m, wire::FpduHeader& header) const;
 
   Connection& c_;
   TxState state_ = TxState::kOpen;
@@ -133,7 +168,8 @@ class TxStream {
   std::uint64_t last_write_ns_ = 0;        // when the last batch went on the socket
   std::uint8_t writes_without_read_ = 0;   // batches written since the last read (counted to 2)
   std::uint32_t read_request_msn_ = 1;
-  std::uint32_t next_sink_stag_ = 1;
+  std::uint32_t atomic_msn_ = 1;  // our next message on the atomic queue (requests and responses)
+  std::uint32_t next_sink_stag_ = 1;  // Read sink STags and atomic request identifiers
 };
 
 }  // namespace softdat::transport::tcp

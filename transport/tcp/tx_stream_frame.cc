@@ -20,6 +20,9 @@ constexpr std::size_t kBatchBytes = 1024 * 1024;
 constexpr std::size_t kMinChunk = 4096;
 // Arena bytes one FPDU needs at most: the longest header, pad and CRC.
 constexpr std::size_t kFpduArena = wire::kMaxHeaderSize + 3 + wire::kCrcSize;
+// By WorkKind: Work that waits for the peer's answer, and so takes one of the ORD it granted.
+constexpr bool kAwaitsResponse[] = {false, false, true, false, true, true, false};
+static_assert(std::size(kAwaitsResponse) == static_cast<std::size_t>(WorkKind::kSendDatagram) + 1);
 
 }  // namespace
 
@@ -28,8 +31,12 @@ bool TxStream::NeedsSnapshot(const Message& m) const {
   // to change until the Work completes (DAT), and it completes only after sendmsg copied it:
   // checksummed in place, no copy (a small one is our inline copy anyway). A Read Response's
   // source is the responder's memory, open to concurrent writes as on an RNIC (stock dtest
-  // rewrites it while the peer reads): checksummed from a snapshot.
-  return c_.crc_ && m.kind == Kind::kReadResponse;
+  // rewrites it while the peer reads): checksummed from a snapshot. So is an unsignaled Send's or
+  // Write's: no completion tells the consumer when it is free, and stock dtest -w rewrites the
+  // source of its unsignaled Writes while they are in flight (signaled ones stay in place).
+  return c_.crc_ && (m.kind == Kind::kReadResponse ||
+                     (m.work.unsignaled && m.inline_charged == 0 &&
+                      (m.kind == Kind::kSend || m.kind == Kind::kWrite || m.kind == Kind::kWriteImmediate)));
 }
 
 bool TxStream::NextMessage() {
@@ -48,15 +55,17 @@ bool TxStream::NextMessage() {
     m.length = r.length;
     m.stag = r.sink_stag;
     m.tagged_offset = r.sink_offset;
+    if (r.atomic) TakeAtomicResponse(m, r);
     c_.reads_in_.Pop();
     return true;
   }
   PostQueue::Posted posted;
   const bool taken = c_.posts_.TakeFront(
       [this](const PostQueue::Posted& next) {
-        // A fenced Work waits for our outstanding Reads, and Reads stop at the ORD the peer granted.
+        // A fenced Work waits for our outstanding Reads, and Reads and atomics (whose answers
+        // come back the same way) stop at the ORD the peer granted.
         if (next.work.fence && !c_.reads_out_.empty()) return false;
-        return next.work.kind != WorkKind::kRdmaRead ||
+        return !kAwaitsResponse[static_cast<std::size_t>(next.work.kind)] ||
                c_.reads_out_.size() < std::min<std::size_t>(c_.ord_, c_.reads_out_.capacity());
       },
       posted);
@@ -103,6 +112,15 @@ void TxStream::Take(const PostQueue::Posted& posted) {
       c_.reads_out_.Push();
       break;
     }
+    case WorkKind::kRdmaWriteImmediate:
+      TakeWriteImmediate(m, posted);
+      break;
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+      TakeAtomicRequest(m, work);
+      break;
+    case WorkKind::kSendDatagram:
+      break;  // core posts datagrams only to datagram endpoints, never to a connection
   }
 }
 
@@ -143,15 +161,20 @@ bool TxStream::PlanFpdu(const Message& m, wire::FpduHeader& header, std::uint32_
       header.queue = wire::kQueueReadRequest;
       header.msn = m.msn;
       return true;
+    case Kind::kImmediate:
+    case Kind::kAtomicRequest:
+    case Kind::kAtomicResponse:
+      return PlanExtension(m, header);
     case Kind::kSend:
     case Kind::kWrite:
+    case Kind::kWriteImmediate:
     case Kind::kReadResponse:
       break;
   }
   if (!ChunkFor(m, chunk)) return false;
-  header.opcode = m.kind == Kind::kSend    ? wire::SendOpcode(m.work.solicited, m.work.invalidate)
-                  : m.kind == Kind::kWrite ? wire::Opcode::kRdmaWrite
-                                           : wire::Opcode::kReadResponse;
+  header.opcode = m.kind == Kind::kSend           ? wire::SendOpcode(m.work.solicited, m.work.invalidate)
+                  : m.kind == Kind::kReadResponse ? wire::Opcode::kReadResponse
+                                                  : wire::Opcode::kRdmaWrite;
   header.last = m.offset + chunk == m.length;
   header.stag = m.stag;
   if (m.kind == Kind::kSend) {
@@ -164,13 +187,25 @@ bool TxStream::PlanFpdu(const Message& m, wire::FpduHeader& header, std::uint32_
   return true;
 }
 
-// Appends the header (and a Read Request's body) to the batch; returns the CRC so far.
+// Appends the header (and a Read Request's or RFC 7306 message's body) to the batch; returns the
+// CRC so far.
 std::uint32_t TxStream::AppendHeader(const Message& m, const wire::FpduHeader& header) {
   const std::size_t header_size = wire::HeaderSize(header.opcode);
   std::uint8_t* head = batch_.Reserve(header_size);
   (void)wire::EncodeHeader(header, head);
-  if (m.kind == Kind::kReadRequest) wire::EncodeReadRequest(m.read, head + wire::kUntaggedHeaderSize);
+  // A Send's or Write's header is no larger than the untagged one.
+  if (header_size > wire::kUntaggedHeaderSize) EncodeBody(m, head + wire::kUntaggedHeaderSize);
   return c_.crc_ ? Crc32cUpdate(kCrc32cInit, head, header_size) : 0;
+}
+
+void TxStream::EncodeBody(const Message& m, std::uint8_t* body) const {
+  switch (m.kind) {
+    case Kind::kReadRequest: return wire::EncodeReadRequest(m.read, body);
+    case Kind::kImmediate: return wire::EncodeImmediate(m.work.immediate, body);
+    case Kind::kAtomicRequest: return wire::EncodeAtomicRequest(m.atomic, body);
+    case Kind::kAtomicResponse: return wire::EncodeAtomicResponse(m.atomic_response, body);
+    default: return;
+  }
 }
 
 // Appends `chunk` payload bytes of `m` and returns the CRC over them, continuing `crc`.
@@ -184,13 +219,19 @@ std::uint32_t TxStream::AppendPayload(Message& m, std::uint32_t chunk, std::uint
     // A snapshot, copied and checksummed in one pass (see NeedsSnapshot).
     return Crc32cCopy(crc, batch_.ReserveStaging(chunk), m.source + m.offset, chunk);
   }
-  // Gathered in place; checksummed where it lies (see NeedsSnapshot).
+  // Gathered in place and checksummed where it lies, or copied and checksummed in one pass (see
+  // NeedsSnapshot).
+  const bool snapshot = NeedsSnapshot(m);
   for (std::uint32_t left = chunk; left > 0;) {
     const Segment& segment = m.work.local[m.segment];
     const std::uint32_t n = std::min(left, segment.length - m.segment_offset);
     const auto* at = reinterpret_cast<const std::uint8_t*>(segment.address) + m.segment_offset;
-    batch_.AddExternal(at, n);
-    if (c_.crc_) crc = Crc32cUpdate(crc, at, n);
+    if (snapshot) {
+      crc = Crc32cCopy(crc, batch_.ReserveStaging(n), at, n);
+    } else {
+      batch_.AddExternal(at, n);
+      if (c_.crc_) crc = Crc32cUpdate(crc, at, n);
+    }
     left -= n;
     m.segment_offset += n;
     if (m.segment_offset == segment.length) {
@@ -234,11 +275,13 @@ void TxStream::FrameOne() {
   if (header.last) FinishFramed(m);
 }
 
-// The message's last byte is framed: a Send or Write completes once the batch is written.
+// The message's last byte is framed: a Send or Write completes once the batch is written. A Write
+// with immediate data goes on with its Immediate Data message, and completes after it.
 void TxStream::FinishFramed(Message& m) {
-  if (m.kind == Kind::kSend || m.kind == Kind::kWrite)
+  const auto kind = static_cast<std::size_t>(m.kind);
+  if (kCompletesWhenWritten[kind])
     written_[written_count_++] = Written{m.work.id, static_cast<std::uint32_t>(m.length), m.inline_charged};
-  m.kind = Kind::kNone;
+  m.kind = kFramedNext[kind];
 }
 
 }  // namespace softdat::transport::tcp

@@ -21,30 +21,21 @@ constexpr char kRequestKey[] = "MPA ID Req Frame";
 constexpr char kReplyKey[] = "MPA ID Rep Frame";
 constexpr std::size_t kKeySize = 16;
 
-void Put16(std::uint8_t* p, std::uint16_t v) {
-  p[0] = static_cast<std::uint8_t>(v >> 8);
-  p[1] = static_cast<std::uint8_t>(v);
-}
-void Put32(std::uint8_t* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (24 - 8 * i));
-}
-void Put64(std::uint8_t* p, std::uint64_t v) {
-  Put32(p, static_cast<std::uint32_t>(v >> 32));
-  Put32(p + 4, static_cast<std::uint32_t>(v));
-}
-std::uint16_t Get16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] << 8 | p[1]); }
-std::uint32_t Get32(const std::uint8_t* p) {
-  return std::uint32_t{p[0]} << 24 | std::uint32_t{p[1]} << 16 | std::uint32_t{p[2]} << 8 | p[3];
-}
-std::uint64_t Get64(const std::uint8_t* p) { return std::uint64_t{Get32(p)} << 32 | Get32(p + 4); }
-
 }  // namespace
 
 bool IsTagged(Opcode opcode) { return opcode == Opcode::kRdmaWrite || opcode == Opcode::kReadResponse; }
 
 std::size_t HeaderSize(Opcode opcode) {
-  if (IsTagged(opcode)) return kTaggedHeaderSize;
-  return opcode == Opcode::kReadRequest ? kMaxHeaderSize : kUntaggedHeaderSize;
+  switch (opcode) {
+    case Opcode::kRdmaWrite:
+    case Opcode::kReadResponse: return kTaggedHeaderSize;
+    case Opcode::kReadRequest: return kReadRequestHeaderSize;
+    case Opcode::kImmediate:
+    case Opcode::kImmediateSolicited: return kUntaggedHeaderSize + kImmediateBodySize;
+    case Opcode::kAtomicRequest: return kUntaggedHeaderSize + kAtomicRequestBodySize;
+    case Opcode::kAtomicResponse: return kUntaggedHeaderSize + kAtomicResponseBodySize;
+    default: return kUntaggedHeaderSize;
+  }
 }
 
 ControlError DecodeControl(const std::uint8_t* bytes, std::size_t& header_size) {
@@ -53,59 +44,98 @@ ControlError DecodeControl(const std::uint8_t* bytes, std::size_t& header_size) 
   if ((ddp & kDdpVersionMask) != kDdpVersion) return ControlError::kDdpVersion;
   if ((rdmap & kRdmapVersionMask) != kRdmapVersion) return ControlError::kRdmapVersion;
   const std::uint8_t opcode = rdmap & kOpcodeMask;
-  if (opcode > static_cast<std::uint8_t>(Opcode::kTerminate)) return ControlError::kOpcode;
+  if (opcode > static_cast<std::uint8_t>(Opcode::kAtomicResponse)) return ControlError::kOpcode;
   if (((ddp & kDdpTagged) != 0) != IsTagged(static_cast<Opcode>(opcode))) return ControlError::kTagMismatch;
   header_size = HeaderSize(static_cast<Opcode>(opcode));
   return ControlError::kNone;
 }
 
 void DecodeHeader(const std::uint8_t* bytes, FpduHeader& out) {
-  out.ulpdu_length = Get16(bytes);
+  out.ulpdu_length = LoadBe16(bytes);
   out.tagged = (bytes[2] & kDdpTagged) != 0;
   out.last = (bytes[2] & kDdpLast) != 0;
   out.opcode = static_cast<Opcode>(bytes[3] & kOpcodeMask);
-  out.stag = Get32(bytes + 4);
+  out.stag = LoadBe32(bytes + 4);
   if (out.tagged) {
-    out.tagged_offset = Get64(bytes + 8);
+    out.tagged_offset = LoadBe64(bytes + 8);
     out.queue = out.msn = out.message_offset = 0;
   } else {
     out.tagged_offset = 0;
-    out.queue = Get32(bytes + 8);
-    out.msn = Get32(bytes + 12);
-    out.message_offset = Get32(bytes + 16);
+    out.queue = LoadBe32(bytes + 8);
+    out.msn = LoadBe32(bytes + 12);
+    out.message_offset = LoadBe32(bytes + 16);
   }
 }
 
 void DecodeReadRequest(const std::uint8_t* bytes, ReadRequestBody& out) {
-  out.sink_stag = Get32(bytes);
-  out.sink_offset = Get64(bytes + 4);
-  out.size = Get32(bytes + 12);
-  out.source_stag = Get32(bytes + 16);
-  out.source_offset = Get64(bytes + 20);
+  out.sink_stag = LoadBe32(bytes);
+  out.sink_offset = LoadBe64(bytes + 4);
+  out.size = LoadBe32(bytes + 12);
+  out.source_stag = LoadBe32(bytes + 16);
+  out.source_offset = LoadBe64(bytes + 20);
+}
+
+void DecodeAtomicRequest(const std::uint8_t* bytes, AtomicRequestBody& out) {
+  out.operation = bytes[3] & 0x0F;  // Reserved (28 bits), then the operation code
+  out.request_id = LoadBe32(bytes + 4);
+  out.stag = LoadBe32(bytes + 8);
+  out.offset = LoadBe64(bytes + 12);
+  out.add_or_swap = LoadBe64(bytes + 20);
+  out.add_or_swap_mask = LoadBe64(bytes + 28);
+  out.compare = LoadBe64(bytes + 36);
+  out.compare_mask = LoadBe64(bytes + 44);
+}
+
+void DecodeAtomicResponse(const std::uint8_t* bytes, AtomicResponseBody& out) {
+  out.request_id = LoadBe32(bytes);
+  out.original = LoadBe64(bytes + 4);
+}
+
+std::uint32_t DecodeImmediate(const std::uint8_t* bytes) { return LoadBe32(bytes); }
+
+void EncodeAtomicRequest(const AtomicRequestBody& body, std::uint8_t* bytes) {
+  StoreBe32(bytes, body.operation & 0x0Fu);
+  StoreBe32(bytes + 4, body.request_id);
+  StoreBe32(bytes + 8, body.stag);
+  StoreBe64(bytes + 12, body.offset);
+  StoreBe64(bytes + 20, body.add_or_swap);
+  StoreBe64(bytes + 28, body.add_or_swap_mask);
+  StoreBe64(bytes + 36, body.compare);
+  StoreBe64(bytes + 44, body.compare_mask);
+}
+
+void EncodeAtomicResponse(const AtomicResponseBody& body, std::uint8_t* bytes) {
+  StoreBe32(bytes, body.request_id);
+  StoreBe64(bytes + 4, body.original);
+}
+
+void EncodeImmediate(std::uint32_t immediate, std::uint8_t* bytes) {
+  StoreBe32(bytes, immediate);
+  StoreBe32(bytes + 4, 0);
 }
 
 std::size_t EncodeHeader(const FpduHeader& header, std::uint8_t* bytes) {
   const bool tagged = IsTagged(header.opcode);
-  Put16(bytes, header.ulpdu_length);
+  StoreBe16(bytes, header.ulpdu_length);
   bytes[2] = static_cast<std::uint8_t>((tagged ? kDdpTagged : 0) | (header.last ? kDdpLast : 0) | kDdpVersion);
   bytes[3] = static_cast<std::uint8_t>(kRdmapVersion | static_cast<std::uint8_t>(header.opcode));
-  Put32(bytes + 4, header.stag);
+  StoreBe32(bytes + 4, header.stag);
   if (tagged) {
-    Put64(bytes + 8, header.tagged_offset);
+    StoreBe64(bytes + 8, header.tagged_offset);
     return kTaggedHeaderSize;
   }
-  Put32(bytes + 8, header.queue);
-  Put32(bytes + 12, header.msn);
-  Put32(bytes + 16, header.message_offset);
+  StoreBe32(bytes + 8, header.queue);
+  StoreBe32(bytes + 12, header.msn);
+  StoreBe32(bytes + 16, header.message_offset);
   return kUntaggedHeaderSize;
 }
 
 void EncodeReadRequest(const ReadRequestBody& body, std::uint8_t* bytes) {
-  Put32(bytes, body.sink_stag);
-  Put64(bytes + 4, body.sink_offset);
-  Put32(bytes + 12, body.size);
-  Put32(bytes + 16, body.source_stag);
-  Put64(bytes + 20, body.source_offset);
+  StoreBe32(bytes, body.sink_stag);
+  StoreBe64(bytes + 4, body.sink_offset);
+  StoreBe32(bytes + 12, body.size);
+  StoreBe32(bytes + 16, body.source_stag);
+  StoreBe64(bytes + 20, body.source_offset);
 }
 
 void EncodeTerminateControl(TerminateCode code, bool with_ddp_header, std::uint8_t* bytes) {
@@ -141,6 +171,7 @@ const char* DescribeTerminate(TerminateCode code) {
         }
       }
       if (code.etype == 2 && code.code == 0x06) return "RDMAP: invalid opcode";
+      if (code.etype == 2 && code.code == 0x07) return "RDMAP: catastrophic error, localized to this stream";
       return "RDMAP: remote operation error";
     case TermLayer::kDdp:
       if (code.etype == 1) return code.code == 0x01 ? "DDP: tagged base or bounds" : "DDP: tagged buffer error";
@@ -170,12 +201,12 @@ std::size_t EncodeMpaFrame(const MpaFrame& frame, std::uint8_t* bytes) {
                                         (frame.enhanced ? kMpaFlagEnhanced : 0));
   bytes[17] = frame.revision;
   const std::size_t block = frame.enhanced ? kMpaEnhancedBlockSize : 0;
-  Put16(bytes + 18, static_cast<std::uint16_t>(frame.private_data_length + block));
+  StoreBe16(bytes + 18, static_cast<std::uint16_t>(frame.private_data_length + block));
   if (!frame.enhanced) return kMpaFrameHeaderSize;
   std::uint8_t* b = bytes + kMpaFrameHeaderSize;
-  Put16(b, static_cast<std::uint16_t>((frame.peer_to_peer ? 0x8000 : 0) | (frame.rtr_send ? 0x4000 : 0) |
+  StoreBe16(b, static_cast<std::uint16_t>((frame.peer_to_peer ? 0x8000 : 0) | (frame.rtr_send ? 0x4000 : 0) |
                                       (frame.ird & kMaxIrdOrd)));
-  Put16(b + 2, static_cast<std::uint16_t>((frame.rtr_write ? 0x8000 : 0) | (frame.rtr_read ? 0x4000 : 0) |
+  StoreBe16(b + 2, static_cast<std::uint16_t>((frame.rtr_write ? 0x8000 : 0) | (frame.rtr_read ? 0x4000 : 0) |
                                           (frame.ord & kMaxIrdOrd)));
   return kMpaFrameHeaderSize + block;
 }
@@ -193,7 +224,7 @@ bool DecodeMpaHeader(const std::uint8_t* bytes, bool expect_reply, MpaFrame& out
   out.rejected = expect_reply && (bytes[16] & kMpaFlagReject) != 0;
   out.revision = bytes[17];
   out.enhanced = out.revision >= 2 && (bytes[16] & kMpaFlagEnhanced) != 0;
-  pd_length = Get16(bytes + 18);
+  pd_length = LoadBe16(bytes + 18);
   if (out.revision < 1 || out.revision > 2) {
     why = "unsupported MPA revision";
     return false;
@@ -211,8 +242,8 @@ bool DecodeMpaHeader(const std::uint8_t* bytes, bool expect_reply, MpaFrame& out
 }
 
 void DecodeMpaBlock(const std::uint8_t* bytes, MpaFrame& frame) {
-  const std::uint16_t first = Get16(bytes);
-  const std::uint16_t second = Get16(bytes + 2);
+  const std::uint16_t first = LoadBe16(bytes);
+  const std::uint16_t second = LoadBe16(bytes + 2);
   frame.peer_to_peer = (first & 0x8000) != 0;
   frame.rtr_send = frame.peer_to_peer && (first & 0x4000) != 0;
   frame.ird = first & kMaxIrdOrd;

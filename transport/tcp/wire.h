@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The iWARP wire format softdat's TCP transport speaks: MPA FPDU framing (RFC 5044), DDP tagged
-// and untagged headers (RFC 5041) and RDMAP opcodes, Read Request and Terminate (RFC 5040).
+// and untagged headers (RFC 5041) and RDMAP opcodes, Read Request and Terminate (RFC 5040), and
+// the RDMAP extensions of RFC 7306 (Immediate Data, Atomic Request and Response).
 // Encoding and decoding only, on byte arrays; docs/WIRE.md describes what we send and accept.
 // Multi-byte fields are big-endian, except the CRC (little-endian, as Linux writes it).
 #pragma once
@@ -20,19 +21,32 @@ enum class Opcode : std::uint8_t {
   kSendSolicited = 5,
   kSendSolicitedInvalidate = 6,
   kTerminate = 7,
+  // RFC 7306.
+  kImmediate = 8,
+  kImmediateSolicited = 9,
+  kAtomicRequest = 10,
+  kAtomicResponse = 11,
 };
 
 // DDP queue numbers of untagged messages.
 inline constexpr std::uint32_t kQueueSend = 0;
 inline constexpr std::uint32_t kQueueReadRequest = 1;
 inline constexpr std::uint32_t kQueueTerminate = 2;
+// RFC 7306: Atomic Requests and Atomic Responses (Immediate Data messages use the Send queue).
+inline constexpr std::uint32_t kQueueAtomic = 3;
 
 // Sizes in bytes, counted from the first byte of the FPDU (the ULPDU_Length field).
 inline constexpr std::size_t kLengthFieldSize = 2;
 inline constexpr std::size_t kTaggedHeaderSize = 16;    // length + DDP/RDMAP tagged header
 inline constexpr std::size_t kUntaggedHeaderSize = 20;  // length + DDP/RDMAP untagged header
 inline constexpr std::size_t kReadRequestBodySize = 28;
-inline constexpr std::size_t kMaxHeaderSize = kUntaggedHeaderSize + kReadRequestBodySize;
+inline constexpr std::size_t kReadRequestHeaderSize = kUntaggedHeaderSize + kReadRequestBodySize;
+// RFC 7306 headers after the untagged DDP/RDMAP header: Immediate Data (8 bytes, of which softdat
+// uses the first 4 for the InfiniBand 32-bit immediate), Atomic Request and Atomic Response.
+inline constexpr std::size_t kImmediateBodySize = 8;
+inline constexpr std::size_t kAtomicRequestBodySize = 52;
+inline constexpr std::size_t kAtomicResponseBodySize = 12;
+inline constexpr std::size_t kMaxHeaderSize = kUntaggedHeaderSize + kAtomicRequestBodySize;
 inline constexpr std::size_t kCrcSize = 4;
 
 // The CRC field (and the Terminate's), little-endian on the wire.
@@ -42,6 +56,23 @@ inline std::uint32_t LoadLe32(const std::uint8_t* at) {
 inline void StoreLe32(std::uint8_t* at, std::uint32_t value) {
   for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(value >> (8 * i));
 }
+// Every other multi-byte field (and the UD format's, ud_wire.h), big-endian.
+inline void StoreBe16(std::uint8_t* at, std::uint16_t value) {
+  at[0] = static_cast<std::uint8_t>(value >> 8);
+  at[1] = static_cast<std::uint8_t>(value);
+}
+inline void StoreBe32(std::uint8_t* at, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::uint8_t>(value >> (24 - 8 * i));
+}
+inline void StoreBe64(std::uint8_t* at, std::uint64_t value) {
+  StoreBe32(at, static_cast<std::uint32_t>(value >> 32));
+  StoreBe32(at + 4, static_cast<std::uint32_t>(value));
+}
+inline std::uint16_t LoadBe16(const std::uint8_t* at) { return static_cast<std::uint16_t>(at[0] << 8 | at[1]); }
+inline std::uint32_t LoadBe32(const std::uint8_t* at) {
+  return std::uint32_t{at[0]} << 24 | std::uint32_t{at[1]} << 16 | std::uint32_t{at[2]} << 8 | at[3];
+}
+inline std::uint64_t LoadBe64(const std::uint8_t* at) { return std::uint64_t{LoadBe32(at)} << 32 | LoadBe32(at + 4); }
 // The largest ULPDU_Length we send and accept (the field is 16 bits).
 inline constexpr std::size_t kMaxUlpduLength = 0xFFFF;
 // Payload bytes per FPDU we send: the largest that keeps the untagged header and the frame a
@@ -73,20 +104,47 @@ struct ReadRequestBody {
   std::uint64_t source_offset = 0;
 };
 
+// RFC 7306 Atomic Request header (after the untagged header): the operation, the requester's
+// identifier (echoed by the response), the target and the operands, 64-bit, big-endian.
+enum class AtomicOperation : std::uint8_t { kFetchAdd = 0, kCompareSwap = 2 };
+struct AtomicRequestBody {
+  std::uint8_t operation = 0;  // AtomicOperation (the low 4 bits of the first word)
+  std::uint32_t request_id = 0;
+  std::uint32_t stag = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t add_or_swap = 0;
+  std::uint64_t add_or_swap_mask = 0;
+  std::uint64_t compare = 0;
+  std::uint64_t compare_mask = 0;
+};
+struct AtomicResponseBody {
+  std::uint32_t request_id = 0;
+  std::uint64_t original = 0;  // the remote data value before the operation
+};
+
 // Why DecodeControl refused the first bytes of an FPDU.
 enum class ControlError : std::uint8_t { kNone, kDdpVersion, kRdmapVersion, kOpcode, kTagMismatch };
 
 // Looks at the first 4 bytes (length, DDP control, RDMAP control): the full header size this FPDU
-// has (kTaggedHeaderSize, kUntaggedHeaderSize or, for a Read Request, kMaxHeaderSize).
+// has (HeaderSize of its opcode: the tagged or untagged header, and for a Read Request, an
+// Immediate Data message or an atomic, the RDMAP header that follows).
 ControlError DecodeControl(const std::uint8_t* bytes, std::size_t& header_size);
 // Decodes a full header whose size DecodeControl gave.
 void DecodeHeader(const std::uint8_t* bytes, FpduHeader& out);
 void DecodeReadRequest(const std::uint8_t* bytes, ReadRequestBody& out);
+void DecodeAtomicRequest(const std::uint8_t* bytes, AtomicRequestBody& out);
+void DecodeAtomicResponse(const std::uint8_t* bytes, AtomicResponseBody& out);
+// The InfiniBand 32-bit immediate of an Immediate Data header (its first 4 bytes).
+std::uint32_t DecodeImmediate(const std::uint8_t* bytes);
 
 // Encodes a header into `bytes` (kTaggedHeaderSize or kUntaggedHeaderSize bytes, by opcode);
 // returns its size.
 std::size_t EncodeHeader(const FpduHeader& header, std::uint8_t* bytes);
 void EncodeReadRequest(const ReadRequestBody& body, std::uint8_t* bytes);
+void EncodeAtomicRequest(const AtomicRequestBody& body, std::uint8_t* bytes);
+void EncodeAtomicResponse(const AtomicResponseBody& body, std::uint8_t* bytes);
+// The 8 bytes of Immediate Data: `immediate`, then 4 zero bytes.
+void EncodeImmediate(std::uint32_t immediate, std::uint8_t* bytes);
 
 bool IsTagged(Opcode opcode);
 // The Send opcode of a Send posted with these flags.

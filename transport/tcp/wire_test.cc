@@ -132,7 +132,7 @@ TEST(Fpdu, ReadRequestRoundTripsAndHasTheLongHeader) {
   EncodeReadRequest(body, bytes.data() + kUntaggedHeaderSize);
   std::size_t size = 0;
   ASSERT_EQ(DecodeControl(bytes.data(), size), ControlError::kNone);
-  EXPECT_EQ(size, kMaxHeaderSize);
+  EXPECT_EQ(size, kReadRequestHeaderSize);
   ReadRequestBody back;
   DecodeReadRequest(bytes.data() + kUntaggedHeaderSize, back);
   EXPECT_EQ(back.sink_stag, 0x11u);
@@ -140,6 +140,76 @@ TEST(Fpdu, ReadRequestRoundTripsAndHasTheLongHeader) {
   EXPECT_EQ(back.size, 0x33u);
   EXPECT_EQ(back.source_stag, 0x44u);
   EXPECT_EQ(back.source_offset, 0x55u);
+}
+
+// RFC 7306 §4 and §5: an Atomic Request (opcode 1010b, untagged, queue 3) encoded by hand,
+// field by field, and decoded back.
+TEST(Fpdu, AtomicRequestEncodesAsRfc7306LaysItOut) {
+  FpduHeader header;
+  header.opcode = Opcode::kAtomicRequest;
+  header.last = true;
+  header.queue = kQueueAtomic;
+  header.msn = 1;
+  header.ulpdu_length = static_cast<std::uint16_t>(HeaderSize(Opcode::kAtomicRequest) - kLengthFieldSize);
+  AtomicRequestBody body;
+  body.operation = static_cast<std::uint8_t>(AtomicOperation::kCompareSwap);
+  body.request_id = 0x01020304;
+  body.stag = 0xA0B0C0D0;
+  body.offset = 0x1122334455667788;
+  body.add_or_swap = 0x98765;
+  body.compare = 0x12345;
+  std::array<std::uint8_t, kMaxHeaderSize> bytes{};
+  EncodeHeader(header, bytes.data());
+  EncodeAtomicRequest(body, bytes.data() + kUntaggedHeaderSize);
+  const std::array<std::uint8_t, 72> expected = {
+      0x00, 0x46, 0x41, 0x4A,                          // ULPDU_Length 70, L, DV 1; RV 1, opcode 10
+      0x00, 0x00, 0x00, 0x00,                          // reserved (no Invalidate STag)
+      0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01,  // QN 3, MSN 1
+      0x00, 0x00, 0x00, 0x00,                          // MO 0
+      0x00, 0x00, 0x00, 0x02,                          // reserved, AOpCode CmpSwap
+      0x01, 0x02, 0x03, 0x04,                          // Request Identifier
+      0xA0, 0xB0, 0xC0, 0xD0,                          // Remote STag
+      0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,  // Remote Tagged Offset
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x09, 0x87, 0x65,  // Swap Data
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // Swap Mask
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x23, 0x45,  // Compare Data
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,  // Compare Mask
+  };
+  EXPECT_EQ(std::memcmp(bytes.data(), expected.data(), expected.size()), 0);
+  std::size_t size = 0;
+  ASSERT_EQ(DecodeControl(bytes.data(), size), ControlError::kNone);
+  EXPECT_EQ(size, 72u);
+  FpduHeader decoded;
+  DecodeHeader(bytes.data(), decoded);
+  EXPECT_EQ(decoded.queue, kQueueAtomic);
+  AtomicRequestBody back;
+  DecodeAtomicRequest(bytes.data() + kUntaggedHeaderSize, back);
+  EXPECT_EQ(back.operation, static_cast<std::uint8_t>(AtomicOperation::kCompareSwap));
+  EXPECT_EQ(back.request_id, body.request_id);
+  EXPECT_EQ(back.stag, body.stag);
+  EXPECT_EQ(back.offset, body.offset);
+  EXPECT_EQ(back.add_or_swap, body.add_or_swap);
+  EXPECT_EQ(back.compare, body.compare);
+}
+
+TEST(Fpdu, AtomicResponseAndImmediateDataRoundTrip) {
+  std::array<std::uint8_t, kAtomicResponseBodySize> response{};
+  EncodeAtomicResponse(AtomicResponseBody{7, 0xFEDCBA9876543210}, response.data());
+  EXPECT_EQ(response[3], 7);
+  EXPECT_EQ(response[4], 0xFE);
+  AtomicResponseBody back;
+  DecodeAtomicResponse(response.data(), back);
+  EXPECT_EQ(back.request_id, 7u);
+  EXPECT_EQ(back.original, 0xFEDCBA9876543210u);
+  std::array<std::uint8_t, kImmediateBodySize> immediate{};
+  immediate.fill(0xEE);
+  EncodeImmediate(0x7777, immediate.data());
+  const std::array<std::uint8_t, kImmediateBodySize> expected = {0, 0, 0x77, 0x77, 0, 0, 0, 0};
+  EXPECT_EQ(immediate, expected);
+  EXPECT_EQ(DecodeImmediate(immediate.data()), 0x7777u);
+  EXPECT_EQ(HeaderSize(Opcode::kImmediateSolicited), kUntaggedHeaderSize + 8);
+  EXPECT_EQ(HeaderSize(Opcode::kAtomicResponse), kUntaggedHeaderSize + 12);
+  EXPECT_FALSE(IsTagged(Opcode::kAtomicRequest));
 }
 
 TEST(Fpdu, BadControlBytesAreRefused) {
@@ -151,8 +221,11 @@ TEST(Fpdu, BadControlBytesAreRefused) {
   bytes[2] = 0x41;
   bytes[3] = 0x83;  // RDMAP version 2
   EXPECT_EQ(DecodeControl(bytes.data(), size), ControlError::kRdmapVersion);
-  bytes[3] = 0x48;  // opcode 8
+  bytes[3] = 0x4C;  // opcode 12: past RFC 7306's
   EXPECT_EQ(DecodeControl(bytes.data(), size), ControlError::kOpcode);
+  bytes[3] = 0x48;  // RFC 7306 Immediate Data: untagged
+  EXPECT_EQ(DecodeControl(bytes.data(), size), ControlError::kNone);
+  EXPECT_EQ(size, kUntaggedHeaderSize + kImmediateBodySize);
   bytes[2] = 0xC1;  // tagged Send
   bytes[3] = 0x43;
   EXPECT_EQ(DecodeControl(bytes.data(), size), ControlError::kTagMismatch);

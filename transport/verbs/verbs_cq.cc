@@ -151,11 +151,12 @@ Status VerbsCq::Resize(std::uint32_t entries) {
 }
 
 void VerbsCq::OnAsyncEvent(ibv_event_type type) {
-  if (type == IBV_EVENT_CQ_ERR)
-    SOFTDAT_LOG(kWarn,
-                "verbs: a completion queue of %u entries overflowed: more DTOs completed to its EVD than its "
-                "evd_qlen; the connections on it fail",
-                capacity());
+  if (type != IBV_EVENT_CQ_ERR) return;
+  SOFTDAT_LOG(kWarn,
+              "verbs: a completion queue of %u entries overflowed: more DTOs completed to its EVD than its "
+              "evd_qlen; the connections on it fail",
+              capacity());
+  ReportOverflow();  // the consumer hears DAT_ASYNC_ERROR_EVD_OVERFLOW
 }
 
 }  // namespace softdat::transport::verbs

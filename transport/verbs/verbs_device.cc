@@ -109,6 +109,18 @@ Capabilities CapabilitiesOf(const Device& device, bool busy_poll) {
   c.max_rdma_read_out = u32(a.max_qp_init_rd_atom);
   c.max_srq_work = u32(a.max_srq_wr);
   c.max_srq_segments = u32(a.max_srq_sge);
+  // The port's active MTU in bytes (IBV_MTU_256 is 1 ... IBV_MTU_4096 5): DAT_IB_TRANSPORT_MTU, and a
+  // UD datagram's largest payload.
+  c.transport_mtu = 128u << std::clamp<int>(device.port_attr.active_mtu, 1, 5);
+  // The DAT IB extensions the device carries: RDMA Write with immediate data on InfiniBand and
+  // RoCE (iWARP has no immediate; siw none), atomics where the device says so (rxe does, siw not).
+  // What it lacks the IA reports FALSE and core refuses, saying why.
+  const bool infiniband = device.context->device->transport_type == IBV_TRANSPORT_IB;
+  c.immediate_data = infiniband;
+  c.atomics = a.atomic_cap != IBV_ATOMIC_NONE;
+  // UD QPs (verbs_ud.h), datagrams of one MTU, completed by the device like any send.
+  c.datagrams = infiniband;
+  c.max_datagram = c.datagrams ? c.transport_mtu : 0;
   return c;
 }
 
@@ -121,6 +133,7 @@ WorkStatus FromWcStatus(ibv_wc_status status) {
     case IBV_WC_LOC_PROT_ERR: return WorkStatus::kLocalProtection;
     case IBV_WC_RNR_RETRY_EXC_ERR: return WorkStatus::kReceiverNotReady;
     case IBV_WC_REM_OP_ERR: return WorkStatus::kRemoteResponder;
+    case IBV_WC_REM_INV_REQ_ERR: return WorkStatus::kRemoteResponder;  // e.g. a misaligned atomic
     default: return WorkStatus::kTransport;
   }
 }

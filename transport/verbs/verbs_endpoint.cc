@@ -2,7 +2,10 @@
 // VerbsEndpoint: connection setup through rdma_cm, posting to the QP, completions, teardown.
 #include "transport/verbs/verbs_endpoint.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -11,6 +14,7 @@
 #include "transport/verbs/verbs_cq.h"
 #include "transport/verbs/verbs_memory.h"
 #include "transport/verbs/verbs_srq.h"
+#include "transport/verbs/verbs_ud.h"
 
 namespace softdat::transport::verbs {
 namespace {
@@ -39,12 +43,18 @@ std::uint64_t WrId(std::uint64_t tag, std::uint64_t generation, std::uint64_t se
 
 std::span<const std::uint8_t> Data(const CmEvent& e) { return {e.private_data, e.private_data_length}; }
 
+// By WorkKind: whose payload the device may take inline at the post (what it sends; not a Read's
+// or an atomic's local buffer, which it writes).
+constexpr bool kMayInline[] = {true, true, false, true, false, false, true};
+static_assert(std::size(kMayInline) == static_cast<std::size_t>(WorkKind::kSendDatagram) + 1);
+
 }  // namespace
 
 VerbsEndpoint::VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& config, EndpointEvents* events)
     : AsyncTarget(transport),
       transport_(transport),
       config_(config),
+      datagram_(config.datagram),
       events_(events),
       pd_(static_cast<VerbsPd*>(config.pd)),
       srq_(static_cast<VerbsSrq*>(config.srq)),
@@ -80,7 +90,7 @@ Status VerbsEndpoint::Init() {
   early_segments_.reset(new Segment[static_cast<std::size_t>(recv) * recv_segments_]);
   sends_.Allocate(send);
   if (srq_ == nullptr) recvs_.Allocate(recv);
-  return Status::Ok();
+  return datagram_ ? InitDatagram() : Status::Ok();
 }
 
 VerbsEndpoint::~VerbsEndpoint() {
@@ -92,6 +102,9 @@ VerbsEndpoint::~VerbsEndpoint() {
   // Unfindable: rdma_cm and async events only acked, completions dropped. Then wait once more
   // for an event that found this endpoint before.
   if (id_ != nullptr) std::atomic_ref<void*>(id_->context).store(nullptr);
+  // A UD endpoint's resolutions under way point their ids at themselves, which point at us.
+  for (const auto& resolution : resolutions_)
+    if (resolution->id_ != nullptr) std::atomic_ref<void*>(resolution->id_->context).store(nullptr);
   transport_.async_events().Detach(this, qp != nullptr ? &qp->qp_context : nullptr);
   LeaveCqs();
   transport_.turn().WaitUnlessMine();
@@ -105,6 +118,9 @@ VerbsEndpoint::~VerbsEndpoint() {
     rdma_reject(pending_id_, nullptr, 0);
     rdma_destroy_id(pending_id_);
   }
+  // Resolutions still under way: their ids unfindable since the second turn, as id_.
+  for (const auto& resolution : resolutions_)
+    if (resolution->id_ != nullptr) rdma_destroy_id(resolution->id_);
 }
 
 VerbsCq* VerbsEndpoint::send_cq() const {
@@ -193,7 +209,6 @@ void VerbsEndpoint::Disconnect(bool graceful) {
 Status VerbsEndpoint::Post(const Work& work) {
   if (work.local.size() > send_segments_) return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   ibv_send_wr wr{};
-  wr.send_flags = IBV_SEND_SIGNALED;
   if (work.fence) wr.send_flags |= IBV_SEND_FENCE;
   switch (work.kind) {
     case WorkKind::kSend:
@@ -216,6 +231,34 @@ Status VerbsEndpoint::Post(const Work& work) {
       wr.wr.rdma.remote_addr = work.remote_address;
       wr.wr.rdma.rkey = work.remote_key;
       break;
+    // The DAT IB extensions, posted only where the capabilities offer them (verbs_device.cc).
+    case WorkKind::kRdmaWriteImmediate:
+      wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+      // As OFED DAPL does: the consumer's 32 bits as the host holds them, not swapped to the
+      // network order ibv_send_wr's type suggests (dtestx against OFED DAPL on rxe0 checks it).
+      wr.imm_data = work.immediate;
+      wr.wr.rdma.remote_addr = work.remote_address;
+      wr.wr.rdma.rkey = work.remote_key;
+      if (work.solicited) wr.send_flags |= IBV_SEND_SOLICITED;
+      break;
+    case WorkKind::kFetchAdd:
+    case WorkKind::kCompareSwap:
+      wr.opcode = work.kind == WorkKind::kFetchAdd ? IBV_WR_ATOMIC_FETCH_AND_ADD : IBV_WR_ATOMIC_CMP_AND_SWP;
+      wr.wr.atomic.remote_addr = work.remote_address;
+      wr.wr.atomic.rkey = work.remote_key;
+      wr.wr.atomic.compare_add = work.compare_add;
+      wr.wr.atomic.swap = work.swap;
+      break;
+    case WorkKind::kSendDatagram: {
+      if (!datagram_) return Status(Code::kModelNotSupported);  // a connected endpoint sends none (core never asks)
+      // Core gives a UD endpoint only address handles of this transport's UD endpoints.
+      const auto& to = static_cast<const VerbsAddressHandle&>(*work.destination);
+      wr.opcode = IBV_WR_SEND;
+      wr.wr.ud.ah = to.ah();
+      wr.wr.ud.remote_qpn = to.qpn();
+      wr.wr.ud.remote_qkey = to.qkey();
+      break;
+    }
   }
   std::lock_guard lock(mutex_);
   // Ending (the QP in ERR, or gone while OnEnded is on its way): kInvalidState, which core reads
@@ -228,10 +271,13 @@ Status VerbsEndpoint::Post(const Work& work) {
   wr.num_sge = static_cast<int>(work.local.size());
   // Small Sends and Writes go inline: the device copies them at the post instead of reading
   // them by key later (no work request keeps the buffer; the completion still comes).
-  if (work.kind != WorkKind::kRdmaRead && work.length > 0 && work.length <= max_inline_)
+  if (kMayInline[static_cast<std::size_t>(work.kind)] && work.length > 0 && work.length <= max_inline_)
     wr.send_flags |= IBV_SEND_INLINE;
   std::uint64_t seq;
-  if (!sends_.Push(Posted{work.id, static_cast<std::uint32_t>(work.length)}, seq)) return Status(Code::kQueueFull);
+  bool signalled;
+  if (!sends_.Push(work.id, static_cast<std::uint32_t>(work.length), !work.quiet_success, seq, signalled))
+    return Status(Code::kQueueFull);
+  if (signalled) wr.send_flags |= IBV_SEND_SIGNALED;
   wr.wr_id = WrId(kSendTag, generation_, seq);
   ibv_send_wr* bad = nullptr;
   if (const int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
@@ -271,7 +317,8 @@ Status VerbsEndpoint::PostRecvLocked(std::uint64_t recv_id, std::span<const Segm
     wr.num_sge = static_cast<int>(segments.size());
   }
   std::uint64_t seq;
-  if (!recvs_.Push(Posted{recv_id, 0}, seq)) return Status(Code::kQueueFull);
+  if (!recvs_.Push(Posted{recv_id, 0, segments.empty() ? 0 : segments[0].address}, seq))
+    return Status(Code::kQueueFull);
   wr.wr_id = WrId(kRecvTag, generation_, seq);
   ibv_recv_wr* bad = nullptr;
   if (const int rc = ibv_post_recv(qp_, &wr, &bad); rc != 0) {
@@ -319,7 +366,7 @@ ibv_qp* VerbsEndpoint::CreateQpWithInline(std::uint32_t max_inline) {
   attr.cap.max_send_sge = send_segments_;
   attr.cap.max_recv_sge = srq_ != nullptr ? 0 : recv_segments_;
   attr.cap.max_inline_data = max_inline;
-  attr.qp_type = IBV_QPT_RC;
+  attr.qp_type = datagram_ ? IBV_QPT_UD : IBV_QPT_RC;
   if (rdma_create_qp(id_, pd_->pd(), &attr) != 0) return nullptr;
   std::lock_guard lock(mutex_);
   max_inline_ = attr.cap.max_inline_data;
@@ -560,6 +607,10 @@ bool VerbsEndpoint::Finish() {
   }
   if (in_cqs_ && !DrainCqs()) return false;
   LeaveCqs();
+  // The flush is in: an unsignalled send older than every signalled one left had succeeded.
+  sends_.TakeDone([this](const SendRing::Posted& posted) {
+    events_->OnWorkDone(posted.id, WorkStatus::kSuccess, posted.length);
+  });
   ended_reported_.store(true, std::memory_order_release);
   events_->OnEnded(end_why_, {end_data_, end_data_length_});
   events_->Deliver();
@@ -575,24 +626,28 @@ void VerbsEndpoint::OnCompletion(const ibv_wc& wc) {
 }
 
 void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
-  Posted posted;
-  if ((wc.wr_id >> 32 & kGenerationMask) != (generation_ & kGenerationMask) || !sends_.Pop(wc.wr_id & 0xFFFFFFFFu, posted)) {
+  const WorkStatus status = FromWcStatus(wc.status);
+  const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
+  // RC completes in order: the unsignalled sends posted before this one succeeded.
+  const bool ours = (wc.wr_id >> 32 & kGenerationMask) == (generation_ & kGenerationMask) &&
+                    sends_.Complete(wc.wr_id & 0xFFFFFFFFu, [&](const SendRing::Posted& posted, bool completed) {
+                      const WorkStatus s = completed ? status : WorkStatus::kSuccess;
+                      events_->OnWorkDone(posted.id, s, s == WorkStatus::kSuccess ? posted.length : 0);
+                    });
+  if (!ours) {
     SOFTDAT_LOG(kDebug, "verbs: a send completion 0x%llx of an older QP dropped", static_cast<unsigned long long>(wc.wr_id));
     return;
   }
-  const WorkStatus status = FromWcStatus(wc.status);
-  const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
   if (failed)
     SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
-  events_->OnWorkDone(posted.id, status, status == WorkStatus::kSuccess ? posted.length : 0);
   events_->Deliver();  // on this thread: a consumer's dequeue takes the event it makes
   if (failed) Break();
 }
 
 void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
   std::uint64_t recv_id = wc.wr_id;  // an SRQ slot
+  Posted posted{0, 0, 0};
   if ((wc.wr_id & kRecvTag) != 0) {
-    Posted posted;
     if ((wc.wr_id >> 32 & kGenerationMask) != (generation_ & kGenerationMask) || !recvs_.Pop(wc.wr_id & 0xFFFFFFFFu, posted)) {
       SOFTDAT_LOG(kDebug, "verbs: a receive completion 0x%llx of an older QP dropped",
                   static_cast<unsigned long long>(wc.wr_id));
@@ -608,6 +663,19 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
     info.length = wc.byte_len;
     info.invalidated = (wc.wc_flags & IBV_WC_WITH_INV) != 0;
     info.invalidate_key = info.invalidated ? wc.invalidated_rkey : 0;
+    // A datagram (its GRH first, counted in byte_len): the sender, as a UD completion names it.
+    if (datagram_) {
+      info.extension.source_qpn = wc.src_qp;
+      if ((wc.wc_flags & IBV_WC_GRH) != 0 && posted.first != 0)
+        info.extension.source_address = ud::SourceAddress(reinterpret_cast<const std::uint8_t*>(posted.first));
+    }
+    // An RDMA Write with immediate data: the buffer holds nothing; byte_len is the Write's length.
+    if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+      info.extension.immediate = true;
+      info.extension.immediate_data = wc.imm_data;  // unswapped, as OFED DAPL (see Post)
+      info.extension.written = wc.byte_len;
+      info.length = 0;
+    }
   }
   const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
   if (failed)
@@ -618,7 +686,7 @@ void VerbsEndpoint::OnRecvCompletion(const ibv_wc& wc) {
 }
 
 bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
-  bool any = false;
+  bool any = datagram_ && ServiceResolutions(now, timers);
   if (break_requested_.exchange(false)) {
     BreakNow();  // a completion failed on a polling thread
     any = true;
@@ -634,10 +702,11 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
     graceful = graceful_ && now < graceful_deadline_;
     connect_deadline = connect_deadline_;
   }
-  if (disconnect && graceful && s == State::kConnected && !sends_.empty()) {
-    // Sends still in flight: what completed may sit in a CQ nobody polls; bring it in.
+  if (disconnect && graceful && s == State::kConnected && sends_.signalled_outstanding()) {
+    // Sends still in flight: what completed may sit in a CQ nobody polls; bring it in. (An
+    // unsignalled send behind the last signalled one raises no CQE to wait for.)
     if (in_cqs_) (void)send_cq()->TryDrain();
-    if (!sends_.empty()) {
+    if (sends_.signalled_outstanding()) {
       disconnect = false;  // look again soon
       timers = true;
     }
@@ -670,7 +739,9 @@ bool VerbsEndpoint::Service(Clock::time_point now, bool& timers) {
   if (state() == State::kDraining || (state() == State::kEnded && !ended_reported_.load())) {
     // The flushes come through the CQs, which nobody else may be polling: drain them here.
     if (in_cqs_ && !qp_destroyed_) (void)DrainCqs();
-    const bool sends_done = sends_.empty();
+    // Unsignalled sends left after the last signalled one: flushed with a CQE if the device had
+    // not completed them, else done; Finish sorts them once the flush is surely in.
+    const bool sends_done = !sends_.signalled_outstanding();
     const bool recvs_done = srq_ != nullptr || recvs_.empty();
     if ((sends_done && recvs_done) || now >= drain_deadline_ || qp_destroyed_) {
       if (!(sends_done && recvs_done) && !qp_destroyed_)

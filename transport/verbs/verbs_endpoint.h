@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// VerbsEndpoint: an RC QP driven by rdma_cm. Its completions go to the CQs of its EVDs
+// VerbsEndpoint: an RC QP driven by rdma_cm (or, with EndpointConfig::datagram, a UD QP: the UD
+// parts are in verbs_ud.cc). Its completions go to the CQs of its EVDs
 // (EndpointConfig::send_cq and recv_cq, shared with the other endpoints naming those EVDs; the
 // transport's own CQ where it has no EVD), so it has no CQ of its own: it registers its QP in
 // those CQs' tables, and a completion polled there comes back through OnCompletion, on the
@@ -10,13 +11,14 @@
 //
 // Posting runs on the consumer's thread straight to ibv_post_send/ibv_post_recv, under the
 // endpoint's mutex (the QP's state and the preallocated SGE arrays); small Sends and Writes go
-// inline where the QP allows. Receives posted before the QP exists wait in a preallocated ring.
+// inline where the QP allows; a request whose success the consumer suppressed goes unsignalled
+// (send_ring.h). Receives posted before the QP exists wait in a preallocated ring.
 //
 // Setup and teardown run in the progress context: Connect, Accept and Disconnect record a request
-// and wake the progress. Teardown moves the QP to ERR and waits until every posted send (and,
+// and wake the progress. Teardown moves the QP to ERR and waits until every signalled send (and,
 // without an SRQ, every posted receive) has been reported or a bound passes, drains its CQs,
-// destroys the QP, drains them again, leaves their tables and only then calls OnEnded: after it
-// nothing touches consumer memory.
+// destroys the QP, drains them again, reports the unsignalled sends the flush left as done,
+// leaves their tables and only then calls OnEnded: after it nothing touches consumer memory.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -26,15 +28,18 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/mutex.h"
 #include "transport/endpoint.h"
 #include "transport/verbs/private_data.h"
+#include "transport/verbs/send_ring.h"
 #include "transport/verbs/verbs_device.h"
 #include "transport/verbs/verbs_transport.h"
 
 namespace softdat::transport::verbs {
 
+class UdResolution;
 class VerbsCq;
 class VerbsPd;
 class VerbsSrq;
@@ -50,6 +55,8 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
                  std::uint64_t timeout_us) override;
   Status Post(const Work& work) override;
+  Status Resolve(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
+                 std::uint64_t timeout_us, std::uint64_t request) override;  // UD (verbs_ud.cc)
   Status PostRecv(std::uint64_t recv_id, std::span<const Segment> segments) override;
   void RecvBuffersAvailable() override {}
   void SetCompletionQueues(CompletionQueue* send_cq, CompletionQueue* recv_cq) override;
@@ -72,6 +79,12 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   Status TakeAccept(rdma_cm_id* id, std::span<const std::uint8_t> private_data, std::uint8_t peer_ird,
                     std::uint8_t peer_ord);
   VerbsTransport& transport() const { return transport_; }
+  // UD endpoints (verbs_ud.cc): whether this is one, its PD and QP number (for AcceptDatagram),
+  // and one of its resolutions' rdma_cm events (progress context).
+  bool datagram() const { return datagram_; }
+  ibv_pd* ibv_protection_domain() const;
+  std::uint32_t qp_num() const { return qp_num_; }
+  void OnResolutionEvent(UdResolution& resolution, const CmEvent& event);
   // Under the transport's service mutex: whether the endpoint is on its service list.
   bool& queued_for_service() { return queued_for_service_; }
 
@@ -83,9 +96,10 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   struct Posted {
     std::uint64_t id;
     std::uint32_t length;
+    std::uint64_t first = 0;  // a UD receive's first byte: its GRH, which names the sender
   };
-  // A ring of Posted in posting order: RC completes sends, and receives of its own queue, in
-  // posting order. Pushed under mutex_ (posting), popped by the polling thread of one CQ.
+  // A ring of Posted in posting order: RC completes the receives of its own queue in posting
+  // order. Pushed under mutex_ (posting), popped by the polling thread of one CQ.
   class PostedRing {
    public:
     void Allocate(std::uint32_t entries) {
@@ -120,6 +134,10 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
 
   VerbsEndpoint(VerbsTransport& transport, const EndpointConfig& config, EndpointEvents* events);
   Status Init();
+  Status InitDatagram();  // a UD QP, ready at once (verbs_ud.cc)
+  // Starts new resolutions, ends those past their deadline, frees those done (progress context).
+  bool ServiceResolutions(Clock::time_point now, bool& timers);
+  void FailResolution(UdResolution& resolution, ConnectionEnd why, std::span<const std::uint8_t> private_data = {});
   void StartConnect();
   void StartAccept();
   bool CreateQp();
@@ -143,6 +161,7 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
 
   VerbsTransport& transport_;
   const EndpointConfig config_;
+  const bool datagram_;
   EndpointEvents* const events_;
   VerbsPd* const pd_;
   VerbsSrq* const srq_;
@@ -194,8 +213,11 @@ class VerbsEndpoint final : public Endpoint, public CmOwner, public AsyncTarget 
   std::unique_ptr<Segment[]> early_segments_;
   std::uint32_t early_count_ = 0;
 
-  PostedRing sends_;
+  SendRing sends_;
   PostedRing recvs_;  // own queue only
+  // A UD endpoint's Resolves: added by consumer threads under mutex_, started, answered and freed
+  // in the progress context.
+  std::vector<std::unique_ptr<UdResolution>> resolutions_;
 };
 
 }  // namespace softdat::transport::verbs

@@ -35,6 +35,8 @@ Status RegisterMemory(VerbsPd& pd, void* address, std::uint64_t length, MemoryAc
   if (access.remote_read) flags |= IBV_ACCESS_REMOTE_READ;
   // Verbs refuses remote write without local write.
   if (access.remote_write) flags |= IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+  // Only where the device has atomics (core asks only then); it needs local write too.
+  if (access.remote_atomic) flags |= IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE;
   ibv_mr* mr = ibv_reg_mr(pd.pd(), address, length, flags);
   if (mr == nullptr) {
     const int error = errno;

@@ -22,6 +22,7 @@
 #include "transport/verbs/verbs_listener.h"
 #include "transport/verbs/verbs_memory.h"
 #include "transport/verbs/verbs_srq.h"
+#include "transport/verbs/verbs_ud.h"
 
 namespace softdat::transport::verbs {
 namespace {
@@ -133,6 +134,10 @@ Status VerbsTransport::CreateEndpoint(const EndpointConfig& config, EndpointEven
 
 Status VerbsTransport::Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) {
   return VerbsListener::Create(*this, port, events, out);
+}
+
+Status VerbsTransport::ListenDatagram(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) {
+  return VerbsUdListener::Create(*this, port, events, out);
 }
 
 void VerbsTransport::Wake() {
@@ -308,6 +313,12 @@ bool VerbsTransport::DrainCm() {
     }
     e.responder_resources = conn.responder_resources;
     e.initiator_depth = conn.initiator_depth;
+    if (raw->id->ps == RDMA_PS_UDP) {  // the same private data fields lead both param layouts
+      e.ud = true;
+      e.ah_attr = raw->param.ud.ah_attr;
+      e.qp_num = raw->param.ud.qp_num;
+      e.qkey = raw->param.ud.qkey;
+    }
     CmOwner* owner;
     if (e.type == RDMA_CM_EVENT_CONNECT_REQUEST) {
       owner = static_cast<CmOwner*>(std::atomic_ref<void*>(raw->listen_id->context).load());

@@ -53,6 +53,11 @@ struct CmEvent {
   std::uint8_t private_data_length = 0;
   std::uint8_t responder_resources = 0;
   std::uint8_t initiator_depth = 0;
+  // RDMA_PS_UDP (UD address resolution): the answering QP and how to reach it (ESTABLISHED).
+  bool ud = false;
+  ibv_ah_attr ah_attr{};
+  std::uint32_t qp_num = 0;
+  std::uint32_t qkey = 0;
 };
 
 // What a cm_id's context points to.
@@ -80,6 +85,8 @@ class VerbsTransport final : public Transport, public AsyncSink {
   Status CreateCompletionQueue(std::uint32_t entries, std::unique_ptr<CompletionQueue>& out) override;
   Status CreateEndpoint(const EndpointConfig& config, EndpointEvents* events, std::unique_ptr<Endpoint>& out) override;
   Status Listen(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
+  // UD endpoints' address resolution (RDMA_PS_UDP, SIDR) on `port`: verbs_ud.h.
+  Status ListenDatagram(std::uint16_t port, ListenEvents* events, std::unique_ptr<Listener>& out) override;
   bool Progress() noexcept override;
   void WakeForAsyncEvents() override { Wake(); }
 

@@ -111,11 +111,14 @@ class VerbsTransportTest : public ::testing::Test {
     transport_.reset();
   }
 
-  // Registered with every access; the fixture owns it so it outlives the endpoints.
-  Buffer& Make(std::size_t n, std::uint8_t seed = 0) {
+  // Registered with every access (remote atomics when asked); the fixture owns it so it outlives
+  // the endpoints.
+  Buffer& Make(std::size_t n, std::uint8_t seed = 0, bool atomic = false) {
     buffers_.push_back(std::make_unique<Buffer>(n, seed));
     Buffer& b = *buffers_.back();
-    EXPECT_TRUE(transport_->RegisterMemory(*pd_, b.bytes.data(), b.bytes.size(), MemoryAccess{true, true, true}, b.mr).ok());
+    EXPECT_TRUE(
+        transport_->RegisterMemory(*pd_, b.bytes.data(), b.bytes.size(), MemoryAccess{true, true, true, atomic}, b.mr)
+            .ok());
     return b;
   }
 
@@ -316,6 +319,134 @@ TEST_F(VerbsTransportTest, RdmaWriteAndReadReachTheRemoteRegion) {
   EXPECT_EQ(0, std::memcmp(reinterpret_cast<const void*>(r[1].address), remote.bytes.data() + 30, 10));
 }
 
+// The DAT IB extensions are what the device has: all on InfiniBand and RoCE (rxe), none on iWARP
+// (siw has no immediate data, no atomics, no UD); the IA reports exactly that (issue 37).
+TEST_F(VerbsTransportTest, TheIbExtensionsAreWhatTheDeviceHas) {
+  const Capabilities& c = transport_->capabilities();
+  std::cout << "IB extensions: immediate " << c.immediate_data << " atomics " << c.atomics << " datagrams "
+            << c.datagrams << std::endl;
+  if (iwarp()) {
+    EXPECT_FALSE(c.immediate_data);
+    EXPECT_FALSE(c.atomics);
+    EXPECT_FALSE(c.datagrams);
+  } else {
+    EXPECT_TRUE(c.immediate_data);
+    EXPECT_TRUE(c.atomics);
+  }
+}
+
+TEST_F(VerbsTransportTest, WriteWithImmediateCompletesTheNextReceiveWithTheImmediateAndTheLength) {
+  if (!transport_->capabilities().immediate_data) GTEST_SKIP() << "the device has no immediate data";
+  Buffer& local = Make(64, 5);
+  Buffer& remote = Make(64);
+  Buffer& receive = Make(16, 9);
+  MakeEndpoints();
+  Connect();
+  Segment r[] = {receive.Seg(0, 16)};
+  ASSERT_TRUE(passive_->PostRecv(55, r).ok());
+  Segment w[] = {local.Seg(0, 40)};
+  Work write = Rdma(WorkKind::kRdmaWriteImmediate, 30, w, remote.address(8), remote.mr->remote_key());
+  write.immediate = 0xC0FFEE;
+  ASSERT_TRUE(active_->Post(write).ok());
+  ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 1; }));
+  const auto recv = p_.Get(p_.recvs)[0];
+  EXPECT_EQ(recv.id, 55u);
+  EXPECT_EQ(recv.status, WorkStatus::kSuccess);
+  EXPECT_TRUE(recv.info.extension.immediate);
+  EXPECT_EQ(recv.info.extension.immediate_data, 0xC0FFEEu);
+  EXPECT_EQ(recv.info.extension.written, 40u);
+  EXPECT_EQ(0, std::memcmp(remote.bytes.data() + 8, local.bytes.data(), 40));
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.work_done)[0].status, WorkStatus::kSuccess);
+}
+
+TEST_F(VerbsTransportTest, AtomicsReturnTheOriginalValue) {
+  if (!transport_->capabilities().atomics) GTEST_SKIP() << "the device has no atomics";
+  Buffer& target = Make(64, 0, true);
+  Buffer& result = Make(16);
+  const std::uint64_t five = 5;
+  std::memcpy(target.bytes.data() + 8, &five, 8);
+  MakeEndpoints();
+  Connect();
+  Segment first[] = {result.Seg(0, 8)}, second[] = {result.Seg(8, 8)};
+  Work add = Rdma(WorkKind::kFetchAdd, 40, first, target.address(8), target.mr->remote_key());
+  add.compare_add = 10;
+  Work swap = Rdma(WorkKind::kCompareSwap, 41, second, target.address(8), target.mr->remote_key());
+  swap.compare_add = 15;
+  swap.swap = 99;
+  ASSERT_TRUE(active_->Post(add).ok());
+  ASSERT_TRUE(active_->Post(swap).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 2; }));
+  for (const auto& done : a_.Get(a_.work_done)) EXPECT_EQ(done.status, WorkStatus::kSuccess);
+  std::uint64_t original = 0, now = 0;
+  std::memcpy(&original, result.bytes.data(), 8);
+  EXPECT_EQ(original, 5u) << "in host byte order";
+  std::memcpy(&original, result.bytes.data() + 8, 8);
+  EXPECT_EQ(original, 15u);
+  std::memcpy(&now, target.bytes.data() + 8, 8);
+  EXPECT_EQ(now, 99u);
+}
+
+// UD endpoints (verbs_ud.h): one resolves the other through a UD listener (SIDR), each gets a
+// handle of the other, and a datagram goes each way behind its GRH, naming its sender.
+TEST_F(VerbsTransportTest, UdEndpointsResolveEachOtherAndExchangeDatagrams) {
+  const Capabilities& caps = transport_->capabilities();
+  if (!caps.datagrams) GTEST_SKIP() << "the device has no UD";
+  std::cout << "UD MTU " << caps.max_datagram << std::endl;
+  EndpointConfig config = Config();
+  config.datagram = true;
+  config.max_rdma_read_in = config.max_rdma_read_out = 0;
+  ASSERT_TRUE(transport_->CreateEndpoint(config, &a_, active_).ok());
+  ASSERT_TRUE(transport_->CreateEndpoint(config, &p_, passive_).ok());
+  std::unique_ptr<Listener> ud_listener;
+  ASSERT_TRUE(transport_->ListenDatagram(0, &requests_, ud_listener).ok());
+  Buffer& in_b = Make(40 + 64);
+  Buffer& in_a = Make(40 + 64);
+  Segment rb[] = {in_b.Seg(0, 40 + 64)}, ra[] = {in_a.Seg(0, 40 + 64)};
+  ASSERT_TRUE(passive_->PostRecv(7, rb).ok());
+  ASSERT_TRUE(active_->PostRecv(8, ra).ok());
+  const auto hello = V({1, 2, 3, 4}), welcome = V({5, 6});
+  ASSERT_TRUE(active_->Resolve(transport_->address(), ud_listener->port(), hello, UINT64_MAX, 5).ok());
+  auto request = requests_.Next();
+  ASSERT_NE(request, nullptr);
+  ASSERT_TRUE(request->datagram());
+  ExpectPrivateData(request->private_data(), hello);
+  std::unique_ptr<AddressHandle> to_a;
+  ASSERT_TRUE(request->AcceptDatagram(*passive_, welcome, to_a).ok());
+  ASSERT_NE(to_a, nullptr);
+  ASSERT_TRUE(a_.WaitFor([&] { return !a_.resolutions.empty(); }));
+  const auto resolution = a_.Get(a_.resolutions)[0];
+  ASSERT_FALSE(resolution.failed.has_value()) << static_cast<int>(*resolution.failed);
+  EXPECT_EQ(resolution.request, 5u);
+  ExpectPrivateData(resolution.private_data, welcome);
+  const std::shared_ptr<AddressHandle> to_b = resolution.peer;
+  EXPECT_EQ(to_b->address(), transport_->address().sin_addr.s_addr);
+
+  Buffer& out = Make(64, 3);
+  Segment s[] = {out.Seg(0, 64)};
+  Work datagram = SendOf(9, s);
+  datagram.kind = WorkKind::kSendDatagram;
+  datagram.destination = to_b.get();
+  ASSERT_TRUE(active_->Post(datagram).ok());
+  ASSERT_TRUE(p_.WaitFor([&] { return p_.recvs.size() == 1; }));
+  const auto got = p_.Get(p_.recvs)[0];
+  EXPECT_EQ(got.id, 7u);
+  EXPECT_EQ(got.status, WorkStatus::kSuccess);
+  EXPECT_EQ(got.info.length, 40u + 64u) << "the GRH, then the datagram";
+  EXPECT_EQ(got.info.extension.source_qpn, to_a->qpn());
+  EXPECT_EQ(got.info.extension.source_address, transport_->address().sin_addr.s_addr);
+  EXPECT_EQ(0, std::memcmp(in_b.bytes.data() + 40, out.bytes.data(), 64));
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.work_done)[0].status, WorkStatus::kSuccess);
+
+  datagram.id = 10;
+  datagram.destination = to_a.get();
+  ASSERT_TRUE(passive_->Post(datagram).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.recvs.size() == 1; }));
+  EXPECT_EQ(a_.Get(a_.recvs)[0].info.extension.source_qpn, to_b->qpn());
+  EXPECT_EQ(0, std::memcmp(in_a.bytes.data() + 40, out.bytes.data(), 64));
+}
+
 TEST_F(VerbsTransportTest, WriteWithABadKeyIsRemoteAccessAndBreaksTheConnection) {
   Buffer& local = Make(64, 5);
   Buffer& remote = Make(64);
@@ -511,6 +642,49 @@ TEST_F(VerbsTransportTest, GracefulDisconnectLetsPostedSendsFinish) {
   auto done = a_.Get(a_.work_done);
   ASSERT_EQ(done.size(), 4u);
   for (const RecordingEvents::WorkDone& d : done) EXPECT_EQ(d.status, WorkStatus::kSuccess) << "send " << d.id;
+}
+
+// Writes whose success the consumer suppressed go unsignalled: the next signalled one reports
+// them (in posting order, before itself), and the end reports those no CQE followed as done.
+TEST_F(VerbsTransportTest, QuietWritesAreReportedInOrderByTheNextCompletionAndAtTheEnd) {
+  Buffer& local = Make(64, 3);
+  Buffer& remote = Make(64 * 8);
+  MakeEndpoints();
+  Connect();
+  auto write = [&](std::uint64_t id, bool quiet) {
+    Segment w[] = {local.Seg(0, 64)};
+    Work work = Rdma(WorkKind::kRdmaWrite, id, w, remote.address((id - 1) * 64), remote.mr->remote_key());
+    work.quiet_success = quiet;
+    return active_->Post(work);
+  };
+  for (std::uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(write(id, true).ok());
+  ASSERT_TRUE(write(4, false).ok());
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.work_done.size() >= 4; }));
+  auto done = a_.Get(a_.work_done);
+  ASSERT_EQ(done.size(), 4u);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(done[i].id, i + 1);
+    EXPECT_EQ(done[i].status, WorkStatus::kSuccess);
+    EXPECT_EQ(done[i].length, 64u);
+    EXPECT_EQ(0, std::memcmp(remote.bytes.data() + i * 64, local.bytes.data(), 64)) << "write " << i + 1;
+  }
+  // Two more, quiet: no CQE comes for them. Once the last one's bytes landed, end the connection.
+  ASSERT_TRUE(write(5, true).ok());
+  ASSERT_TRUE(write(6, true).ok());
+  const auto until = std::chrono::steady_clock::now() + kBound;
+  const volatile std::uint8_t* last = remote.bytes.data() + 5 * 64 + 63;
+  while (*last != local.bytes[63] && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  ASSERT_EQ(*last, local.bytes[63]);
+  active_->Disconnect(false);
+  ASSERT_TRUE(a_.WaitFor([&] { return a_.ended_count > 0; }));
+  done = a_.Get(a_.work_done);
+  // Each reported once, in order, before the end: done (no CQE), or flushed if the end overtook
+  // the peer's acknowledgement (the bytes landing does not say the sender saw it).
+  ASSERT_EQ(done.size(), 6u);
+  for (std::uint64_t i = 4; i < 6; ++i) {
+    EXPECT_EQ(done[i].id, i + 1);
+    EXPECT_TRUE(done[i].status == WorkStatus::kSuccess || done[i].status == WorkStatus::kFlushed) << "write " << i + 1;
+  }
 }
 
 class VerbsTransportPollTest : public VerbsTransportTest {
