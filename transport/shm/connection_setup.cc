@@ -347,6 +347,8 @@ void Connection::MaybeRing() {
   (void)::send(socket_.get(), &doorbell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+softdat::Mutex& ConnectionTestAccess::IoMutex(Connection& connection) { return connection.io_mutex_; }
+
 void Connection::Detach() {
   {
     std::lock_guard lock(io_mutex_);

@@ -65,6 +65,12 @@ struct ConnectionOptions {
 
 class Connection;
 
+// Tests of the transports that drive this engine (transport/tcp/test_seams.h): its io lock, held
+// as a consumer thread in Post holds it, to make another poller meet it deterministically.
+struct ConnectionTestAccess {
+  static softdat::Mutex& IoMutex(Connection& connection);
+};
+
 // How a connection asks its transport for a Poll soon (a note left by a consumer thread that
 // could not act itself). Any thread; must not call back into the connection.
 class Kicker {
@@ -77,6 +83,7 @@ class Kicker {
 
 class Connection final : private AccessWatch {
  public:
+  friend struct ConnectionTestAccess;
   // `table`: our IA's published keys (the peer's one-sided accesses are checked there; our
   // revocations wait for them); it must outlive the connection. `kicker` may be null when the
   // caller polls anyway (tests, benchmarks).

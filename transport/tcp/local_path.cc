@@ -144,11 +144,13 @@ bool LocalPaths::PrepareSleep() {
     return false;
   }
   keys_->EndSleep();
-  if (Poll(true)) return true;
-  // What has work is another thread's at the moment (a consumer holds it): it finishes it, and
-  // the sleep is announced again for what comes next.
-  keys_->BeginSleep();
-  return false;
+  // Something has work: no sleep, whether this poll moves it or not. When another thread holds
+  // what has work (a consumer in Post holds the connection's io lock and reads no records; a
+  // consumer's scan holds the list and may have passed the connection already), nobody is bound
+  // to move it: the peer published it while this side was awake and rings no doorbell for it.
+  // The loop looks again until the holder lets go.
+  (void)Poll(true);
+  return true;
 }
 
 void LocalPaths::EndSleep() { keys_->EndSleep(); }

@@ -55,6 +55,8 @@ class TcpProtectionDomain final : public ProtectionDomain {
   const std::uint32_t number_;
 };
 
+struct TcpTransportTestAccess;
+
 class LocalPaths {
  public:
   struct Options {
@@ -80,7 +82,8 @@ class LocalPaths {
   // Whether a live connection has something to do (lock-free per connection; the watchdog).
   bool HasWork() { return Scan(nullptr); }
   // Progress thread, about to sleep: announces the sleep (peers ring doorbells from now on) and
-  // looks once more. True when something was found (and moved; the sleep is off): do not sleep.
+  // looks once more. True when a live connection has work (polled, moved or not: another thread
+  // may hold it): the sleep is off, do not sleep.
   bool PrepareSleep();
   void EndSleep();
 
@@ -101,6 +104,7 @@ class LocalPaths {
   const shm::Geometry& geometry() const { return geometry_; }
 
  private:
+  friend struct TcpTransportTestAccess;  // test_seams.h
   LocalPaths(boost::asio::io_context& io, KickQueue& kicks, PollSet& poll_set, const Options& options,
              std::unique_ptr<shm::KeyTable> keys);
   // Whether a live connection has work; `earliest` (if given) gets the earliest deadline of those
@@ -169,6 +173,7 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   bool Poll();
 
  private:
+  friend struct TcpTransportTestAccess;  // test_seams.h
   enum class Phase : std::uint8_t { kIdle, kDialed, kAccepting, kAwaitReady, kEstablished, kEnded };
 
   // mutex_ for a handshake step; what it reported is delivered after the unlock.

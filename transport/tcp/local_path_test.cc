@@ -8,9 +8,13 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <latch>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "transport/tcp/tcp_transport.h"
@@ -42,11 +46,12 @@ class LocalPathTest : public ::testing::Test {
     server_transport_.reset();
   }
 
-  static std::unique_ptr<Transport> Make(ShmMode mode) {
+  static std::unique_ptr<Transport> Make(ShmMode mode, ProgressMode progress = ProgressMode::kThread) {
     IaParams params;
     params.kind = TransportKind::kTcp;
     params.address = "127.0.0.1";
     params.options.shm = mode;
+    params.options.progress = progress;
     std::string why;
     std::unique_ptr<Transport> transport;
     EXPECT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
@@ -204,6 +209,92 @@ TEST_F(LocalPathTest, AClientWithShmOffConnectsOverTcp) {
   ASSERT_NO_FATAL_FAILURE(ConnectBoth());
   EXPECT_EQ(Local(client_transport_), 0u);
   EXPECT_EQ(Local(server_transport_), 0u);
+}
+
+// More same-host connection requests than the listener accepts in one turn (64), all queued before
+// it looks: every one is read and reported, over three turns. A turn that stops with requests
+// queued relies on its next async_wait seeing them without a new connection arriving (Asio
+// re-arms the descriptor when a wait starts); were that lost, the tail of a burst would wait for
+// ever. The server moves only when the test calls Progress (progress=poll), so the whole burst is
+// queued before its first look.
+TEST_F(LocalPathTest, ABurstOfRequestsLongerThanOneAcceptTurnIsReadWhole) {
+  constexpr int kRequests = 150;
+  client_transport_ = Make(ShmMode::kAuto);
+  server_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+  for (int i = 0; i < 10; ++i) (void)server_transport_->Progress();  // the rendezvous is watched now
+  std::vector<std::unique_ptr<RecordingEvents>> events;
+  std::vector<std::unique_ptr<Endpoint>> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    events.push_back(std::make_unique<RecordingEvents>());
+    clients.emplace_back();
+    ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), events.back().get(), clients.back()).ok());
+    ASSERT_TRUE(clients.back()->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
+  }
+  std::vector<std::unique_ptr<PendingConnection>> requests;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (requests.size() < kRequests && std::chrono::steady_clock::now() < until) {
+    (void)server_transport_->Progress();
+    while (std::unique_ptr<PendingConnection> request = requests_.TryNext()) requests.push_back(std::move(request));
+  }
+  EXPECT_EQ(requests.size(), static_cast<std::size_t>(kRequests));
+  requests.clear();  // refused, unanswered
+  clients.clear();
+}
+
+// The progress thread does not go to sleep on work it could not move because another thread held
+// the connection (a consumer in Post holds its io lock and reads no records): that thread may have
+// passed the work by already, and the peer rang no doorbell while this side was awake, so nobody
+// would move it until something else woke the thread. The server polls only when the test says (progress=poll), so the
+// interleaving is the test's: a Send waits in the server's ring, another thread holds its engine's
+// io lock, and the progress thread's last look before sleeping meets both.
+TEST_F(LocalPathTest, TheProgressThreadDoesNotSleepOnWorkAnotherThreadHolds) {
+  client_transport_ = Make(ShmMode::kAuto);
+  server_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
+  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  auto& server = static_cast<TcpTransport&>(*server_transport_);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto progress_until = [&](const std::function<bool()>& done) {
+    while (std::chrono::steady_clock::now() < until) {
+      if (done()) return true;
+      (void)server.Progress();
+    }
+    return false;
+  };
+  for (int i = 0; i < 10; ++i) (void)server.Progress();  // the rendezvous is watched
+  ASSERT_TRUE(client_->Connect(server.address(), listener_->port(), {}, UINT64_MAX).ok());
+  ASSERT_TRUE(progress_until([&] { return (pending_ = requests_.TryNext()) != nullptr; }));
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(progress_until([&] { return server_events_.Get(server_events_.established) == 1; }));
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established == 1; }));
+  ASSERT_EQ(Local(server_transport_), 1u);
+
+  std::vector<std::uint8_t> message = Bytes(8, 7), sink(8, 0);
+  std::vector<Segment> out = {SegmentOf(message)}, in = {SegmentOf(sink)};
+  server_events_.AddBuffer(in);
+  ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
+  // Written into the server's ring (a Send through the ring completes when written).
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 1; }));
+
+  softdat::Mutex* engine_lock = TcpTransportTestAccess::LocalEngineLock(server, 0);
+  ASSERT_NE(engine_lock, nullptr);
+  std::latch held(1), release(1);
+  std::thread holder([&] {
+    std::lock_guard lock(*engine_lock);
+    held.count_down();
+    release.wait();
+  });
+  held.wait();
+  const bool stays_awake = TcpTransportTestAccess::PrepareSleep(server);
+  release.count_down();
+  holder.join();
+  TcpTransportTestAccess::EndSleep(server);
+  EXPECT_TRUE(stays_awake) << "the progress thread would sleep with a Send in its ring that nobody reads";
+  // And the next look moves it.
+  EXPECT_TRUE(progress_until([&] { return server_events_.Get(server_events_.recvs).size() == 1; }));
+  EXPECT_EQ(sink, message);
 }
 
 }  // namespace

@@ -59,4 +59,16 @@ std::size_t TcpTransportTestAccess::LocalConnections(TcpTransport& transport) {
   return transport.local_ != nullptr ? transport.local_->live() : 0;
 }
 
+bool TcpTransportTestAccess::PrepareSleep(TcpTransport& transport) { return transport.local_->PrepareSleep(); }
+
+void TcpTransportTestAccess::EndSleep(TcpTransport& transport) { transport.local_->EndSleep(); }
+
+softdat::Mutex* TcpTransportTestAccess::LocalEngineLock(TcpTransport& transport, std::size_t index) {
+  LocalPaths* paths = transport.local_.get();
+  if (paths == nullptr) return nullptr;
+  std::lock_guard lock(paths->mutex_);
+  if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return nullptr;
+  return &shm::ConnectionTestAccess::IoMutex(*paths->live_[index]->engine_);
+}
+
 }  // namespace softdat::transport::tcp

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "transport/listener.h"
 #include "transport/tcp/wire.h"
@@ -40,6 +41,13 @@ struct TcpTransportTestAccess {
   // How many same-host (shared-memory) connections of the transport are live: which path its
   // connections took.
   static std::size_t LocalConnections(TcpTransport& transport);
+  // The progress thread's last look before it sleeps (LocalPaths::PrepareSleep): true means "do
+  // not sleep". A test calls it on a progress=poll transport, whose only poller is the test.
+  static bool PrepareSleep(TcpTransport& transport);
+  static void EndSleep(TcpTransport& transport);
+  // The io lock of live same-host connection `index`'s engine (null if there is none): a test
+  // holds it as a consumer thread in Post does, to put another poller on the other side of it.
+  static softdat::Mutex* LocalEngineLock(TcpTransport& transport, std::size_t index);
 };
 
 }  // namespace softdat::transport::tcp
