@@ -347,6 +347,11 @@ void Connection::MaybeRing() {
   (void)::send(socket_.get(), &doorbell, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+void Connection::CloseSocket() {
+  std::lock_guard lock(io_mutex_);
+  if (detached_) socket_.Reset();  // a poller that still holds us reads nothing once detached
+}
+
 softdat::Mutex& ConnectionTestAccess::IoMutex(Connection& connection) { return connection.io_mutex_; }
 
 void Connection::Detach() {

@@ -112,6 +112,10 @@ class Connection final : private AccessWatch {
   // The endpoint goes away: when this returns no event is running and none will run. Ends the
   // connection (abruptly) if it has not ended.
   void Detach();
+  // After Detach, once socket_fd() left the poll set: closes the socket now rather than with the
+  // last reference to the connection (the endpoint's descriptor goes when dat_ep_free returns).
+  // socket_fd() is -1 from then on.
+  void CloseSocket();
 
   // What the handshake found (for datinfo and log lines).
   bool attaches() const { return attach_; }

@@ -458,8 +458,11 @@ void LocalConnection::StopWaiting() {
 
 bool LocalConnection::AfterPoll(bool moved) {
   shm::Connection* engine = engine_ready_.load(std::memory_order_acquire);
-  if (engine == nullptr || !engine->ended() || !registered_.exchange(false, std::memory_order_acq_rel)) return moved;
-  // Ended: its socket stays readable (EOF), and it has nothing more to report.
+  if (engine == nullptr || !engine->ended()) return moved;
+  // Ended: its socket stays readable (EOF), and it has nothing more to report. Under the lock
+  // that Detach closes the socket under: the removal names the socket by its number.
+  std::lock_guard lock(registration_mutex_);
+  if (!registered_.exchange(false, std::memory_order_acq_rel)) return moved;
   paths_.poll_set().Remove(engine->socket_fd(), poll_token_);
   paths_.Remove(this);
   return true;
@@ -519,7 +522,11 @@ void LocalConnection::Detach() {
   while (delivering_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   if (engine != nullptr) {
     engine->Detach();  // ends it (the peer is told) and waits for its deliveries
-    (void)AfterPoll(false);
+    (void)AfterPoll(false);  // out of the poll set and the live list (it ended)
+    // The descriptor goes with the endpoint, not with the last reference to this connection (the
+    // handler posted below, a kick queued): dat_ep_free returns with it closed.
+    std::lock_guard lock(registration_mutex_);
+    engine->CloseSocket();
   }
   // The handshake's socket and wait go in the io_context, where Asio objects are used.
   asio::post(paths_.io(), [self = shared_from_this()] {

@@ -211,6 +211,7 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   std::atomic<shm::Connection*> engine_ready_{nullptr};
   std::uint64_t poll_token_ = 0;
   std::atomic<bool> registered_{false};  // in the poll set and the live list
+  softdat::Mutex registration_mutex_;    // leaving them, and closing the socket after
 
   mutable softdat::Mutex address_mutex_;
   sockaddr_in local_{};

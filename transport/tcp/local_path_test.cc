@@ -6,6 +6,7 @@
 // without a rendezvous (shm=off here, as siw or OFED DAPL: nobody answers on it) or a client with
 // shm=off gets iWARP over TCP. The other network namespace is testing/netns's.
 #include <arpa/inet.h>
+#include <sys/stat.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -295,6 +296,38 @@ TEST_F(LocalPathTest, TheProgressThreadDoesNotSleepOnWorkAnotherThreadHolds) {
   // And the next look moves it.
   EXPECT_TRUE(progress_until([&] { return server_events_.Get(server_events_.recvs).size() == 1; }));
   EXPECT_EQ(sink, message);
+}
+
+// An endpoint that goes (dat_ep_free) takes its same-host connection's descriptor with it at once,
+// not when its progress context next runs: a consumer at its descriptor limit (max_eps) frees an
+// EP and connects again, and kill_peer_test_shm counted one descriptor more after a round whose
+// survivor had freed its EP just before. The client polls only when the test says
+// (progress=poll), so nothing of its progress context runs after the endpoint goes.
+TEST_F(LocalPathTest, AnEndpointThatGoesClosesItsDescriptorAtOnce) {
+  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  server_transport_ = Make(ShmMode::kAuto);
+  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
+  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client_events_.Get(client_events_.established) != 1 && std::chrono::steady_clock::now() < until)
+    (void)client.Progress();
+  ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  const int fd = TcpTransportTestAccess::LocalEngineSocket(client, 0);
+  ASSERT_GE(fd, 0);
+  struct stat before {};
+  ASSERT_EQ(::fstat(fd, &before), 0);
+
+  client_.reset();
+  struct stat after {};
+  const bool same_file = ::fstat(fd, &after) == 0 && after.st_ino == before.st_ino && after.st_dev == before.st_dev;
+  EXPECT_FALSE(same_file) << "the connection's socket outlived its endpoint";
+  for (int i = 0; i < 10; ++i) (void)client.Progress();  // what the endpoint left behind goes
 }
 
 }  // namespace

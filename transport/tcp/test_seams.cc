@@ -63,6 +63,14 @@ bool TcpTransportTestAccess::PrepareSleep(TcpTransport& transport) { return tran
 
 void TcpTransportTestAccess::EndSleep(TcpTransport& transport) { transport.local_->EndSleep(); }
 
+int TcpTransportTestAccess::LocalEngineSocket(TcpTransport& transport, std::size_t index) {
+  LocalPaths* paths = transport.local_.get();
+  if (paths == nullptr) return -1;
+  std::lock_guard lock(paths->mutex_);
+  if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return -1;
+  return paths->live_[index]->engine_->socket_fd();
+}
+
 softdat::Mutex* TcpTransportTestAccess::LocalEngineLock(TcpTransport& transport, std::size_t index) {
   LocalPaths* paths = transport.local_.get();
   if (paths == nullptr) return nullptr;

@@ -48,6 +48,8 @@ struct TcpTransportTestAccess {
   // The io lock of live same-host connection `index`'s engine (null if there is none): a test
   // holds it as a consumer thread in Post does, to put another poller on the other side of it.
   static softdat::Mutex* LocalEngineLock(TcpTransport& transport, std::size_t index);
+  // The rendezvous socket of live same-host connection `index` (-1 if there is none).
+  static int LocalEngineSocket(TcpTransport& transport, std::size_t index);
 };
 
 }  // namespace softdat::transport::tcp
