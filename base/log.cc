@@ -79,7 +79,7 @@ void ReadLevels(Config& config) {
       if (name == kLogSubsystems[i]) found = i;
     if (found == 0) {
       Complain(config, "SOFTDAT_LOG: unknown subsystem \"" + std::string(name) +
-                           "\" (dat, core, srq, evd, transport, tcp, verbs, tools); ignored");
+                           "\" (dat, core, srq, evd, transport, tcp, shm, verbs, tools); ignored");
       continue;
     }
     specific[found] = level;

@@ -5,7 +5,7 @@
 // SOFTDAT_LOG is a comma-separated list of LEVEL (the default for every subsystem) and
 // SUBSYSTEM:LEVEL words, the later word winning: "debug", "warn,tcp:debug", "error,core:info".
 // Levels: error, warn (the default), info, debug. Subsystems (kLogSubsystems): dat, core, srq,
-// evd, transport, tcp, verbs, tools. A line's subsystem is the folder of the file that logs it, worked
+// evd, transport, tcp, shm, verbs, tools. A line's subsystem is the folder of the file that logs it, worked
 // out when the file is compiled, so choosing costs nothing at run time; a disabled line costs one
 // load and one compare, and is never formatted.
 //
@@ -21,11 +21,11 @@ namespace softdat {
 
 enum class LogLevel : int { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
-enum class LogSubsystem : std::uint8_t { kOther, kDat, kCore, kSrq, kEvd, kTransport, kTcp, kVerbs, kTools, kCount };
+enum class LogSubsystem : std::uint8_t { kOther, kDat, kCore, kSrq, kEvd, kTransport, kTcp, kShm, kVerbs, kTools, kCount };
 
 // The subsystem names SOFTDAT_LOG accepts, indexed by LogSubsystem (kOther has none: it follows
 // the default level).
-inline constexpr const char* kLogSubsystems[] = {"", "dat", "core", "srq", "evd", "transport", "tcp", "verbs", "tools"};
+inline constexpr const char* kLogSubsystems[] = {"", "dat", "core", "srq", "evd", "transport", "tcp", "shm", "verbs", "tools"};
 static_assert(sizeof kLogSubsystems / sizeof kLogSubsystems[0] == static_cast<int>(LogSubsystem::kCount));
 
 // The subsystem of a source file, from its path as the compiler was given it ("transport/tcp/
@@ -37,7 +37,8 @@ constexpr LogSubsystem LogSubsystemOfPath(const char* path) {
     LogSubsystem subsystem;
   };
   // Longest first: transport/tcp/ before transport/.
-  constexpr Folder kFolders[] = {{"transport/tcp/", LogSubsystem::kTcp}, {"transport/verbs/", LogSubsystem::kVerbs},
+  constexpr Folder kFolders[] = {{"transport/tcp/", LogSubsystem::kTcp}, {"transport/shm/", LogSubsystem::kShm},
+                                 {"transport/verbs/", LogSubsystem::kVerbs},
                                  {"transport/", LogSubsystem::kTransport}, {"core/", LogSubsystem::kCore},
                                  {"dat/", LogSubsystem::kDat},            {"srq/", LogSubsystem::kSrq},
                                  {"evd/", LogSubsystem::kEvd},            {"tools/", LogSubsystem::kTools}};
@@ -73,7 +74,7 @@ struct LogVariable {
 inline constexpr LogVariable kLogVariables[] = {
     {"SOFTDAT_LOG", "warn",
      "log levels: LEVEL or SUBSYSTEM:LEVEL words, comma-separated (warn,tcp:debug); levels error, warn, info, "
-     "debug; subsystems dat, core, srq, evd, transport, tcp, verbs, tools"},
+     "debug; subsystems dat, core, srq, evd, transport, tcp, shm, verbs, tools"},
     {"SOFTDAT_LOG_FILE", "(stderr)",
      "append log lines to this file instead of stderr; %p is replaced by the process id, %h by the host name"},
 };

@@ -18,6 +18,7 @@ namespace softdat {
 namespace {
 
 static_assert(LogSubsystemOfPath("transport/tcp/connection_rx.cc") == LogSubsystem::kTcp);
+static_assert(LogSubsystemOfPath("transport/shm/connection_rx.cc") == LogSubsystem::kShm);
 static_assert(LogSubsystemOfPath("transport/verbs/verbs_transport.cc") == LogSubsystem::kVerbs);
 static_assert(LogSubsystemOfPath("transport/ia_params.cc") == LogSubsystem::kTransport);
 static_assert(LogSubsystemOfPath("core/ep.cc") == LogSubsystem::kCore);

@@ -147,6 +147,7 @@ Status Ep::NewTransportEndpoint(const DAT_EP_ATTR& attr, const RequestQueue& req
                                 std::unique_ptr<transport::Endpoint>& out) {
   transport::EndpointConfig config;
   config.pd = pz_->domain();
+  config.owner = reinterpret_cast<std::uintptr_t>(this);  // what an RMR bound to this EP names
   config.srq = srq_ != nullptr ? srq_->device_srq() : nullptr;  // null on a software transport
   // The EVDs' device CQs (null without them): the endpoint's completions go where its events do.
   config.send_cq = request_evd_ != nullptr ? request_evd_->completion_queue() : nullptr;

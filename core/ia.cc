@@ -26,7 +26,22 @@ Ia::Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> 
       transport_(std::move(transport)),
       address_(transport_->address()),
       provider_specific_(params_, transport_->capabilities()),
-      memory_(kMaxMemoryKeys, transport_->capabilities().device_memory_keys) {}
+      memory_(kMaxMemoryKeys, transport_->capabilities().device_memory_keys) {
+  // A device resolves its own keys, which say nothing of core's slots: only core's keys are told.
+  if (!transport_->capabilities().device_memory_keys) memory_.set_observer(&key_hooks_);
+}
+
+void Ia::KeyHooks::Published(const WindowView& view) {
+  transport::PublishedKey key;
+  key.key = view.key;
+  key.address = view.address;
+  key.length = view.length;
+  key.remote_read = view.Allows(DAT_MEM_PRIV_REMOTE_READ_FLAG);
+  key.remote_write = view.Allows(DAT_MEM_PRIV_REMOTE_WRITE_FLAG);
+  key.pd = view.pz != nullptr ? view.pz->domain() : nullptr;
+  key.endpoint = reinterpret_cast<std::uintptr_t>(view.endpoint);  // as EndpointConfig::owner
+  ia_.transport_->PublishKey(key);
+}
 
 Ia::~Ia() = default;
 

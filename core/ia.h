@@ -110,7 +110,7 @@ class Ia : public HandleHeader {
   bool datagrams_wanted() const { return datagrams_wanted_.load(std::memory_order_seq_cst); }
 
   // How many LMRs and bound RMRs one IA may have (the key table is sized for it at open).
-  static constexpr std::uint32_t kMaxMemoryKeys = 16384;
+  static constexpr std::uint32_t kMaxMemoryKeys = transport::kMaxMemoryKeys;
 
   // Public for NewHandle; use Open.
   Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> transport);
@@ -138,6 +138,18 @@ class Ia : public HandleHeader {
     Ia& ia_;
   };
 
+  // The key table's observer: every key core publishes or revokes, told to the transport
+  // (Transport::PublishKey, RevokeKey).
+  class KeyHooks final : public KeyObserver {
+   public:
+    explicit KeyHooks(Ia& ia) : ia_(ia) {}
+    void Published(const WindowView& view) override;
+    void Revoked(std::uint32_t key) override { ia_.transport_->RevokeKey(key); }
+
+   private:
+    Ia& ia_;
+  };
+
   std::string name_;
   IaParams params_;
   std::unique_ptr<transport::Transport> transport_;
@@ -152,6 +164,7 @@ class Ia : public HandleHeader {
   MemoryTable memory_;
   IaCounters counters_;
   Poller poller_{*this};
+  KeyHooks key_hooks_{*this};
   std::atomic<DAT_IA_HANDLE> consumer_handle_{nullptr};
   mutable softdat::Mutex objects_mutex_;
   std::atomic<bool> datagrams_wanted_{false};

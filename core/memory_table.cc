@@ -52,8 +52,11 @@ Status MemoryTable::Reserve(std::uint32_t& key) {
 void MemoryTable::Publish(const WindowView& view) {
   std::uint32_t slot = 0;
   if (!SlotOf(view.key, slot)) return;
-  std::lock_guard lock(write_mutex_);
-  windows_[slot].Write(view);
+  {
+    std::lock_guard lock(write_mutex_);
+    windows_[slot].Write(view);
+  }
+  if (observer_ != nullptr) observer_->Published(view);
 }
 
 void MemoryTable::Release(std::uint32_t key) {
@@ -63,6 +66,9 @@ void MemoryTable::Release(std::uint32_t key) {
     std::lock_guard lock(write_mutex_);
     windows_[slot].Write(WindowView{});
   }
+  // Before the slot is free: a key reissued from it is never published while the old one may
+  // still be in use.
+  if (observer_ != nullptr) observer_->Revoked(key);
   std::lock_guard lock(mutex_);
   if (device_keys_) {
     std::lock_guard keys(device_mutex_);

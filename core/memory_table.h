@@ -25,12 +25,27 @@
 
 namespace softdat::core {
 
+// Told of every key that starts or stops granting access, so that a transport whose peers check
+// keys themselves (tcp's same-host path) publishes the same (core/ia.h forwards to the transport).
+// Control path; called with no lock of the table held.
+class KeyObserver {
+ public:
+  virtual void Published(const WindowView& view) = 0;
+  // Returns only when no access through `key` can be in flight any more.
+  virtual void Revoked(std::uint32_t key) = 0;
+
+ protected:
+  ~KeyObserver() = default;
+};
+
 class MemoryTable {
  public:
   // `device_keys`: keys come from the device (ReserveDeviceKey), not from Reserve.
   explicit MemoryTable(std::uint32_t capacity, bool device_keys = false);
 
   std::uint32_t capacity() const { return capacity_; }
+  // Who hears of every Publish and revocation (Release, Invalidate); set before the first key.
+  void set_observer(KeyObserver* observer) { observer_ = observer; }
   bool device_keys() const { return device_keys_; }
 
   // Device keys: reserves a slot for `device_key`, which then names it in Publish, Release and
@@ -43,7 +58,7 @@ class MemoryTable {
   Status Reserve(std::uint32_t& key);
   // Makes `view.key` (reserved by the caller, who alone writes its slot) grant `view`.
   void Publish(const WindowView& view);
-  // Revokes `key` and frees its slot.
+  // Revokes `key` and frees its slot (after the observer's revocation returned).
   void Release(std::uint32_t key);
   // Revokes `key` if it still grants what `check` accepts, keeping the slot reserved for its
   // owner (who still Releases it). For a peer's Send with Invalidate. True when revoked.
@@ -51,10 +66,13 @@ class MemoryTable {
   bool Invalidate(std::uint32_t key, Check check) {
     std::uint32_t slot = 0;
     if (!SlotOf(key, slot)) return false;
-    std::lock_guard lock(write_mutex_);
-    const WindowView view = windows_[slot].Read();
-    if (view.key != key || key == 0 || !check(view)) return false;
-    windows_[slot].Write(WindowView{});
+    {
+      std::lock_guard lock(write_mutex_);
+      const WindowView view = windows_[slot].Read();
+      if (view.key != key || key == 0 || !check(view)) return false;
+      windows_[slot].Write(WindowView{});
+    }
+    if (observer_ != nullptr) observer_->Revoked(key);
     return true;
   }
 
@@ -68,6 +86,7 @@ class MemoryTable {
 
   const std::uint32_t capacity_;
   const bool device_keys_;
+  KeyObserver* observer_ = nullptr;
   std::unique_ptr<MemoryWindow[]> windows_;
   std::unique_ptr<std::uint8_t[]> generations_;
   softdat::Mutex mutex_;        // guards free_ and generations_ (control path only)

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace softdat::core {
 namespace {
@@ -100,6 +102,40 @@ TEST(MemoryTable, DeviceKeyGivenTwiceIsRefused) {
   MemoryTable table(4, /*device_keys=*/true);
   ASSERT_TRUE(table.ReserveDeviceKey(0x77).ok());
   EXPECT_EQ(table.ReserveDeviceKey(0x77).code(), Code::kInvalidParameter);
+}
+
+// What the transport's key hook hears (core/ia.h forwards it): every key that starts granting,
+// and every key that stops, the revocation before its slot can be reissued.
+TEST(MemoryTable, ObserverHearsPublishReleaseAndInvalidateBeforeTheSlotIsReused) {
+  struct Recorder final : KeyObserver {
+    std::vector<std::pair<char, std::uint32_t>> heard;
+    MemoryTable* table = nullptr;
+    bool slot_free_at_revoke = false;
+    void Published(const WindowView& view) override { heard.push_back({'P', view.key}); }
+    void Revoked(std::uint32_t key) override {
+      heard.push_back({'R', key});
+      std::uint32_t other = 0;
+      // A one-slot table: while the revocation runs, the slot must not be free.
+      if (table->Reserve(other).ok()) slot_free_at_revoke = true;
+    }
+  } recorder;
+  MemoryTable table(1);
+  recorder.table = &table;
+  table.set_observer(&recorder);
+  std::uint32_t key = 0;
+  ASSERT_TRUE(table.Reserve(key).ok());
+  table.Publish(View(key, 0x1000, 64));
+  table.Release(key);
+  EXPECT_FALSE(recorder.slot_free_at_revoke);
+  std::uint32_t rmr = 0;
+  ASSERT_TRUE(table.Reserve(rmr).ok());
+  WindowView window = View(rmr, 0x2000, 16);
+  window.is_lmr = false;
+  table.Publish(window);
+  EXPECT_FALSE(table.Invalidate(rmr, [](const WindowView& v) { return v.is_lmr; })) << "refused: nothing heard";
+  EXPECT_TRUE(table.Invalidate(rmr, [](const WindowView& v) { return !v.is_lmr; }));
+  const std::vector<std::pair<char, std::uint32_t>> expected = {{'P', key}, {'R', key}, {'P', rmr}, {'R', rmr}};
+  EXPECT_EQ(recorder.heard, expected);
 }
 
 }  // namespace

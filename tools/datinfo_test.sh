@@ -48,7 +48,7 @@ fi
 env_list=$("$datinfo" -e) || fail "-e exited $?"
 variables=$(grep -oE '^SOFTDAT_[A-Z_]+' <<<"$env_list")
 for expected in SOFTDAT_LOG SOFTDAT_LOG_FILE SOFTDAT_PROGRESS SOFTDAT_RNR_TIMEOUT_MS SOFTDAT_MPA_CRC SOFTDAT_TIMEOUT_MS \
-  SOFTDAT_SPIN_US SOFTDAT_COALESCE_US SOFTDAT_TCP_CONGESTION; do
+  SOFTDAT_SPIN_US SOFTDAT_COALESCE_US SOFTDAT_TCP_CONGESTION SOFTDAT_SHM; do
   grep -qx "$expected" <<<"$variables" || fail "-e lacks $expected"
 done
 [[ $(grep -c '^    default ' <<<"$env_list") -eq $(wc -l <<<"$variables") ]] || fail "-e: a variable without its default"
@@ -113,7 +113,7 @@ DAT_OVERRIDE=$TEST_TMPDIR/missing.conf "$datinfo" >/dev/null 2>"$TEST_TMPDIR/err
 for expected in "max_srqs:" "max_recv_per_srq:" "srq_watermarks_supported:" "SOFTDAT_SRQ_RESIZE: *TRUE" \
   "SOFTDAT_RNR_WAITS: *TRUE" "SOFTDAT_TRANSPORT: *tcp" "SOFTDAT_DEVICE: *lo" "SOFTDAT_PROGRESS: *poll" \
   "SOFTDAT_MPA_CRC: *off" "SOFTDAT_RNR_TIMEOUT_MS: *250" "SOFTDAT_TIMEOUT_MS: *900" "SOFTDAT_TCP_CONGESTION: *reno" \
-  "SOFTDAT_SPIN_US: *200" "SOFTDAT_COALESCE_US: *16" "DAT_IB_TRANSPORT_MTU: *65440" 'ia_params: "tcp lo progress=poll' \
+  "SOFTDAT_SPIN_US: *200" "SOFTDAT_COALESCE_US: *16" "SOFTDAT_SHM: *off" "DAT_IB_TRANSPORT_MTU: *65440" 'ia_params: "tcp lo progress=poll' \
   "extension_supported: *1 +\(DAT_EXTENSION_IB\)" "extension_version: *209" "DAT_IB_IMMED_DATA: *TRUE" \
   "DAT_IB_FETCH_AND_ADD: *TRUE" "DAT_IB_CMP_AND_SWAP: *TRUE" "DAT_IB_UD: *TRUE" "DAT_COUNTERS: *TRUE" \
   "SOFTDAT_UD_MTU: *4096"; do

@@ -115,6 +115,9 @@ class EndpointEvents {
 // Sizes core asks for when it creates an endpoint (from the DAT EP attributes).
 struct EndpointConfig {
   ProtectionDomain* pd = nullptr;  // from Transport::CreateProtectionDomain
+  // Who owns the endpoint (core's EP), the same across the endpoints dat_ep_modify and reset
+  // replace: an RMR bound to it names it (PublishedKey::endpoint in transport.h).
+  std::uint64_t owner = 0;
   DeviceSrq* srq = nullptr;        // device receive model with an SRQ; else null
   // Where the endpoint's completions go (Transport::CreateCompletionQueue): the queue of its
   // request EVD and of its receive EVD (the same one when they are). Null: no EVD, or a transport

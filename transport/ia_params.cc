@@ -162,6 +162,19 @@ bool ApplyCongestion(std::string_view value, IaOptions& options, std::string& wh
 }
 std::string ShowCongestion(const IaOptions& options) { return options.congestion; }
 
+bool ApplyShm(std::string_view value, IaOptions& options, std::string& why) {
+  if (value == "auto") {
+    options.shm = ShmMode::kAuto;
+  } else if (value == "off") {
+    options.shm = ShmMode::kOff;
+  } else {
+    why = "shm must be auto or off, got \"" + std::string(value) + "\"";
+    return false;
+  }
+  return true;
+}
+std::string ShowShm(const IaOptions& options) { return options.shm == ShmMode::kOff ? "off" : "auto"; }
+
 constexpr IaOptionSpec kSpecs[] = {
     {"progress", "SOFTDAT_PROGRESS", "thread|poll", "thread", false,
      "who drives the transport: a progress thread per IA, which places arrivals and writes posted Work within "
@@ -204,6 +217,11 @@ constexpr IaOptionSpec kSpecs[] = {
      "system's (net.ipv4.tcp_congestion_control) to others; system always the system's; NAME (reno, cubic, bbr, "
      "...) that one, or the system's with a warning where the kernel refuses it",
      ApplyCongestion, ShowCongestion},
+    {"shm", "SOFTDAT_SHM", "auto|off", "off", true,
+     "auto: a connection between two softdat IAs of this host and network namespace runs over shared memory "
+     "(rings in a memfd, cross-memory attach for large transfers) with the same DAT semantics, and every other "
+     "peer (another host or namespace, siw, OFED DAPL) over iWARP on TCP, unchanged; off: TCP always",
+     ApplyShm, ShowShm},
 };
 
 const IaOptionSpec* FindSpec(std::string_view key) {

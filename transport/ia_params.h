@@ -24,6 +24,10 @@ enum class TransportKind : std::uint8_t { kTcp, kVerbs };
 
 enum class ProgressMode : std::uint8_t { kThread, kPoll };
 
+// tcp: whether a connection between two softdat IAs of this host and network namespace runs over
+// shared memory (transport/shm) instead of TCP.
+enum class ShmMode : std::uint8_t { kAuto, kOff };
+
 struct IaOptions {
   ProgressMode progress = ProgressMode::kThread;
   std::uint32_t rnr_timeout_ms = 0;  // 0: wait forever
@@ -36,6 +40,7 @@ struct IaOptions {
   std::uint32_t timeout_ms = 0;  // tcp: TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   std::uint32_t coalesce_us = 16;  // tcp: a send-only stream's coalescing window; 0: none
   std::string congestion = "auto";  // tcp: auto, system, or an algorithm's name (see above)
+  ShmMode shm = ShmMode::kOff;      // tcp: same-host peers over shared memory
 };
 
 struct IaParams {

@@ -36,7 +36,8 @@ TEST(IaParams, MalformedIsInvalidParameterWithReasonAndLeavesOutputAlone) {
                            "tcp lo timeout_ms=soon", "tcp lo timeout_ms=86400001",
                            "tcp lo coalesce_us=1000001", "tcp lo coalesce_us=x",
                            "tcp lo congestion=", "tcp lo congestion=BBR", "tcp lo congestion=a/b",
-                           "tcp lo congestion=sixteen_letters_", "tcp lo =x"}) {
+                           "tcp lo congestion=sixteen_letters_", "tcp lo =x",
+                           "tcp lo shm=on", "tcp lo shm="}) {
     IaParams params;
     params.address = "untouched";
     std::string why;
@@ -71,6 +72,7 @@ TEST(IaParams, DefaultsAreThreadInfiniteRnrAndCrc) {
   EXPECT_TRUE(params.options.mpa_crc);
   EXPECT_EQ(params.options.coalesce_us, 16u);
   EXPECT_EQ(params.options.congestion, "auto");
+  EXPECT_EQ(params.options.shm, ShmMode::kOff);
 }
 
 TEST(IaParams, CongestionTakesAutoSystemOrAnAlgorithmsName) {
@@ -131,7 +133,8 @@ TEST(IaOptionSpecs, EachOptionParsesShowsAndDefaultsAsItsRowSays) {
   const std::map<std::string, std::pair<std::string, std::string>> samples = {
       {"progress", {"poll", "sometimes"}},  {"rnr_timeout_ms", {"250", "-1"}}, {"crc", {"off", "maybe"}},
       {"timeout_ms", {"3000", "soon"}},     {"spin_us", {"0", "1000001"}},     {"coalesce_us", {"0", "x"}},
-      {"congestion", {"cubic", "BBR"}},     {"handoff_us", {"50", "0"}},      {"thread_spin_us", {"0", "1000001"}}};
+      {"congestion", {"cubic", "BBR"}},     {"handoff_us", {"50", "0"}},      {"thread_spin_us", {"0", "1000001"}},
+      {"shm", {"auto", "on"}}};
   ASSERT_EQ(IaOptionSpecs().size(), samples.size()) << "a new option needs a sample here";
   for (const IaOptionSpec& spec : IaOptionSpecs()) {
     SCOPED_TRACE(spec.key);

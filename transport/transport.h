@@ -35,6 +35,21 @@ enum class ReceiveModel : std::uint8_t { kSoftware, kDevice };
 // The largest payload of one tcp FPDU: Capabilities::transport_mtu's default.
 inline constexpr std::uint32_t kTcpFpduPayload = 65440;
 
+// How many LMRs and bound RMRs one IA may have: core's key table holds that many, and so does the
+// table a transport publishes keys in (PublishKey).
+inline constexpr std::uint32_t kMaxMemoryKeys = 16384;
+
+// What a key core published grants a peer (Transport::PublishKey).
+struct PublishedKey {
+  std::uint32_t key = 0;  // lmr_context or rmr_context: slot << 8 | generation
+  std::uint64_t address = 0;
+  std::uint64_t length = 0;
+  bool remote_read = false;
+  bool remote_write = false;
+  const ProtectionDomain* pd = nullptr;  // the key's protection zone
+  std::uint64_t endpoint = 0;            // an RMR bound to an EP: its EndpointConfig::owner; else 0
+};
+
 struct Capabilities {
   ReceiveModel receive_model = ReceiveModel::kSoftware;
   bool device_memory_keys = false;  // RegisterMemory gives the keys (else core issues them)
@@ -112,6 +127,14 @@ class Transport {
     (void)port, (void)events, (void)out;
     return Status(Code::kModelNotSupported);
   }
+
+  // Software transports whose peers check remote keys without core (tcp's same-host path, where a
+  // peer's RDMA Write lands without this process) learn of every key core publishes and revokes
+  // (dat_lmr_create and free, dat_rmr_bind, a peer's Send with Invalidate). RevokeKey returns only
+  // when no peer access through the key can be in flight, so the memory may go next. Control
+  // path; nothing by default (a device resolves its own keys; core checks those tcp receives).
+  virtual void PublishKey(const PublishedKey& key) { (void)key; }
+  virtual void RevokeKey(std::uint32_t key) { (void)key; }
 
   // Makes progress on the caller's thread (a consumer's EVD wait or dequeue); true when anything
   // happened. Busy-poll mode relies on it; with a progress thread it is how a waiting consumer

@@ -14,6 +14,8 @@
 // clang-format on
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -66,6 +68,77 @@ class IbExtensions : public ConformanceTest {
     ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
     ASSERT_EQ(Register(target, size, kTargetPrivileges), DAT_SUCCESS);
     ASSERT_EQ(Register(local, size, local_privileges, pair.sender_pz, pair.sender_ia), DAT_SUCCESS);
+  }
+  // One connection per entry of `sender_ias` (null: the suite's IA), each sending 200 Fetch and
+  // Adds of 1 (4 in flight) to one word of the receiver's: every add sees a value no other saw,
+  // and the word ends at their count.
+  void ConcurrentFetchAdds(const std::vector<const char*>& sender_ias) {
+    const int kConnections = static_cast<int>(sender_ias.size());
+    constexpr int kEach = 200, kWindow = 4;
+    Region target;
+    ASSERT_EQ(Register(target, 64, kTargetPrivileges), DAT_SUCCESS);
+    std::vector<Pair> pairs(kConnections);
+    std::vector<Region> results(kConnections);
+    DAT_SRQ_HANDLE srq;
+    ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
+    for (int c = 0; c < kConnections; ++c) {
+      ReceiverOptions options;
+      options.sender_ia_name = sender_ias[c];
+      ASSERT_NO_FATAL_FAILURE(Connect(srq, pairs[c], options));
+      ASSERT_EQ(Register(results[c], kEach * 8, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, pairs[c].sender_pz, pairs[c].sender_ia),
+                DAT_SUCCESS);
+    }
+    std::vector<int> failures(kConnections, 0);
+    std::atomic<int> finished{0};
+    std::vector<std::thread> initiators;
+    for (int c = 0; c < kConnections; ++c) {
+      initiators.emplace_back([&, c] {
+        int in_flight = 0;
+        auto reap = [&] {
+          DAT_EVENT event{};
+          if (Wait(pairs[c].sender_request_evd, event) != DAT_SUCCESS ||
+              static_cast<int>(event.event_number) != DAT_IB_DTO_EVENT ||
+              event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS ||
+              Extension(event).type != DAT_IB_FETCH_AND_ADD)
+            ++failures[c];
+          --in_flight;
+        };
+        for (int i = 0; i < kEach; ++i) {
+          if (in_flight == kWindow) reap();
+          DAT_LMR_TRIPLET local = results[c].Triplet(i * 8, 8);
+          DAT_RMR_TRIPLET remote = target.Remote(16, 8);
+          if (dat_ib_post_fetch_and_add(pairs[c].sender, 1, &local, Cookie(i), &remote, DAT_COMPLETION_DEFAULT_FLAG) !=
+              DAT_SUCCESS) {
+            ++failures[c];
+            break;
+          }
+          ++in_flight;
+        }
+        while (in_flight > 0) reap();
+        // With progress=poll an IA moves only while its EVDs are waited on or dequeued: go on
+        // dequeuing (nothing more comes) until every initiator is done, so the target IA, which
+        // may be this one, keeps answering the others (bounded: 20 s).
+        finished.fetch_add(1);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (finished.load() < kConnections && std::chrono::steady_clock::now() < until) {
+          DAT_EVENT event{};
+          (void)dat_evd_dequeue(pairs[c].sender_request_evd, &event);
+          std::this_thread::yield();
+        }
+      });
+    }
+    for (std::thread& t : initiators) t.join();
+    for (int c = 0; c < kConnections; ++c) EXPECT_EQ(failures[c], 0) << "connection " << c;
+    std::vector<std::uint64_t> originals;
+    for (const Region& r : results)
+      for (int i = 0; i < kEach; ++i) originals.push_back(Word(r, i * 8));
+    std::sort(originals.begin(), originals.end());
+    std::vector<std::uint64_t> expected(kConnections * kEach);
+    std::iota(expected.begin(), expected.end(), 0);
+    EXPECT_EQ(originals, expected) << "each add saw a value no other add saw";
+    EXPECT_EQ(Word(target, 16), static_cast<std::uint64_t>(kConnections * kEach));
+    EXPECT_EQ(Word(target, 8), 0u);
+    EXPECT_EQ(Word(target, 24), 0u);
   }
   void PostSlots(DAT_SRQ_HANDLE srq, SlotBuffers& slots, int count) {
     slots.slot_size = 64;
@@ -158,58 +231,16 @@ TEST_F(IbExtensions, WriteWithImmediateWaitsForAnSrqBuffer) {
 // distinct and the word ends at the total, as the CPU sees it.
 TEST_F(IbExtensions, AtomicsAreAtomicUnderConcurrentInitiatorsOnSeveralConnections) {
   if (!ProviderSays("DAT_IB_FETCH_AND_ADD")) GTEST_SKIP() << "the IA reports DAT_IB_FETCH_AND_ADD=FALSE";
-  constexpr int kConnections = 4, kEach = 200, kWindow = 4;
-  Region target;
-  ASSERT_EQ(Register(target, 64, kTargetPrivileges), DAT_SUCCESS);
-  std::vector<Pair> pairs(kConnections);
-  std::vector<Region> results(kConnections);
-  DAT_SRQ_HANDLE srq;
-  ASSERT_EQ(CreateSrq(4, 1, &srq), DAT_SUCCESS);
-  for (int c = 0; c < kConnections; ++c) {
-    ASSERT_NO_FATAL_FAILURE(Connect(srq, pairs[c]));
-    ASSERT_EQ(Register(results[c], kEach * 8, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, pairs[c].sender_pz, pairs[c].sender_ia),
-              DAT_SUCCESS);
-  }
-  std::vector<int> failures(kConnections, 0);
-  std::vector<std::thread> initiators;
-  for (int c = 0; c < kConnections; ++c) {
-    initiators.emplace_back([&, c] {
-      int in_flight = 0;
-      auto reap = [&] {
-        DAT_EVENT event{};
-        if (Wait(pairs[c].sender_request_evd, event) != DAT_SUCCESS ||
-            static_cast<int>(event.event_number) != DAT_IB_DTO_EVENT ||
-            event.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS ||
-            Extension(event).type != DAT_IB_FETCH_AND_ADD)
-          ++failures[c];
-        --in_flight;
-      };
-      for (int i = 0; i < kEach; ++i) {
-        if (in_flight == kWindow) reap();
-        DAT_LMR_TRIPLET local = results[c].Triplet(i * 8, 8);
-        DAT_RMR_TRIPLET remote = target.Remote(16, 8);
-        if (dat_ib_post_fetch_and_add(pairs[c].sender, 1, &local, Cookie(i), &remote, DAT_COMPLETION_DEFAULT_FLAG) !=
-            DAT_SUCCESS) {
-          ++failures[c];
-          return;
-        }
-        ++in_flight;
-      }
-      while (in_flight > 0) reap();
-    });
-  }
-  for (std::thread& t : initiators) t.join();
-  for (int c = 0; c < kConnections; ++c) EXPECT_EQ(failures[c], 0) << "connection " << c;
-  std::vector<std::uint64_t> originals;
-  for (const Region& r : results)
-    for (int i = 0; i < kEach; ++i) originals.push_back(Word(r, i * 8));
-  std::sort(originals.begin(), originals.end());
-  std::vector<std::uint64_t> expected(kConnections * kEach);
-  std::iota(expected.begin(), expected.end(), 0);
-  EXPECT_EQ(originals, expected) << "each add saw a value no other add saw";
-  EXPECT_EQ(Word(target, 16), std::uint64_t{kConnections * kEach});
-  EXPECT_EQ(Word(target, 8), 0u);
-  EXPECT_EQ(Word(target, 24), 0u);
+  ConcurrentFetchAdds({nullptr, nullptr, nullptr, nullptr});
+}
+
+// The same memory under atomics from a connection over TCP (an IA with shm=off) and one from the
+// suite's IA, which in the _shm variants takes the same-host shared-memory path: the target
+// executes both the same way, so they are atomic with respect to each other too.
+TEST_F(IbExtensions, AtomicsOverTcpAndSharedMemoryOnOneRegionAreAtomicTogether) {
+  if (!SuiteIsTcp()) GTEST_SKIP() << "softdat-tcp-noshm is a softdat-tcp IA";
+  if (!ProviderSays("DAT_IB_FETCH_AND_ADD")) GTEST_SKIP() << "the IA reports DAT_IB_FETCH_AND_ADD=FALSE";
+  ConcurrentFetchAdds({"softdat-tcp-noshm", nullptr, "softdat-tcp-noshm", nullptr});
 }
 
 TEST_F(IbExtensions, CompareAndSwapSwapsOnlyOnAMatch) {

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
     softdat::testing::InstallDatConf({
         {"softdat-tcp", "tcp 127.0.0.1"},
         {"softdat-tcp-rnr", "tcp 127.0.0.1 rnr_timeout_ms=100"},
+        // Always over TCP, whatever SOFTDAT_SHM says: beside the suite's IA in the _shm variants,
+        // one connection over each path.
+        {"softdat-tcp-noshm", "tcp 127.0.0.1 shm=off"},
         // The VM's devices (testing/vm): chosen with SOFTDAT_CONFORMANCE_IA.
         {"softdat-verbs-rxe0", "verbs rxe0 1"},
         {"softdat-verbs-siw0", "verbs siw0 1"},

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -62,7 +63,9 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
   const std::string address = IaAddressText(ia_attr_);
   testing::SubprocessResult result;
   std::thread child([&] {
-    result = testing::RunSubprocess({peer, address, std::to_string(port), std::to_string(kMessages)}, {}, 60s);
+    // At info the peer's tcp IA says which path its connection took (local_path.cc, connection_setup.cc).
+    result = testing::RunSubprocess({peer, address, std::to_string(port), std::to_string(kMessages)},
+                                    {{"SOFTDAT_LOG", "warn,tcp:info"}}, 60s);
   });
   struct Joiner {
     std::thread& thread;
@@ -87,6 +90,14 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.signal, 0);
   EXPECT_EQ(result.exit_code, 0);
+  if (SuiteIsTcp()) {
+    // Two softdat IAs of one host and namespace: shared memory with shm=auto (the _shm variants),
+    // iWARP over TCP with shm=off.
+    const char* shm = std::getenv("SOFTDAT_SHM");
+    const bool local = shm != nullptr && std::string(shm) == "auto";
+    EXPECT_NE(result.output.find(local ? ": shared memory (" : ": over TCP"), std::string::npos)
+        << "the connection did not take the " << (local ? "shared-memory" : "TCP") << " path";
+  }
   EXPECT_EQ(dat_psp_free(psp), DAT_SUCCESS);
 }
 

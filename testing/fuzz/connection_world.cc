@@ -212,7 +212,9 @@ void SocketPairTransport::Deliver(int fd, const wire::MpaFrame& request,
 
 Status MakeTransport(const IaParams& params, std::string& why, std::unique_ptr<transport::Transport>& out) {
   std::unique_ptr<transport::Transport> inner;
-  if (Status status = transport::tcp::CreateTcpTransport(params, why, inner); !status.ok()) return status;
+  IaParams tcp_only = params;
+  tcp_only.options.shm = ShmMode::kOff;  // the world's connections are socketpairs, never the rendezvous
+  if (Status status = transport::tcp::CreateTcpTransport(tcp_only, why, inner); !status.ok()) return status;
   out = std::make_unique<SocketPairTransport>(std::move(inner));
   return Status::Ok();
 }

@@ -2,7 +2,9 @@
 // Two hosts on one machine: two network namespaces made for this run, joined by a veth pair with a
 // /30 between them, stock `dtest -s` in one and stock `dtest -h <peer>` in the other, each with a
 // dat.conf of its own whose IA params name that namespace's address. Both must print PASSED. So
-// softdat-tcp is shown to work between two addresses, not only on loopback.
+// softdat-tcp is shown to work between two addresses, not only on loopback. Both ask for the
+// same-host path (shm=auto): two softdat IAs of one machine in different network namespaces do not
+// meet on the rendezvous, and their connections go over TCP, which their log lines must say.
 //
 // Where namespaces may not be made (no privilege), the test is skipped (counted); any other
 // failure of the setup fails it (testing/netns/veth_pair.h).
@@ -32,6 +34,10 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kPassed = "DAPL Test Complete. PASSED";
+// What a tcp IA logs at info for each connection, by the path it took (connection_setup.cc,
+// local_path.cc).
+constexpr const char* kOverTcp = ": over TCP";
+constexpr const char* kOverSharedMemory = ": shared memory (";
 
 TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   VethPair hosts;
@@ -52,7 +58,7 @@ TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   std::atomic<bool> server_done = false;
   std::thread server_thread([&] {
     server = RunSubprocess({ip, "netns", "exec", ns_a, "dtest", "-s", "-P", "softdat-ns", "-B", kBurst},
-                           {{"DAT_OVERRIDE", conf_a}}, 90s);
+                           {{"DAT_OVERRIDE", conf_a}, {"SOFTDAT_SHM", "auto"}, {"SOFTDAT_LOG", "warn,tcp:info"}}, 90s);
     server_done = true;
   });
   // Ends whatever still runs in namespace A (and only there), so a failed client does not leave
@@ -94,7 +100,7 @@ TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   SubprocessResult client;
   if (relayed)
     client = RunSubprocess({ip, "netns", "exec", ns_b, "dtest", "-P", "softdat-ns", "-B", kBurst, "-h", address_a},
-                           {{"DAT_OVERRIDE", conf_b}}, 60s);
+                           {{"DAT_OVERRIDE", conf_b}, {"SOFTDAT_SHM", "auto"}, {"SOFTDAT_LOG", "warn,tcp:info"}}, 60s);
   for (int i = 0; i < 300 && !server_done; ++i) std::this_thread::sleep_for(50ms);
   if (!server_done) end_server();
   server_thread.join();
@@ -112,6 +118,10 @@ TEST(DtestAcrossNamespaces, ServerAndClientPassOverAVethPair) {
   EXPECT_EQ(client.signal, 0);
   EXPECT_NE(server.output.find(kPassed), std::string::npos);
   EXPECT_NE(client.output.find(kPassed), std::string::npos);
+  for (const SubprocessResult* side : {&server, &client}) {
+    EXPECT_NE(side->output.find(kOverTcp), std::string::npos) << "no connection said it went over TCP";
+    EXPECT_EQ(side->output.find(kOverSharedMemory), std::string::npos) << "a connection across namespaces took shared memory";
+  }
 }
 
 }  // namespace

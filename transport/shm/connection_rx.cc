@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/remote_atomic.h"
 #include "transport/shm/cma.h"
 #include "transport/shm/shm_connection.h"
 
@@ -21,6 +22,12 @@ namespace {
 
 // Records one poll reads before it lets the poller go on.
 constexpr int kRecordBudget = 256;
+// Bytes of a pulled Send one poll copies: a large Send takes several polls, so that one
+// connection's 32 MiB copy does not hold up the others (and the receive buffer is seen taken
+// before the message completes, as over TCP).
+constexpr std::uint64_t kPullPerPoll = 4 << 20;
+
+bool IsAtomic(WorkKind kind) { return kind == WorkKind::kFetchAdd || kind == WorkKind::kCompareSwap; }
 
 RecvInfo InfoOf(const RecordHeader& header, std::uint32_t length) {
   RecvInfo info;
@@ -51,10 +58,14 @@ bool Connection::ReadRecords() {
       case Opcode::kWrite: rx = OnWrite(header, payload); break;
       case Opcode::kReadRequest: rx = OnReadRequest(header); break;
       case Opcode::kReadResponse: rx = OnReadResponse(header, payload); break;
+      case Opcode::kImmediate: rx = OnImmediate(header); break;
+      case Opcode::kAtomicRequest: rx = OnAtomicRequest(header, payload); break;
+      case Opcode::kAtomicResponse: rx = OnAtomicResponse(header, payload); break;
       case Opcode::kPad: rx = Fail("a pad where a record belongs"); break;
     }
     if (rx == Rx::kEnded) return true;
-    if (rx == Rx::kHeld) break;
+    if (rx == Rx::kPartial) moved = true;
+    if (rx == Rx::kHeld || rx == Rx::kPartial) break;
     reader_.Consume(header);
     moved = true;
   }
@@ -63,7 +74,7 @@ bool Connection::ReadRecords() {
   return moved;
 }
 
-Connection::Rx Connection::StartMessage(const RecordHeader& header) {
+Connection::Rx Connection::StartMessage(const RecordHeader& header, std::uint32_t places) {
   if (header.msn != expected_msn_ || header.offset != 0) {
     SOFTDAT_LOG(kInfo, "shm: Send MSN %u offset %llu from process %d, expected MSN %u offset 0", header.msn,
                 static_cast<unsigned long long>(header.offset), static_cast<int>(peer_pid_), expected_msn_);
@@ -88,8 +99,8 @@ Connection::Rx Connection::StartMessage(const RecordHeader& header) {
   }
   held_.store(false, std::memory_order_relaxed);
   rnr_deadline_ns_ = 0;
-  if (header.total > target.capacity) {
-    SOFTDAT_LOG(kInfo, "shm: Send MSN %u of %u bytes is longer than its receive buffer (%llu bytes)", header.msn, header.total,
+  if (places > target.capacity) {
+    SOFTDAT_LOG(kInfo, "shm: Send MSN %u of %u bytes is longer than its receive buffer (%llu bytes)", header.msn, places,
                 static_cast<unsigned long long>(target.capacity));
     events_->OnRecvDone(header.msn, WorkStatus::kLocalLength, InfoOf(header, 0));
     return Fail("a Send longer than its receive buffer");
@@ -104,7 +115,7 @@ Connection::Rx Connection::StartMessage(const RecordHeader& header) {
 
 Connection::Rx Connection::OnSend(const RecordHeader& header, const std::uint8_t* payload) {
   if (!rx_.active) {
-    if (Rx rx = StartMessage(header); rx != Rx::kDone) return rx;
+    if (Rx rx = StartMessage(header, header.total); rx != Rx::kDone) return rx;
   } else if (header.msn != rx_.msn || header.offset != rx_.received || header.total != rx_.total) {
     return Fail("a Send record that does not continue its message");
   }
@@ -123,41 +134,56 @@ Connection::Rx Connection::OnSend(const RecordHeader& header, const std::uint8_t
 }
 
 Connection::Rx Connection::OnPull(const RecordHeader& header, const std::uint8_t* payload) {
-  if (rx_.active) return Fail("a pull record inside another Send");
-  const std::uint16_t count = header.segments;
-  if (count == 0 || count > kMaxPullSegments || header.length != count * sizeof(PullSegment) ||
-      (header.flags & kFlagLast) == 0)
-    return Fail("a malformed pull record");
-  PullSegment pieces[kMaxPullSegments];
-  std::memcpy(pieces, payload, header.length);  // once: the peer may change the ring under us
-  std::uint64_t sum = 0;
-  iovec remote[kMaxPullSegments];
-  for (std::uint16_t i = 0; i < count; ++i) {
-    if (pieces[i].length > header.total) return Fail("a pull record whose pieces exceed its length");
-    sum += pieces[i].length;
-    remote[i] = iovec{reinterpret_cast<void*>(pieces[i].address), static_cast<std::size_t>(pieces[i].length)};
+  if (rx_.active && !rx_.pulling) return Fail("a pull record inside another Send");
+  if (!rx_.active) {
+    const std::uint16_t count = header.segments;
+    if (count == 0 || count > kMaxPullSegments || header.length != count * sizeof(PullSegment) ||
+        (header.flags & kFlagLast) == 0)
+      return Fail("a malformed pull record");
+    PullSegment pieces[kMaxPullSegments];
+    std::memcpy(pieces, payload, header.length);  // once: the peer may change the ring under us
+    std::uint64_t sum = 0;
+    for (std::uint16_t i = 0; i < count; ++i) {
+      if (pieces[i].length > header.total) return Fail("a pull record whose pieces exceed its length");
+      sum += pieces[i].length;
+    }
+    if (sum != header.total) return Fail("a pull record whose pieces disagree with its length");
+    if (Rx rx = StartMessage(header, header.total); rx != Rx::kDone) return rx;
+    rx_.pulling = true;
+    rx_.pull_count = count;
+    for (std::uint16_t i = 0; i < count; ++i)
+      rx_.pull_from[i] = Segment{pieces[i].address, static_cast<std::uint32_t>(pieces[i].length), 0};
+  } else if (header.msn != rx_.msn || header.total != rx_.total || header.opcode != Opcode::kSendPull) {
+    return Fail("a pull record that changed while it was being copied");
   }
-  if (sum != header.total) return Fail("a pull record whose pieces disagree with its length");
-  if (Rx rx = StartMessage(header); rx != Rx::kDone) return rx;
+  const std::uint64_t n = std::min<std::uint64_t>(kPullPerPoll, rx_.total - rx_.received);
   CmaResult result = CmaResult::kRefused;
   iovec local[kMaxPullSegments];
-  const std::size_t local_count = SegmentIovecs(rx_.target.segments, 0, header.total, local);
-  if (attach_ && (local_count != 0 || header.total == 0))
-    result = CrossMemoryCopy(peer_pid_, false, {local, local_count}, {remote, count}, header.total);
+  iovec remote[kMaxPullSegments];
+  const std::size_t local_count = SegmentIovecs(rx_.target.segments, rx_.received, n, local);
+  const std::size_t remote_count =
+      SegmentIovecs({rx_.pull_from, rx_.pull_count}, rx_.received, n, remote);
+  if (attach_ && ((local_count != 0 && remote_count != 0) || n == 0))
+    result = CrossMemoryCopy(peer_pid_, false, {local, local_count}, {remote, remote_count}, n);
   if (result == CmaResult::kFault) return Fail("the sender's memory is not where its pull record says");
   if (result == CmaResult::kRefused) {
-    // The bytes come again through the ring, as kSend records of this MSN; the record is consumed
-    // (and our refusal published before the consumed count).
+    // The bytes come again, whole, through the ring, as kSend records of this MSN; the record is
+    // consumed (and our refusal published before the consumed count).
     if (attach_) {
       SOFTDAT_LOG(kInfo, "shm: the kernel refused cross-memory attach to process %d: its Sends come through the ring",
                   static_cast<int>(peer_pid_));
       attach_ = false;
     }
     StoreRelease(&my_control_->pull_refused, header.msn);
+    rx_.pulling = false;
     rx_.awaiting_resend = true;
+    rx_.received = 0;
     return Rx::kDone;
   }
+  rx_.received += static_cast<std::uint32_t>(n);
+  if (rx_.received < rx_.total) return Rx::kPartial;
   rx_.active = false;
+  rx_.pulling = false;
   ++expected_msn_;
   events_->OnRecvDone(header.msn, WorkStatus::kSuccess, InfoOf(header, header.total));
   report_pending_ = true;
@@ -191,8 +217,8 @@ Connection::Rx Connection::OnReadResponse(const RecordHeader& header, const std:
   if (reads_count_ == 0) return Fail("a Read Response with no RDMA Read outstanding");
   RingRead& read = reads_[reads_head_];
   const bool last = (header.flags & kFlagLast) != 0;
-  if (header.msn != read.msn || header.offset != read.received || header.length > read.work.length - read.received ||
-      last != (read.received + header.length == read.work.length)) {
+  if (IsAtomic(read.work.kind) || header.msn != read.msn || header.offset != read.received ||
+      header.length > read.work.length - read.received || last != (read.received + header.length == read.work.length)) {
     const std::uint64_t id = read.work.id;
     reads_head_ = (reads_head_ + 1) % reads_.size();
     --reads_count_;
@@ -208,6 +234,75 @@ Connection::Rx Connection::OnReadResponse(const RecordHeader& header, const std:
   reads_head_ = (reads_head_ + 1) % reads_.size();
   --reads_count_;
   events_->OnWorkDone(id, WorkStatus::kSuccess, length);
+  report_pending_ = true;
+  return Rx::kDone;
+}
+
+// The second half of an RDMA Write with immediate data (its Write came before): takes a receive
+// buffer as a Send does (held, RNR timeout, SRQ accounting by core) and places nothing in it.
+Connection::Rx Connection::OnImmediate(const RecordHeader& header) {
+  if (rx_.active) return Fail("an Immediate record inside a Send");
+  if (header.length != 0 || header.offset != 0 || (header.flags & kFlagLast) == 0) return Fail("a malformed Immediate record");
+  if (Rx rx = StartMessage(header, 0); rx != Rx::kDone) return rx;
+  rx_.active = false;
+  ++expected_msn_;
+  RecvInfo info;
+  info.solicited = (header.flags & kFlagSolicited) != 0;
+  info.extension.immediate = true;
+  info.extension.immediate_data = header.key;
+  info.extension.written = header.total;
+  events_->OnRecvDone(header.msn, WorkStatus::kSuccess, info);
+  report_pending_ = true;
+  return Rx::kDone;
+}
+
+// The peer's Fetch and Add or Compare and Swap: core checks the key (bounds, alignment,
+// REMOTE_ATOMIC, association) as for a Read, the shared executor does it on our memory, and the
+// original value goes back in Read order (PumpResponse).
+Connection::Rx Connection::OnAtomicRequest(const RecordHeader& header, const std::uint8_t* payload) {
+  if (header.msn != expected_read_msn_ || header.length != sizeof(AtomicPayload) ||
+      header.total != sizeof(std::uint64_t) || (header.flags & kFlagLast) == 0)
+    return Fail("an atomic request out of order or malformed");
+  if (responses_count_ == responses_.size()) return Fail("more RDMA Reads and atomics outstanding than our IRD");
+  AtomicPayload request;
+  std::memcpy(&request, payload, sizeof request);  // once: the peer may change the ring under us
+  const RemoteResolution target = events_->ResolveRemote(header.key, header.offset, sizeof(std::uint64_t), RemoteAccess::kAtomic);
+  if (target.check != RemoteCheck::kOk) return Fail("the peer's atomic was refused", target.check, kReadRefused);
+  AtomicOperation op;
+  if ((header.flags & kFlagCompareSwap) != 0) {
+    op.compare_swap = true;
+    op.add_or_swap = request.swap;
+    op.add_or_swap_mask = ~std::uint64_t{0};
+    op.compare = request.compare_add;
+    op.compare_mask = ~std::uint64_t{0};
+  } else {
+    op.add_or_swap = request.compare_add;
+  }
+  Response& response = responses_[(responses_head_ + responses_count_) % responses_.size()];
+  response = Response{};
+  response.atomic = true;
+  response.msn = header.msn;
+  response.length = sizeof(std::uint64_t);
+  response.original = ExecuteAtomic(target.address, op);
+  ++responses_count_;
+  ++expected_read_msn_;
+  return Rx::kDone;
+}
+
+Connection::Rx Connection::OnAtomicResponse(const RecordHeader& header, const std::uint8_t* payload) {
+  if (reads_count_ == 0) return Fail("an atomic response with no atomic outstanding");
+  RingRead& read = reads_[reads_head_];
+  const std::uint64_t id = read.work.id;
+  reads_head_ = (reads_head_ + 1) % reads_.size();
+  --reads_count_;
+  if (!IsAtomic(read.work.kind) || header.msn != read.msn || header.length != sizeof(std::uint64_t) ||
+      header.offset != 0 || (header.flags & kFlagLast) == 0) {
+    events_->OnWorkDone(id, WorkStatus::kBadResponse, 0);
+    report_pending_ = true;
+    return Fail("an atomic response that does not match the oldest Read or atomic outstanding");
+  }
+  Scatter(read.work.local, read.cursor, payload, sizeof(std::uint64_t));
+  events_->OnWorkDone(id, WorkStatus::kSuccess, sizeof(std::uint64_t));
   report_pending_ = true;
   return Rx::kDone;
 }

@@ -4,12 +4,14 @@
 // flags, in order; a Send with no receive buffer held in the ring while the sender waits, then
 // delivered (or the RNR timeout); RDMA Writes and Reads one-sided (the target never polls) and
 // through the ring, with the remote-key checks either way; a pull the receiver's kernel refuses,
-// resent through the ring; graceful and abrupt ends; the access rule at revocation and at the
+// resent through the ring; the IB extensions (RDMA Write with immediate data both ways, atomics
+// executed by the target, a refused atomic, a datagram Send refused); graceful and abrupt ends; the access rule at revocation and at the
 // end; doorbells only while the peer sleeps; and a peer that writes garbage or lies.
 #include "transport/shm/shm_connection.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -426,6 +428,120 @@ TEST(ShmConnection, ARingWriteTheTargetRefusesBreaksTheConnection) {
   ASSERT_TRUE(f.BothEnded());
   EXPECT_EQ(f.passive.events->Get(f.passive.events->ended), ConnectionEnd::kBroken);
   EXPECT_TRUE(std::all_of(region.begin(), region.end(), [](std::uint8_t b) { return b == 0; }));
+}
+
+// An RDMA Write with immediate data, one-sided and through the ring: the Write lands, then the
+// immediate takes the receiver's next buffer (placing nothing in it) with the Write's length; with
+// no buffer it waits in the ring like a Send and completes once one comes.
+void WritesWithImmediate(const PairConfig& config) {
+  Fixture f(config);
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> region(4096, 0);
+  Publish(f.passive, region);
+  std::vector<std::uint8_t> data = Bytes(300, 7);
+  const Segment out[] = {SegmentOver(data)};
+  Work w = RdmaOf(1, WorkKind::kRdmaWriteImmediate, out, reinterpret_cast<std::uint64_t>(region.data()) + 64);
+  w.immediate = 0x12345678;
+  ASSERT_TRUE(f.active->Post(w).ok());  // no buffer yet: the immediate waits
+  ASSERT_TRUE(f.Until([&] { return f.passive.events->Get(f.passive.events->not_ready) > 0; }));
+  EXPECT_TRUE(f.passive.events->Get(f.passive.events->recvs).empty());
+  std::vector<std::uint8_t> sink(16, 0xee);
+  const Segment in[] = {SegmentOver(sink)};
+  f.passive.events->AddBuffer(in);
+  f.passive->RecvBuffersAvailable();
+  ASSERT_TRUE(f.Until([&] {
+    return f.passive.events->Get(f.passive.events->recvs).size() == 1 &&
+           f.active.events->Get(f.active.events->work_done).size() == 1;
+  }));
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), region.begin() + 64));
+  const auto recv = f.passive.events->Get(f.passive.events->recvs)[0];
+  EXPECT_EQ(recv.status, WorkStatus::kSuccess);
+  EXPECT_TRUE(recv.info.extension.immediate);
+  EXPECT_EQ(recv.info.extension.immediate_data, 0x12345678u);
+  EXPECT_EQ(recv.info.extension.written, 300u);
+  EXPECT_TRUE(std::all_of(sink.begin(), sink.end(), [](std::uint8_t b) { return b == 0xee; }));
+  const auto done = f.active.events->Get(f.active.events->work_done)[0];
+  EXPECT_EQ(done.status, WorkStatus::kSuccess);
+  EXPECT_EQ(done.length, 300u);
+  // A Send after it takes the next MSN: the immediate was numbered with the Sends.
+  std::vector<std::uint8_t> message = Bytes(8, 3), sink2(8, 0);
+  const Segment send_out[] = {SegmentOver(message)}, send_in[] = {SegmentOver(sink2)};
+  f.passive.events->AddBuffer(send_in);
+  ASSERT_TRUE(f.active->Post(SendOf(2, send_out)).ok());
+  ASSERT_TRUE(f.Until([&] { return f.passive.events->Get(f.passive.events->recvs).size() == 2; }));
+  EXPECT_EQ(sink2, message);
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->ended_count), 0);
+}
+
+TEST(ShmConnection, WritesWithImmediateOneSided) { WritesWithImmediate(PairConfig()); }
+
+TEST(ShmConnection, WritesWithImmediateThroughTheRing) {
+  PairConfig config;
+  config.active_attach = config.passive_attach = false;
+  WritesWithImmediate(config);
+}
+
+Work AtomicOf(std::uint64_t id, WorkKind kind, std::span<const Segment> local, std::uint64_t address,
+              std::uint64_t compare_add, std::uint64_t swap = 0) {
+  Work w = RdmaOf(id, kind, local, address);
+  w.compare_add = compare_add;
+  w.swap = swap;
+  return w;
+}
+
+// Fetch and Add and Compare and Swap go through the ring even when the initiator could attach
+// (a copy cannot be atomic): the target executes them and the original comes back.
+TEST(ShmConnection, AtomicsAreExecutedByTheTargetAndReturnTheOriginal) {
+  Fixture f;
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> region(64, 0);
+  Publish(f.passive, region);
+  const auto word = reinterpret_cast<std::uint64_t>(region.data()) + 8;
+  std::uint64_t originals[3] = {~0ull, ~0ull, ~0ull};
+  const Segment o0[] = {Segment{reinterpret_cast<std::uint64_t>(&originals[0]), 8, 0}};
+  const Segment o1[] = {Segment{reinterpret_cast<std::uint64_t>(&originals[1]), 8, 0}};
+  const Segment o2[] = {Segment{reinterpret_cast<std::uint64_t>(&originals[2]), 8, 0}};
+  ASSERT_TRUE(f.active->Post(AtomicOf(1, WorkKind::kFetchAdd, o0, word, 5)).ok());
+  ASSERT_TRUE(f.active->Post(AtomicOf(2, WorkKind::kCompareSwap, o1, word, 4, 100)).ok());  // no match
+  ASSERT_TRUE(f.active->Post(AtomicOf(3, WorkKind::kCompareSwap, o2, word, 5, 100)).ok());  // match
+  ASSERT_TRUE(f.Until([&] { return f.active.events->Get(f.active.events->work_done).size() == 3; }));
+  for (const auto& d : f.active.events->Get(f.active.events->work_done)) {
+    EXPECT_EQ(d.status, WorkStatus::kSuccess);
+    EXPECT_EQ(d.length, 8u);
+  }
+  EXPECT_EQ(originals[0], 0u);
+  EXPECT_EQ(originals[1], 5u);
+  EXPECT_EQ(originals[2], 5u);
+  std::uint64_t value;
+  std::memcpy(&value, region.data() + 8, 8);
+  EXPECT_EQ(value, 100u);
+}
+
+// An atomic the target's core refuses (misaligned, here) fails with a remote access error,
+// touches nothing, and ends the connection, as a refused Read does.
+TEST(ShmConnection, ARefusedAtomicFailsAndTouchesNothing) {
+  Fixture f;
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> region(64, 0x11);
+  Publish(f.passive, region);
+  std::uint64_t original = 0;
+  const Segment out[] = {Segment{reinterpret_cast<std::uint64_t>(&original), 8, 0}};
+  ASSERT_TRUE(f.active->Post(AtomicOf(1, WorkKind::kFetchAdd, out, reinterpret_cast<std::uint64_t>(region.data()) + 4, 1)).ok());
+  ASSERT_TRUE(f.BothEnded());
+  const auto done = f.active.events->Get(f.active.events->work_done);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WorkStatus::kRemoteAccess);
+  EXPECT_TRUE(std::all_of(region.begin(), region.end(), [](std::uint8_t b) { return b == 0x11; }));
+}
+
+// A datagram Send never reaches a connection; were one posted, it is refused, not dropped.
+TEST(ShmConnection, ADatagramSendIsRefused) {
+  Fixture f;
+  ASSERT_TRUE(f.Established());
+  Work w;
+  w.id = 1;
+  w.kind = WorkKind::kSendDatagram;
+  EXPECT_EQ(f.active->Post(w).code(), Code::kModelNotSupported);
 }
 
 // The receiver's kernel refuses the pull after the probe passed: the Send comes again through the

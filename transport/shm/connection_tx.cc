@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include "base/log.h"
@@ -29,6 +30,12 @@ constexpr std::size_t kMaxIovecs = kMaxPullSegments;
 }  // namespace
 
 Status Connection::Post(const Work& work) {
+  if (work.kind == WorkKind::kSendDatagram) {
+    // Core posts datagrams only to datagram endpoints, which never take this path: refused
+    // rather than dropped, should that ever change.
+    SOFTDAT_LOG(kWarn, "shm: a datagram Send posted to a connection to process %d: refused", static_cast<int>(peer_pid_));
+    return Status(Code::kModelNotSupported);
+  }
   // The connection ended and its OnEnded is on its way (core holds the EP's state lock around
   // this call, so it has not run yet): the Work is left for that end to flush, as core promises.
   if (ended_.load(std::memory_order_acquire)) return Status::Ok();
@@ -127,22 +134,28 @@ Connection::Pump Connection::NextWork() {
                  : TxMode::kInline;
       break;
     case WorkKind::kRdmaWrite:
+    case WorkKind::kRdmaWriteImmediate:  // the Write, then its Immediate record (WriteDone)
       mode = attach_ ? TxMode::kOneSided : TxMode::kRingWrite;
       break;
     case WorkKind::kRdmaRead:
       if (!attach_ && reads_count_ >= ord_limit_) return Pump::kInbound;
       mode = attach_ ? TxMode::kOneSided : TxMode::kReadRequest;
       break;
-    case WorkKind::kRdmaWriteImmediate:
     case WorkKind::kFetchAdd:
     case WorkKind::kCompareSwap:
+      // Through the ring always: cross-memory attach copies, it cannot be atomic; the target
+      // executes it. Outstanding atomics share the ORD with Reads through the ring.
+      if (reads_count_ >= ord_limit_) return Pump::kInbound;
+      mode = TxMode::kAtomic;
+      break;
     case WorkKind::kSendDatagram:
-      break;  // the IB extensions: this transport's capabilities offer none, so core never posts them
+      break;  // refused by Post
   }
   tx_ = TxMessage{};
   tx_.mode = mode;
   tx_.work = work;
-  if (work.kind == WorkKind::kSend) tx_.msn = send_msn_++;
+  // A Write with immediate data takes a receive buffer at the peer: it is numbered with the Sends.
+  if (work.kind == WorkKind::kSend || work.kind == WorkKind::kRdmaWriteImmediate) tx_.msn = send_msn_++;
   post_head_.store(head + 1, std::memory_order_release);
   return Pump::kDone;
 }
@@ -163,6 +176,10 @@ Connection::Pump Connection::PumpMessage() {
       return PumpRecords(Opcode::kWrite, 0, tx_.work.remote_key, tx_.work.remote_address);
     case TxMode::kReadRequest:
       return PumpReadRequest();
+    case TxMode::kImmediate:
+      return PumpImmediate();
+    case TxMode::kAtomic:
+      return PumpAtomicRequest();
     case TxMode::kNone:
       break;
   }
@@ -190,7 +207,61 @@ Connection::Pump Connection::PumpRecords(Opcode opcode, std::uint8_t flags, std:
     budget_ -= n + kHeaderBytes;
     if (budget_ <= 0 && tx_.offset < work.length) return Pump::kMore;
   } while (tx_.offset < work.length);
+  if (opcode == Opcode::kWrite) return WriteDone();
   Complete(work.id, WorkStatus::kSuccess, static_cast<std::uint32_t>(work.length));
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+Connection::Pump Connection::WriteDone() {
+  if (tx_.work.kind == WorkKind::kRdmaWriteImmediate) {
+    tx_.mode = TxMode::kImmediate;  // placed (or in the ring before it): the Immediate follows
+    return Pump::kDone;
+  }
+  Complete(tx_.work.id, WorkStatus::kSuccess, static_cast<std::uint32_t>(tx_.work.length));
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+// The Immediate record of an RDMA Write with immediate data, after the Write: the peer completes
+// a receive with the immediate and the Write's length; the Work completes when it is written.
+Connection::Pump Connection::PumpImmediate() {
+  const Work& work = tx_.work;
+  RecordHeader* header = writer_.Begin(0);
+  if (header == nullptr) return Pump::kRoom;
+  header->opcode = Opcode::kImmediate;
+  header->flags = static_cast<std::uint8_t>(kFlagLast | (work.solicited ? kFlagSolicited : 0));
+  header->segments = 0;
+  header->msn = tx_.msn;
+  header->key = work.immediate;
+  header->total = static_cast<std::uint32_t>(work.length);
+  header->offset = 0;
+  writer_.Commit(header, 0);
+  Complete(work.id, WorkStatus::kSuccess, static_cast<std::uint32_t>(work.length));
+  tx_.mode = TxMode::kNone;
+  return Pump::kDone;
+}
+
+// A Fetch and Add or Compare and Swap: a request record; the original value comes back as a
+// kAtomicResponse in Read order.
+Connection::Pump Connection::PumpAtomicRequest() {
+  if (reads_count_ >= ord_limit_) return Pump::kInbound;
+  const Work& work = tx_.work;
+  RecordHeader* header = writer_.Begin(sizeof(AtomicPayload));
+  if (header == nullptr) return Pump::kRoom;
+  header->opcode = Opcode::kAtomicRequest;
+  header->flags = static_cast<std::uint8_t>(kFlagLast | (work.kind == WorkKind::kCompareSwap ? kFlagCompareSwap : 0));
+  header->segments = 0;
+  header->msn = read_msn_;
+  header->key = work.remote_key;
+  header->total = sizeof(std::uint64_t);
+  header->offset = work.remote_address;
+  const AtomicPayload payload{work.compare_add, work.swap};
+  std::memcpy(RingWriter::Payload(header), &payload, sizeof payload);
+  writer_.Commit(header, sizeof payload);
+  RingRead& read = reads_[(reads_head_ + reads_count_) % reads_.size()];
+  read = RingRead{work, read_msn_++, 0, {}};
+  ++reads_count_;
   tx_.mode = TxMode::kNone;
   return Pump::kDone;
 }
@@ -244,10 +315,19 @@ bool Connection::CheckPull() {
 // An RDMA Write or Read by cross-memory attach, once every earlier record is consumed (so it is
 // placed after them, as on the wire), in pieces each announced and checked (key_table.h).
 Connection::Pump Connection::PumpOneSided() {
-  if (writer_.consumed() != writer_.written() && (!writer_.Refresh() || writer_.consumed() != writer_.written()))
-    return Pump::kRoom;
   const Work& work = tx_.work;
-  const bool write = work.kind == WorkKind::kRdmaWrite;
+  if (writer_.consumed() != writer_.written() && (!writer_.Refresh() || writer_.consumed() != writer_.written())) {
+    // Records of ours wait to be read: a Write that fits the ring goes behind them, placed by the
+    // target in order, rather than wait for the target to consume them. Then nothing of it waits
+    // on this side: a sender that posts and sleeps (progress=poll) still gets it to the target,
+    // whose own polls place it (softdat(7), PROGRESS).
+    if (work.kind != WorkKind::kRdmaRead && tx_.offset == 0 && work.length <= options_.pull_threshold) {
+      tx_.mode = TxMode::kRingWrite;
+      return Pump::kDone;
+    }
+    return Pump::kRoom;
+  }
+  const bool write = work.kind != WorkKind::kRdmaRead;  // a Write, with immediate data or not
   const RemoteAccess access = write ? RemoteAccess::kWrite : RemoteAccess::kRead;
   std::atomic_ref<std::uint64_t> announced(my_control_->access);
   do {
@@ -301,6 +381,7 @@ Connection::Pump Connection::PumpOneSided() {
     budget_ -= static_cast<std::int64_t>(n);
     if (budget_ <= 0 && tx_.offset < work.length) return Pump::kMore;
   } while (tx_.offset < work.length);
+  if (write) return WriteDone();
   Complete(work.id, WorkStatus::kSuccess, static_cast<std::uint32_t>(work.length));
   tx_.mode = TxMode::kNone;
   return Pump::kDone;
@@ -327,9 +408,27 @@ Connection::Pump Connection::PumpReadRequest() {
   return Pump::kDone;
 }
 
-// The response to the peer's oldest Read Request, from the memory its key check resolved.
+// The response to the peer's oldest Read Request, from the memory its key check resolved, or to
+// its oldest atomic (the value before it).
 Connection::Pump Connection::PumpResponse() {
   Response& response = responses_[responses_head_];
+  if (response.atomic) {
+    RecordHeader* header = writer_.Begin(sizeof response.original);
+    if (header == nullptr) return Pump::kRoom;
+    header->opcode = Opcode::kAtomicResponse;
+    header->flags = kFlagLast;
+    header->segments = 0;
+    header->msn = response.msn;
+    header->key = 0;
+    header->total = sizeof response.original;
+    header->offset = 0;
+    std::memcpy(RingWriter::Payload(header), &response.original, sizeof response.original);
+    writer_.Commit(header, sizeof response.original);
+    budget_ -= kHeaderBytes + sizeof response.original;
+    responses_head_ = (responses_head_ + 1) % responses_.size();
+    --responses_count_;
+    return Pump::kDone;
+  }
   do {
     const std::uint32_t n = std::min(writer_.max_payload(), response.length - response.sent);
     RecordHeader* header = writer_.Begin(n);

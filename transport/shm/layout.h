@@ -24,7 +24,7 @@ inline constexpr std::uint32_t kMinRingBytes = 4096;
 inline constexpr std::uint32_t kMaxRingBytes = 16u << 20;
 
 inline constexpr std::uint64_t kSegmentMagic = 0x31766d6873646473ull;  // "sdshmv1" (little-endian)
-inline constexpr std::uint32_t kLayoutVersion = 1;
+inline constexpr std::uint32_t kLayoutVersion = 2;  // 2: the IB extensions' records
 
 // Loads and stores of shared words.
 template <typename T>
@@ -112,13 +112,33 @@ enum class Opcode : std::uint8_t {
   kWrite = 4,        // a piece of an RDMA Write: `length` bytes for STag `key` at tagged offset `offset`
   kReadRequest = 5,  // RDMA Read number `msn`: `total` bytes of STag `key` at tagged offset `offset`
   kReadResponse = 6, // a piece of the response to Read number `msn`, `offset` bytes into it
+  // The DAT IB extensions. An RDMA Write with immediate data is the Write (kWrite records or a
+  // one-sided copy), then kImmediate: Send MSN `msn`, which takes a receive buffer as a Send does
+  // and places nothing; `key` is the immediate, `total` the Write's length.
+  kImmediate = 7,
+  // A 64-bit atomic, numbered with the Reads (`msn`, the IRD and ORD are shared): STag `key`,
+  // tagged offset `offset`, payload AtomicPayload; kFlagCompareSwap for Compare and Swap. The
+  // target executes it (remote_atomic.h: atomic against atomics over any connection) and answers
+  // kAtomicResponse: Read number `msn`, payload the 8-byte original value.
+  kAtomicRequest = 8,
+  kAtomicResponse = 9,
 };
+inline constexpr Opcode kLastOpcode = Opcode::kAtomicResponse;
 
 enum RecordFlags : std::uint8_t {
   kFlagLast = 1,        // the message's last piece
   kFlagSolicited = 2,   // Send with Solicited Event
   kFlagInvalidate = 4,  // Send with Invalidate of STag `key`
+  kFlagCompareSwap = 8, // kAtomicRequest: Compare and Swap (else Fetch and Add)
 };
+
+// kAtomicRequest's payload: Fetch and Add adds `compare_add`; Compare and Swap stores `swap` if
+// the 8 bytes equal `compare_add`.
+struct AtomicPayload {
+  std::uint64_t compare_add;
+  std::uint64_t swap;
+};
+static_assert(sizeof(AtomicPayload) == 16);
 
 struct RecordHeader {
   std::uint32_t size;  // the record's bytes, header included: a multiple of kLine (0: not published)

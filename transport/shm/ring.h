@@ -137,7 +137,7 @@ class RingReader {
         head_ += size;
         continue;
       }
-      if (header.opcode < Opcode::kSend || header.opcode > Opcode::kReadResponse) return Next::kCorrupt;
+      if (header.opcode < Opcode::kSend || header.opcode > kLastOpcode) return Next::kCorrupt;
       if (header.length > MaxRecordPayload(bytes_) || size != RecordBytes(header.length)) return Next::kCorrupt;
       payload = ring_ + offset + kHeaderBytes;
       return Next::kRecord;

@@ -123,7 +123,9 @@ class Connection final : private AccessWatch {
     kNoteCompletions = 32,    // done_ holds completions to report
     kNoteFailure = 64,        // the pump failed the connection (failure_)
   };
-  enum class Rx : std::uint8_t { kDone, kHeld, kEnded };
+  // kPartial: the record is only partly used (a pull copies a bounded piece per poll); it stays at
+  // the head and the next poll goes on with it.
+  enum class Rx : std::uint8_t { kDone, kHeld, kPartial, kEnded };
 
   struct Done {
     std::uint64_t id;
@@ -131,7 +133,9 @@ class Connection final : private AccessWatch {
     std::uint32_t length;
   };
   // The message being written.
-  enum class TxMode : std::uint8_t { kNone, kInline, kPull, kOneSided, kRingWrite, kReadRequest, kResend };
+  // kImmediate: the Immediate record of an RDMA Write with immediate data, once its Write is placed;
+  // kAtomic: an atomic request (always through the ring: the target executes it).
+  enum class TxMode : std::uint8_t { kNone, kInline, kPull, kOneSided, kRingWrite, kReadRequest, kResend, kImmediate, kAtomic };
   struct TxMessage {
     TxMode mode = TxMode::kNone;
     Work work;
@@ -155,22 +159,28 @@ class Connection final : private AccessWatch {
     std::uint64_t received = 0;
     SegmentCursor cursor;
   };
-  // A Read Request of the peer's, waiting for its response to be written.
+  // A Read Request or atomic of the peer's, waiting for its response to be written.
   struct Response {
     const std::uint8_t* source = nullptr;
     std::uint32_t length = 0;
     std::uint32_t sent = 0;
     std::uint32_t msn = 0;
+    bool atomic = false;
+    std::uint64_t original = 0;  // an atomic's: the value before it
   };
   // The Send being received.
   struct RxMessage {
     bool active = false;
     bool awaiting_resend = false;  // its pull was refused: the bytes come through the ring
+    bool pulling = false;          // a pulled Send, copied a piece per poll from pull_from
     std::uint32_t msn = 0;
     std::uint32_t total = 0;
     std::uint32_t received = 0;
     RecvTarget target;
     SegmentCursor cursor;
+    // The pull record's pieces, copied once when it started (the peer may change the ring).
+    std::uint16_t pull_count = 0;
+    Segment pull_from[kMaxPullSegments];
   };
 
   // AccessWatch: the peer's access word, for our table's revocations.
@@ -208,7 +218,11 @@ class Connection final : private AccessWatch {
   Pump PumpPull();
   Pump PumpOneSided();
   Pump PumpReadRequest();
+  Pump PumpImmediate();
+  Pump PumpAtomicRequest();
   Pump PumpResponse();
+  // The Write of a Write with immediate data is placed: its Immediate record follows.
+  Pump WriteDone();
   bool CheckPull();   // the pull in flight was consumed: complete it or resend it
   void Complete(std::uint64_t id, WorkStatus status, std::uint32_t length);
   void TxFailure(RemoteCheck check, std::uint64_t id, WorkStatus status);
@@ -221,7 +235,11 @@ class Connection final : private AccessWatch {
   Rx OnWrite(const RecordHeader& header, const std::uint8_t* payload);
   Rx OnReadRequest(const RecordHeader& header);
   Rx OnReadResponse(const RecordHeader& header, const std::uint8_t* payload);
-  Rx StartMessage(const RecordHeader& header);  // AcquireRecv for a new Send
+  Rx OnImmediate(const RecordHeader& header);
+  Rx OnAtomicRequest(const RecordHeader& header, const std::uint8_t* payload);
+  Rx OnAtomicResponse(const RecordHeader& header, const std::uint8_t* payload);
+  // AcquireRecv for a new Send (or Immediate record) that places `places` bytes in its buffer.
+  Rx StartMessage(const RecordHeader& header, std::uint32_t places);
   void ArmRnr();
 
   const EndpointConfig config_;

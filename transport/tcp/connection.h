@@ -43,6 +43,7 @@
 #include "transport/tcp/connection_buffers.h"
 #include "transport/tcp/connection_state.h"
 #include "transport/tcp/post_queue.h"
+#include "transport/tcp/progress_target.h"
 #include "transport/tcp/rdma_reads.h"
 #include "transport/tcp/rx_stream.h"
 #include "transport/tcp/tx_stream.h"
@@ -72,7 +73,7 @@ struct ConnectionOptions {
   std::string congestion = "auto";  // the IA's congestion= (congestion.h)
 };
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection final : public ProgressTarget, public std::enable_shared_from_this<Connection> {
  public:
   Connection(asio::io_context& io, const ConnectionOptions& options, const EndpointConfig& config,
              EndpointEvents* events);
@@ -96,11 +97,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // its only connection): reads and places what arrived, reports completions, sends what is
   // queued. `wait` takes io_mutex_ even when another thread holds it (the progress thread);
   // otherwise a busy connection is left to its holder. True when bytes arrived or it ended.
-  bool PollIo(bool wait);
+  bool PollIo(bool wait) override;
   // Acts on what consumer threads left (a disconnect, buffers for a held message, Work to send).
   // False when a consumer's poll should leave it for later (coalescing); `ia_last_write_ns`:
   // when the IA last wrote, as the caller's drain began (TxStream::Due).
-  bool OnKick(bool consumer, std::uint64_t ia_last_write_ns = 0);
+  bool OnKick(bool consumer, std::uint64_t ia_last_write_ns = 0) override;
   void Kick();  // any thread: OnKick runs soon, once however often this is called
 
   sockaddr_in local_address() const;

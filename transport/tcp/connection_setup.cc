@@ -242,6 +242,7 @@ void Connection::OnConnected(const boost::system::error_code& error) {
   ApplySocketOptions();
   RecordAddresses();
   ApplyCongestion();
+  SOFTDAT_LOG(kInfo, "tcp %s: over TCP", Describe().data());  // the same-host path says "shared memory"
   StartPolling();
   SendMpaRequest();
 }
@@ -315,6 +316,7 @@ void Connection::StartAccept(wire::MpaFrame request) {
   ApplySocketOptions();
   RecordAddresses();
   ApplyCongestion();
+  SOFTDAT_LOG(kInfo, "tcp %s: over TCP", Describe().data());
   StartPolling();
 
   wire::MpaFrame reply;

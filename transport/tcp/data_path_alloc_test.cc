@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The TCP transport's data path allocates nothing per message: after a warm-up, Sends (inline and
-// gathered, one FPDU and several), RDMA Writes and RDMA Reads with their completions run with zero
-// calls to operator new. This binary replaces the global operator new/delete with counting ones;
+// The TCP transport's data path allocates nothing per message, over TCP and over the same-host
+// shared-memory path: after a warm-up, Sends (inline and gathered, one FPDU and several), RDMA
+// Writes and RDMA Reads with their completions run with zero calls to operator new. This binary replaces the global operator new/delete with counting ones;
 // the events sink below is allocation-free itself (fixed buffers, counters). Poll mode: the test's
 // thread drives everything, so nothing else allocates meanwhile.
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/test_seams.h"
 #include "transport/test_recorder.h"
 
 // These operators are the global ones of this binary, so their malloc/free pairs are matched;
@@ -89,12 +90,15 @@ class CountingRequests final : public ListenEvents {
   std::unique_ptr<PendingConnection> pending;
 };
 
-TEST(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
+class TcpDataPath : public ::testing::TestWithParam<ShmMode> {};
+
+TEST_P(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   constexpr std::size_t kLarge = 200 * 1024;  // several FPDUs
   IaParams params;
   params.kind = TransportKind::kTcp;
   params.address = "127.0.0.1";
   params.options.progress = ProgressMode::kPoll;
+  params.options.shm = GetParam();
   std::string why;
   std::unique_ptr<Transport> transport;
   ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
@@ -115,6 +119,17 @@ TEST(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   ASSERT_TRUE(poll_until([&] { return requests.pending != nullptr; }));
   ASSERT_TRUE(requests.pending->Accept(*server, {}).ok());
   ASSERT_TRUE(poll_until([&] { return client_events.established && server_events.established; }));
+  const bool local = GetParam() == ShmMode::kAuto;
+  ASSERT_EQ(TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport)), local ? 2u : 0u);
+  if (local) {
+    // The same-host path checks a peer's one-sided RDMA against the keys the target published.
+    PublishedKey key;
+    key.key = CountingEvents::kKey;
+    key.address = server_events.region_address();
+    key.length = kLarge;
+    key.remote_read = key.remote_write = true;
+    transport->PublishKey(key);
+  }
 
   std::vector<std::uint8_t> small(8, 1), large(kLarge, 2), sink(kLarge);
   Segment small_segment{reinterpret_cast<std::uint64_t>(small.data()), 8, 1};
@@ -172,6 +187,11 @@ TEST(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   requests.pending.reset();
   listener.reset();
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, TcpDataPath, ::testing::Values(ShmMode::kOff, ShmMode::kAuto),
+                         [](const ::testing::TestParamInfo<ShmMode>& info) {
+                           return info.param == ShmMode::kOff ? "Tcp" : "SharedMemory";
+                         });
 
 }  // namespace
 }  // namespace softdat::transport::tcp

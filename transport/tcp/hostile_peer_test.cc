@@ -183,6 +183,7 @@ class HostilePeerTest : public ::testing::Test {
   void SetUp() override {
     IaParams params;
     params.address = "127.0.0.1";
+    params.options.shm = ShmMode::kOff;  // the peer is a raw TCP socket: no rendezvous needed
     std::string why;
     ASSERT_TRUE(CreateTcpTransport(params, why, transport_).ok()) << why;
     ASSERT_TRUE(transport_->Listen(0, &requests_, listener_).ok());
@@ -620,6 +621,7 @@ class NoCrcPeerTest : public HostilePeerTest {
     IaParams params;
     params.address = "127.0.0.1";
     params.options.mpa_crc = false;
+    params.options.shm = ShmMode::kOff;
     std::string why;
     ASSERT_TRUE(CreateTcpTransport(params, why, transport_).ok()) << why;
     ASSERT_TRUE(transport_->Listen(0, &requests_, listener_).ok());

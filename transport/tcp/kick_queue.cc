@@ -12,7 +12,6 @@
 #include <new>
 
 #include "base/log.h"
-#include "transport/tcp/connection.h"
 
 namespace softdat::transport::tcp {
 
@@ -44,7 +43,7 @@ void KickQueue::Start() {
 bool KickQueue::Reserve(std::size_t connections) {
   std::lock_guard lock(mutex_);
   if (ring_.size() >= connections) return true;
-  std::vector<std::shared_ptr<Connection>> grown;
+  std::vector<std::shared_ptr<ProgressTarget>> grown;
   try {
     grown.resize(std::max(connections, 2 * ring_.size()));
   } catch (const std::bad_alloc&) {
@@ -56,7 +55,7 @@ bool KickQueue::Reserve(std::size_t connections) {
   return true;
 }
 
-void KickQueue::Push(std::shared_ptr<Connection> connection) {
+void KickQueue::Push(std::shared_ptr<ProgressTarget> connection) {
   bool first = false;
   {
     std::lock_guard lock(mutex_);
@@ -101,7 +100,7 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
     left = count_;
   }
   for (; left > 0; --left) {
-    std::shared_ptr<Connection> connection;
+    std::shared_ptr<ProgressTarget> connection;
     {
       std::lock_guard lock(mutex_);
       if (count_ == 0) break;
@@ -129,18 +128,18 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
   return any;
 }
 
-bool KickQueue::RunOne(Connection& connection, bool consumer, std::uint64_t ia_last_write_ns) {
+bool KickQueue::RunOne(ProgressTarget& connection, bool consumer, std::uint64_t ia_last_write_ns) {
   return run_ ? run_(connection, consumer, ia_last_write_ns) : connection.OnKick(consumer, ia_last_write_ns);
 }
 
-void KickQueue::RunLater(std::shared_ptr<Connection> connection) {
+void KickQueue::RunLater(std::shared_ptr<ProgressTarget> connection) {
   // The ring is full (more connections than it was reserved for): the progress context runs it.
   boost::asio::post(io_, [this, connection = std::move(connection)]() mutable {
     if (!RunOne(*connection, false, 0)) Requeue(std::move(connection));
   });
 }
 
-void KickQueue::Requeue(std::shared_ptr<Connection> connection) {
+void KickQueue::Requeue(std::shared_ptr<ProgressTarget> connection) {
   // No wake: a poller is here. The slot it was taken from may have been filled by a Push since
   // (the ring is reserved for the live connections, but a test or a failed Reserve may give it
   // fewer): then it runs later, never overwriting another connection's kick.

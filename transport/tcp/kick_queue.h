@@ -17,19 +17,18 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "transport/tcp/progress_target.h"
 
 namespace softdat::transport::tcp {
 
-class Connection;
-
 class KickQueue {
  public:
-  // What a drain runs for a queued connection: Connection::OnKick(consumer, ia_last_write_ns);
+  // What a drain runs for a queued connection: ProgressTarget::OnKick(consumer, ia_last_write_ns);
   // false queues it again. Tests give their own to script a drain.
-  using Run = std::function<bool(Connection&, bool consumer, std::uint64_t ia_last_write_ns)>;
+  using Run = std::function<bool(ProgressTarget&, bool consumer, std::uint64_t ia_last_write_ns)>;
 
   // `needs_wake` says whether a push must wake the progress thread (null: never); `run`, if
-  // given, replaces Connection::OnKick.
+  // given, replaces ProgressTarget::OnKick.
   KickQueue(boost::asio::io_context& io, std::size_t capacity, std::function<bool()> needs_wake, Run run = nullptr);
   // Room for `connections` queued at once, so none overflows (endpoint creation calls it; it
   // allocates, doubling, and never shrinks). False when memory ran out: pushes beyond the room
@@ -42,7 +41,7 @@ class KickQueue {
   // Any thread. The caller makes sure a connection is queued at most once at a time (its
   // kick_pending_ flag), so `capacity` connections never overflow the ring; if they do anyway
   // the kick falls back to asio::post.
-  void Push(std::shared_ptr<Connection> connection);
+  void Push(std::shared_ptr<ProgressTarget> connection);
   // Runs OnKick of every connection queued when it starts; one that defers its writes (a
   // consumer's poll inside the coalescing window) is queued again. `consumer`: called from a
   // consumer's poll rather than the progress thread; `ia_last_write_ns`: when the IA last wrote,
@@ -59,9 +58,9 @@ class KickQueue {
   void Arm();
   void Wake();
   // Queues a connection whose drain deferred it again; runs it later when the ring is full.
-  void Requeue(std::shared_ptr<Connection> connection);
-  bool RunOne(Connection& connection, bool consumer, std::uint64_t ia_last_write_ns);
-  void RunLater(std::shared_ptr<Connection> connection);
+  void Requeue(std::shared_ptr<ProgressTarget> connection);
+  bool RunOne(ProgressTarget& connection, bool consumer, std::uint64_t ia_last_write_ns);
+  void RunLater(std::shared_ptr<ProgressTarget> connection);
 
   boost::asio::io_context& io_;
   int fd_ = -1;
@@ -69,7 +68,7 @@ class KickQueue {
   std::function<bool()> needs_wake_;
   Run run_;
   softdat::Mutex mutex_;
-  std::vector<std::shared_ptr<Connection>> ring_;
+  std::vector<std::shared_ptr<ProgressTarget>> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   std::atomic<std::size_t> depth_{0};  // count_, readable without the lock (written under it)

@@ -26,11 +26,11 @@ TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
   options.buffers = std::make_shared<ConnectionBuffers>();
   std::vector<std::shared_ptr<Connection>> connections;
   for (int i = 0; i < 3; ++i) connections.push_back(std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr));
-  std::vector<const Connection*> ran;
+  std::vector<const ProgressTarget*> ran;
   KickQueue* queue_ptr = nullptr;
   KickQueue queue(
       io, 4, [] { return true; },
-      [&](Connection& connection, bool, std::uint64_t) {
+      [&](ProgressTarget& connection, bool, std::uint64_t) {
         ran.push_back(&connection);
         // Pushed mid-drain while the third is still queued: the ring is not empty, no wake.
         if (&connection == connections[0].get()) queue_ptr->Push(connections[1]);
@@ -66,7 +66,7 @@ TEST(KickQueue, ARingFullOfKicksLosesNone) {
   KickQueue* queue_ptr = nullptr;
   KickQueue queue(
       io, 2, [] { return true; },
-      [&](Connection& connection, bool, std::uint64_t) {
+      [&](ProgressTarget& connection, bool, std::uint64_t) {
         const int index = &connection == connections[0].get() ? 0 : &connection == connections[1].get() ? 1 : 2;
         ++runs[index];
         if (index == 0 && runs[0] == 1) {
@@ -101,7 +101,7 @@ TEST(KickQueue, ADrainWhoseConnectionsAllDeferMovedNothing) {
   int runs = 0;
   KickQueue queue(
       io, 4, [] { return false; },
-      [&](Connection&, bool, std::uint64_t) {
+      [&](ProgressTarget&, bool, std::uint64_t) {
         ++runs;
         return !defer;
       });

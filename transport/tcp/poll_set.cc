@@ -28,7 +28,7 @@ PollSet::~PollSet() {
   if (epfd_ >= 0) ::close(epfd_);
 }
 
-bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std::uint64_t& token) {
+bool PollSet::Add(int socket, const std::shared_ptr<ProgressTarget>& connection, std::uint64_t& token, bool direct) {
   std::uint32_t slot;
   {
     std::lock_guard lock(mutex_);
@@ -42,6 +42,7 @@ bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std
     Slot& s = slots_[slot];
     s.connection = connection;
     s.reading = true;
+    s.direct = direct;
     token = Token(slot, ++s.generation);
   }
   epoll_event event{};
@@ -49,7 +50,7 @@ bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std
   event.data.u64 = token;
   if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, socket, &event) == 0) {
     std::lock_guard lock(mutex_);
-    CountLocked(+1);
+    CountLocked(+1, direct);
     return true;
   }
   SOFTDAT_LOG(kError, "tcp: cannot poll a socket: %s", std::strerror(errno));
@@ -59,15 +60,16 @@ bool PollSet::Add(int socket, const std::shared_ptr<Connection>& connection, std
   return false;
 }
 
-void PollSet::CountLocked(int change) {
+void PollSet::CountLocked(int change, bool direct) {
   count_.store(count_.load(std::memory_order_relaxed) + change, std::memory_order_relaxed);
+  if (direct) direct_count_.store(direct_count_.load(std::memory_order_relaxed) + change, std::memory_order_relaxed);
   sole_.reset();
   if (count_.load(std::memory_order_relaxed) != 1) return;
   for (const Slot& s : slots_)  // control path: a scan is fine
-    if (!s.connection.expired() && s.reading) sole_ = s.connection;
+    if (!s.connection.expired() && s.reading && s.direct) sole_ = s.connection;
 }
 
-std::shared_ptr<Connection> PollSet::Sole() {
+std::shared_ptr<ProgressTarget> PollSet::Sole() {
   if (count_.load(std::memory_order_relaxed) != 1) return nullptr;
   std::lock_guard lock(mutex_);
   return sole_.lock();
@@ -82,7 +84,7 @@ void PollSet::SetReading(int socket, std::uint64_t token, bool reading) {
   std::lock_guard lock(mutex_);
   if (slot >= slots_.size() || slots_[slot].generation != static_cast<std::uint32_t>(token >> 32)) return;
   slots_[slot].reading = reading;
-  CountLocked(0);
+  CountLocked(0, false);
 }
 
 void PollSet::Remove(int socket, std::uint64_t token) {
@@ -93,10 +95,10 @@ void PollSet::Remove(int socket, std::uint64_t token) {
   slots_[slot].connection.reset();
   ++slots_[slot].generation;  // an event already returned for the old socket finds nothing
   free_.push_back(slot);
-  CountLocked(-1);
+  CountLocked(-1, slots_[slot].direct);
 }
 
-std::size_t PollSet::Wait(std::shared_ptr<Connection>* out, std::size_t max, int timeout_ms) {
+std::size_t PollSet::Wait(std::shared_ptr<ProgressTarget>* out, std::size_t max, int timeout_ms) {
   std::array<epoll_event, 32> events;
   const int n = ::epoll_wait(epfd_, events.data(), static_cast<int>(std::min(max, events.size())), timeout_ms);
   if (n <= 0) return 0;
@@ -106,7 +108,7 @@ std::size_t PollSet::Wait(std::shared_ptr<Connection>* out, std::size_t max, int
     const auto slot = static_cast<std::uint32_t>(events[i].data.u64);
     if (slot >= slots_.size() || slots_[slot].generation != static_cast<std::uint32_t>(events[i].data.u64 >> 32))
       continue;
-    if (std::shared_ptr<Connection> connection = slots_[slot].connection.lock()) out[found++] = std::move(connection);
+    if (std::shared_ptr<ProgressTarget> connection = slots_[slot].connection.lock()) out[found++] = std::move(connection);
   }
   return found;
 }

@@ -7,7 +7,9 @@
 //
 // Each socket's entry carries a slot and a generation, and the slot table holds a weak_ptr: a
 // poller gets a shared_ptr to a connection that is still alive, never a dangling pointer, even
-// when the connection goes away between epoll_wait and its use.
+// when the connection goes away between epoll_wait and its use. A connection is a ProgressTarget:
+// an iWARP socket, or the rendezvous socket of a shared-memory connection, whose data moves
+// through memory and whose socket carries only wake-ups and the end (registered not `direct`).
 #pragma once
 
 #include <atomic>
@@ -17,10 +19,9 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "transport/tcp/progress_target.h"
 
 namespace softdat::transport::tcp {
-
-class Connection;
 
 class PollSet {
  public:
@@ -34,7 +35,9 @@ class PollSet {
   int fd() const { return epfd_; }
 
   // Registers `socket` for reading (control path: it may allocate). False if epoll refused it.
-  bool Add(int socket, const std::shared_ptr<Connection>& connection, std::uint64_t& token);
+  // `direct`: its data arrives on the socket, so a poller of the only connection reads it
+  // straight away (Sole); a shared-memory connection's socket is not.
+  bool Add(int socket, const std::shared_ptr<ProgressTarget>& connection, std::uint64_t& token, bool direct = true);
   // Stops or resumes reporting `socket` readable (a connection holding a message for want of a
   // receive buffer must not be reported again and again). While it does not read, the socket is
   // still reported when the peer ends the connection (EPOLLRDHUP) or the socket fails (EPOLLERR,
@@ -45,28 +48,33 @@ class PollSet {
 
   // Up to `max` connections with bytes to read (or an error to report), waiting at most
   // `timeout_ms` (0: not at all). Never allocates.
-  std::size_t Wait(std::shared_ptr<Connection>* out, std::size_t max, int timeout_ms);
+  std::size_t Wait(std::shared_ptr<ProgressTarget>* out, std::size_t max, int timeout_ms);
 
   // The one registered connection, when there is exactly one (else null). A poller that spins
   // may read it straight away: one recv instead of an epoll_wait and then a recv, which is the
   // latency of a ping-pong (and costs the same one syscall when nothing came).
-  std::shared_ptr<Connection> Sole();
+  std::shared_ptr<ProgressTarget> Sole();
+  // Registered sockets whose data arrives on them (Add's `direct`): none means every registered
+  // socket only wakes or ends its connection, and a spinning poller may look less often.
+  std::size_t direct_count() const { return direct_count_.load(std::memory_order_relaxed); }
 
  private:
   struct Slot {
-    std::weak_ptr<Connection> connection;
+    std::weak_ptr<ProgressTarget> connection;
     std::uint32_t generation = 0;
     bool reading = true;
+    bool direct = true;
   };
 
-  void CountLocked(int change);  // a connection came or went: count_ and sole_
+  void CountLocked(int change, bool direct);  // a connection came or went: the counts and sole_
 
   int epfd_ = -1;
   softdat::Mutex mutex_;  // the slot table
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;
   std::atomic<std::size_t> count_{0};  // registered connections (written under mutex_)
-  std::weak_ptr<Connection> sole_;     // the registered one while count_ == 1 and it reads (mutex_)
+  std::atomic<std::size_t> direct_count_{0};  // of which direct (written under mutex_)
+  std::weak_ptr<ProgressTarget> sole_;  // the registered one while count_ == 1, it reads and is direct (mutex_)
 };
 
 }  // namespace softdat::transport::tcp

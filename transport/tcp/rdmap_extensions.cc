@@ -7,10 +7,10 @@
 // atomics share the ORD with its Reads). docs/WIRE.md has the formats; the data path of Sends,
 // Writes and Reads does not pass through here.
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "base/log.h"
+#include "transport/remote_atomic.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/rx_stream.h"
 #include "transport/tcp/tx_stream.h"
@@ -21,38 +21,17 @@ namespace {
 constexpr auto kFetchAdd = static_cast<std::uint8_t>(wire::AtomicOperation::kFetchAdd);
 constexpr auto kCompareSwap = static_cast<std::uint8_t>(wire::AtomicOperation::kCompareSwap);
 
-// RFC 7306 masked Fetch and Add: a set bit of `mask` ends a field, so no carry leaves that bit
-// (mask 0 is the plain 64-bit add softdat sends).
-std::uint64_t MaskedAdd(std::uint64_t a, std::uint64_t b, std::uint64_t mask) {
-  std::uint64_t sum = 0, carry = 0;
-  for (int bit = 0; bit < 64; ++bit) {
-    const std::uint64_t x = a >> bit & 1, y = b >> bit & 1;
-    sum |= (x ^ y ^ carry) << bit;
-    carry = (x & y) | (carry & (x ^ y));
-    if (mask >> bit & 1) carry = 0;
-  }
-  return sum;
-}
-
-// Performs the request on the 8 naturally aligned bytes at `at` (core checked the alignment, the
-// bounds and REMOTE_ATOMIC) in one step against every other atomic on them, from any connection
-// or the consumer's own atomics; returns the value before.
+// Performs the request (core checked the alignment, the bounds and REMOTE_ATOMIC) through the
+// executor every software path shares: atomic against atomics from any connection, TCP or shared
+// memory, and the consumer's own; returns the value before.
 std::uint64_t Execute(std::uint8_t* at, const wire::AtomicRequestBody& request) {
-  std::atomic_ref<std::uint64_t> word(*reinterpret_cast<std::uint64_t*>(at));
-  if (request.operation == kFetchAdd) {
-    if (request.add_or_swap_mask == 0) return word.fetch_add(request.add_or_swap);
-    std::uint64_t old = word.load();
-    while (!word.compare_exchange_weak(old, MaskedAdd(old, request.add_or_swap, request.add_or_swap_mask))) {
-    }
-    return old;
-  }
-  // Compare and Swap: where the compare mask's bits agree, the swap mask's bits are replaced.
-  std::uint64_t old = word.load();
-  do {
-    if ((old & request.compare_mask) != (request.compare & request.compare_mask)) return old;
-  } while (!word.compare_exchange_weak(old, (old & ~request.add_or_swap_mask) |
-                                                (request.add_or_swap & request.add_or_swap_mask)));
-  return old;
+  AtomicOperation op;
+  op.compare_swap = request.operation == kCompareSwap;
+  op.add_or_swap = request.add_or_swap;
+  op.add_or_swap_mask = request.add_or_swap_mask;
+  op.compare = request.compare;
+  op.compare_mask = request.compare_mask;
+  return ExecuteAtomic(at, op);
 }
 
 // Copies the 8 bytes of `value` into `segments` (an atomic's local buffer: 8 bytes in all).

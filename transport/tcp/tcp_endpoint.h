@@ -1,40 +1,72 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The transport::Endpoint of the TCP transport: a thin owner of a Connection. Its destructor
-// detaches the connection (no event after it returns) and lets the progress context close it.
+// The transport::Endpoint of the TCP transport: the owner of a connection, which is either iWARP
+// over TCP (Connection) or, when both ends are softdat IAs of this host and network namespace,
+// shared memory (LocalConnection, local_path.h). Which one is decided once, by Connect (the
+// active side dials the peer's rendezvous first) or by the listener's request the consumer
+// accepts; every other call goes to the one chosen. Its destructor detaches the connection (no
+// event after it returns) and lets the progress context close it.
 #pragma once
 
 #include <atomic>
+#include <boost/asio/ip/tcp.hpp>
 #include <memory>
 
 #include "transport/endpoint.h"
+#include "transport/shm/handshake.h"
 #include "transport/tcp/connection.h"
+#include "transport/tcp/local_path.h"
 
 namespace softdat::transport::tcp {
 
 class TcpEndpoint final : public Endpoint {
  public:
-  explicit TcpEndpoint(std::shared_ptr<Connection> connection) : connection_(std::move(connection)) {}
-  ~TcpEndpoint() override { connection_->Detach(); }
+  // `local`: the IA's same-host path (null with shm=off); `config` and `events` as the connection's.
+  TcpEndpoint(std::shared_ptr<Connection> connection, LocalPaths* local, const EndpointConfig& config,
+              EndpointEvents* events, std::uint32_t max_private_data);
+  explicit TcpEndpoint(std::shared_ptr<Connection> connection)
+      : TcpEndpoint(std::move(connection), nullptr, EndpointConfig{}, nullptr, UINT32_MAX) {}
+  ~TcpEndpoint() override;
   TcpEndpoint(const TcpEndpoint&) = delete;
   TcpEndpoint& operator=(const TcpEndpoint&) = delete;
 
   Status Connect(const sockaddr_in& remote, std::uint16_t port, std::span<const std::uint8_t> private_data,
-                 std::uint64_t timeout_us) override {
-    return connection_->Connect(remote, port, private_data, timeout_us);
-  }
+                 std::uint64_t timeout_us) override;
   // Core posts kSendDatagram only to a datagram endpoint (never one of these).
-  Status Post(const Work& work) override { return connection_->Post(work); }
+  Status Post(const Work& work) override {
+    if (LocalConnection* local = local_connection()) return local->Post(work);
+    return connection_->Post(work);
+  }
   // The software receive model takes buffers on arrival; nothing is posted down.
   Status PostRecv(std::uint64_t, std::span<const Segment>) override { return Status(Code::kModelNotSupported); }
-  void RecvBuffersAvailable() override { connection_->RecvBuffersAvailable(); }
-  void Disconnect(bool graceful) override { connection_->Disconnect(graceful); }
-  sockaddr_in local_address() const override { return connection_->local_address(); }
-  sockaddr_in remote_address() const override { return connection_->remote_address(); }
+  void RecvBuffersAvailable() override {
+    if (LocalConnection* local = local_connection()) return local->RecvBuffersAvailable();
+    connection_->RecvBuffersAvailable();
+  }
+  void Disconnect(bool graceful) override;
+  sockaddr_in local_address() const override;
+  sockaddr_in remote_address() const override;
 
+  // Passive side (tcp_listener.cc): the consumer accepted a request read over TCP, or one read on
+  // the same-host rendezvous (local_listener.cc), which it takes only when it returns kOk.
+  Status AcceptTcp(asio::ip::tcp::socket socket, const wire::MpaFrame& request, std::span<const std::uint8_t> private_data);
+  Status AcceptLocal(std::unique_ptr<shm::PassiveHandshake>& handshake, std::span<const std::uint8_t> private_data,
+                     const sockaddr_in& local, const sockaddr_in& remote);
+
+  // The iWARP connection (tests drive it over a socketpair).
   Connection& connection() { return *connection_; }
 
  private:
+  LocalConnection* local_connection() const { return local_ready_.load(std::memory_order_acquire); }
+  Status Start(std::span<const std::uint8_t> private_data);  // the checks both sides make first
+
   std::shared_ptr<Connection> connection_;
+  LocalPaths* const paths_;
+  const EndpointConfig config_;
+  EndpointEvents* const events_;
+  const std::uint32_t max_private_data_;
+  std::atomic<bool> started_{false};  // Connect or Accept happened (once)
+  std::shared_ptr<LocalConnection> local_;               // set once, before local_ready_
+  std::atomic<LocalConnection*> local_ready_{nullptr};  // the shared-memory connection, when chosen
 };
 
 }  // namespace softdat::transport::tcp

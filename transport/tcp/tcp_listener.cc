@@ -64,7 +64,13 @@ struct ListenerCore::RequestReader {
 };
 
 ListenerCore::ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events)
-    : io_(io), acceptor_(std::move(acceptor)), listen_text_(EndText(acceptor_, true)), events_(events), retry_(io) {}
+    : io_(io),
+      acceptor_(std::move(acceptor)),
+      listen_text_(EndText(acceptor_, true)),
+      events_(events),
+      retry_(io),
+      rendezvous_(io),
+      local_retry_(io) {}
 
 bool ListenerCore::Open() {
   std::lock_guard lock(acceptor_mutex_);
@@ -76,7 +82,7 @@ void ListenerCore::Start() {
 }
 
 void ListenerCore::Stop() {
-  // Sequentially consistent with Deliver's count and load: either Deliver saw null, or this sees
+  // Sequentially consistent with Report's count and load: either Report saw null, or this sees
   // its count and waits. A report runs no consumer code (CNO agents are deferred) and takes no
   // lock of ours, so it ends without this thread.
   events_.store(nullptr, std::memory_order_seq_cst);
@@ -85,8 +91,12 @@ void ListenerCore::Stop() {
     std::lock_guard lock(acceptor_mutex_);
     boost::system::error_code ignored;
     acceptor_.close(ignored);  // a pending accept completes with operation_aborted
+    rendezvous_.close(ignored);
   }
-  asio::post(io_, [self = shared_from_this()] { self->retry_.cancel(); });
+  asio::post(io_, [self = shared_from_this()] {
+    self->retry_.cancel();
+    self->local_retry_.cancel();
+  });
 }
 
 void ListenerCore::AcceptNext() {
@@ -180,8 +190,10 @@ void ListenerCore::Deliver(const std::shared_ptr<RequestReader>& reader) {
     data += wire::kMpaEnhancedBlockSize;
   }
   std::vector<std::uint8_t> private_data(data, data + reader->frame.private_data_length);
-  auto request = std::make_unique<TcpPendingConnection>(std::move(reader->socket), reader->frame,
-                                                        std::move(private_data));
+  Report(std::make_unique<TcpPendingConnection>(std::move(reader->socket), reader->frame, std::move(private_data)));
+}
+
+void ListenerCore::Report(std::unique_ptr<PendingConnection> request) {
   calling_.fetch_add(1, std::memory_order_seq_cst);
   ListenEvents* events = events_.load(std::memory_order_seq_cst);
   // Stopped: the request is refused as it is destroyed.
@@ -208,7 +220,7 @@ Status TcpPendingConnection::Accept(Endpoint& endpoint, std::span<const std::uin
   if (answered_) return Status(Code::kInvalidState);
   auto* tcp = dynamic_cast<TcpEndpoint*>(&endpoint);
   if (tcp == nullptr) return Status(Code::kInvalidParameter, Detail::kNone);
-  Status status = tcp->connection().Accept(std::move(socket_), request_, private_data);
+  Status status = tcp->AcceptTcp(std::move(socket_), request_, private_data);
   if (status.ok()) answered_ = true;
   return status;
 }

@@ -3,12 +3,17 @@
 // reader per incoming connection (bounded in number and time, so a silent or hostile peer cannot
 // pin resources; beyond the bound the listener stops accepting and the kernel's backlog holds
 // the rest, as an RNIC's listen backlog would), and the PendingConnection the consumer accepts
-// or rejects.
+// or rejects. With shm=auto the listener also answers same-host softdat peers on its rendezvous
+// (local_listener.cc): their requests, read likewise, become PendingConnections with the same
+// accept and reject semantics.
 #pragma once
+
+#include <netinet/in.h>
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
@@ -32,6 +37,9 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
 
   ListenerCore(asio::io_context& io, asio::ip::tcp::acceptor acceptor, ListenEvents* events);
   void Start();
+  // Same-host softdat peers: listens on the rendezvous of `address`:`port` beside the TCP socket
+  // (local_listener.cc). When its name is taken, this listener serves them over TCP.
+  void StartLocal(in_addr address, std::uint16_t port);
   // No ListenEvents call runs after this returns; requests still being read are refused.
   void Stop();
 
@@ -40,6 +48,14 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   void AcceptNext();
   void ReadRequest(std::shared_ptr<RequestReader> reader);
   void Deliver(const std::shared_ptr<RequestReader>& reader);
+  // Hands a request to the consumer (ListenEvents), or refuses it once stopped.
+  void Report(std::unique_ptr<PendingConnection> request);
+  // The rendezvous (local_listener.cc), progress context.
+  struct LocalReader;
+  void AcceptLocalNext();
+  void ReadLocalRequest(const std::shared_ptr<LocalReader>& reader);
+  void WaitLocal(const std::shared_ptr<LocalReader>& reader);
+  void FinishLocal(const std::shared_ptr<LocalReader>& reader, bool delivered);
   // A reader is done (request read, refused or timed out): accepting resumes if it had paused.
   void DoneReading();
   bool Open();  // not stopped
@@ -60,6 +76,14 @@ class ListenerCore : public std::enable_shared_from_this<ListenerCore> {
   bool accept_paused_ = false;        // progress context only: reading_ reached the bound
   bool starved_ = false;              // progress context only: accept ran out of descriptors
   asio::steady_timer retry_;          // when to try accepting again after running out
+  // The rendezvous: closed by Stop like the acceptor (under acceptor_mutex_), so that its name is
+  // free when dat_psp_free returns.
+  asio::posix::stream_descriptor rendezvous_;
+  sockaddr_in local_address_{};       // the listener's address and port: its requests' local end
+  int local_reading_ = 0;             // progress context only
+  bool local_paused_ = false;         // progress context only
+  bool local_starved_ = false;        // progress context only
+  asio::steady_timer local_retry_;
 };
 
 class TcpListener final : public Listener {

@@ -90,8 +90,6 @@ std::array<char, 32> IaText(const sockaddr_in& address) {
   return text;
 }
 
-class TcpProtectionDomain final : public ProtectionDomain {};
-
 // Below this many descriptors a server of many connections runs out early: said at the default
 // level at each IA open.
 constexpr std::uint64_t kFewDescriptors = 1024;
@@ -189,6 +187,13 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
   connection_options_.post_writes_all = busy_poll_;
   connection_options_.congestion = options.congestion;
   connection_options_.max_private_data = kMaxPrivateData;
+  if (options.shm == ShmMode::kAuto) {
+    LocalPaths::Options local;
+    local.address = address;
+    local.rnr_timeout_ms = options.rnr_timeout_ms;
+    local.max_private_data = kMaxPrivateData;
+    local_ = LocalPaths::Create(io_, kicks_, poll_set_, local);
+  }
   // Signals stay with the consumer's threads. progress=poll has no progress thread, only the
   // watchdog, which moves nothing.
   sigset_t all, old;
@@ -332,12 +337,18 @@ void TcpTransport::Park() {
 }
 
 bool TcpTransport::PollReady(bool wait) noexcept {
-  // A consumer's poll with one connection reads it straight away (PollSet::Sole).
+  // Same-host connections first: what they carry is in memory (a few loads each, no syscall).
+  bool any = local_ != nullptr && local_->Poll(wait);
   if (!wait) {
-    if (std::shared_ptr<Connection> sole = poll_set_.Sole()) return sole->PollIo(false);
+    // A consumer's poll with one connection reads it straight away (PollSet::Sole).
+    if (std::shared_ptr<ProgressTarget> sole = poll_set_.Sole()) return sole->PollIo(false) || any;
+    // Same-host sockets only: they carry doorbells for a sleeping thread and the peer's end, never
+    // data, so a spinning consumer looks at them every 32nd poll, not with a syscall each time.
+    if (local_ != nullptr && poll_set_.direct_count() == 0 &&
+        (indirect_polls_.fetch_add(1, std::memory_order_relaxed) & 31) != 0)
+      return any;
   }
-  bool any = false;
-  std::shared_ptr<Connection> ready[kReadyPerCall];
+  std::shared_ptr<ProgressTarget> ready[kReadyPerCall];
   // Level-triggered: a connection still readable after its turn is reported again, after the
   // others had theirs. Bounded, so the io_context's own work is not starved.
   for (int round = 0; round < 64; ++round) {
@@ -370,13 +381,29 @@ bool TcpTransport::RunAsio() noexcept {
   return ran;
 }
 
+bool TcpTransport::RunOne() {
+  if (local_ == nullptr) return io_.run_one() > 0;
+  if (io_.poll_one() > 0) return true;
+  // The PollSet is level-triggered, but the io_context watches its descriptor edge-triggered: an
+  // edge taken while nobody read the set (a consumer ran the handler, a bounded PollReady left
+  // some) would not come again, and a same-host connection's end (EOF on its socket, no data
+  // behind it) would wait for ever. One look before sleeping takes what is ready.
+  if (PollReady(true)) return true;
+  // About to sleep: same-host peers are told first (they ring a doorbell on the socket for what
+  // they publish from now on), and their rings are looked at once more for what came before.
+  if (local_->PrepareSleep()) return true;
+  const bool ran = io_.run_one() > 0;
+  local_->EndSleep();
+  return ran;
+}
+
 void TcpTransport::Run() noexcept {
   pthread_setname_np(pthread_self(), "softdat-tcp");
   while (!stopping_.load()) {
     try {
       // One handler at a time: between two is this thread's safe point (base/deferred_calls.h),
       // where CNO agents that its deliveries triggered run with no lock held.
-      while (io_.run_one()) RunDeferredCalls();
+      while (RunOne()) RunDeferredCalls();
     } catch (const std::exception& e) {
       SOFTDAT_LOG(kError, "tcp: progress thread caught an exception: %s", e.what());
     }
@@ -402,7 +429,8 @@ void TcpTransport::Watch() noexcept {
     epoll_event ready;
     // Input only: a Post writes what the socket takes (ConnectionOptions::post_writes_all), and
     // what waits after it (a completion to report) waits for the consumer's call by design.
-    const bool waiting = poll_set_.fd() >= 0 && ::epoll_wait(poll_set_.fd(), &ready, 1, 0) > 0;
+    const bool waiting = (poll_set_.fd() >= 0 && ::epoll_wait(poll_set_.fd(), &ready, 1, 0) > 0) ||
+                         (local_ != nullptr && local_->HasWork());
     if (calls != calls_seen || !waiting) {
       if (warned && calls != calls_seen)
         SOFTDAT_LOG(kInfo, "tcp %s: progress=poll: the consumer called in again after %.1f s",
@@ -490,8 +518,16 @@ void TcpTransport::Pause() noexcept {
 }
 
 Status TcpTransport::CreateProtectionDomain(std::unique_ptr<ProtectionDomain>& out) {
-  out = std::make_unique<TcpProtectionDomain>();
+  out = std::make_unique<TcpProtectionDomain>(pd_numbers_.fetch_add(1, std::memory_order_relaxed) + 1);
   return Status::Ok();
+}
+
+void TcpTransport::PublishKey(const PublishedKey& key) {
+  if (local_ != nullptr) local_->Publish(key);
+}
+
+void TcpTransport::RevokeKey(std::uint32_t key) {
+  if (local_ != nullptr) local_->Revoke(key);
 }
 
 Status TcpTransport::RegisterMemory(ProtectionDomain&, void*, std::uint64_t, MemoryAccess,
@@ -514,7 +550,8 @@ Status TcpTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents
     // Room in the kick ring for every connection alive, so a kick never falls back to an
     // allocation (KickQueue::RunLater).
     if (!kicks_.Reserve(live)) throw std::bad_alloc();
-    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events));
+    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events),
+                                        local_.get(), config, events, kMaxPrivateData);
   } catch (const std::bad_alloc&) {
     SOFTDAT_LOG(kWarn, "tcp: no memory for endpoint %u of this IA", live);
     return Status(Code::kInsufficientResources, Detail::kMemory);
@@ -548,6 +585,7 @@ Status TcpTransport::Listen(std::uint16_t port, ListenEvents* events, std::uniqu
   }
   const std::uint16_t bound = acceptor.local_endpoint(error).port();
   auto core = std::make_shared<ListenerCore>(io_, std::move(acceptor), events);
+  if (local_ != nullptr) core->StartLocal(address_.sin_addr, bound);
   core->Start();
   out = std::make_unique<TcpListener>(std::move(core), bound);
   return Status::Ok();

@@ -20,6 +20,10 @@
 //    consumer polled within handoff_us (a polling consumer drains them with what it posted
 //    meanwhile); a timer at the last poll + handoff_us drains what it left (WatchConsumers). So
 //    an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer does.
+// Same-host connections (shm=auto; local_path.h) are polled with the sockets: each poll looks at
+// their rings first (loads, no syscall), their sockets are in the PollSet (doorbells, the peer's
+// end), and the progress thread announces its sleep to their peers first (RunOne), so that they
+// ring a doorbell; the guarantees above hold for them alike.
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
@@ -39,6 +43,7 @@
 
 #include "base/mutex.h"
 #include "transport/tcp/kick_queue.h"
+#include "transport/tcp/local_path.h"
 #include "transport/tcp/poll_set.h"
 #include "transport/tcp/spare_cpu.h"
 #include "transport/tcp/connection.h"
@@ -68,6 +73,9 @@ class TcpTransport final : public Transport {
   bool Progress() noexcept override;
   // True once kDueDepth connections hold Work back for the next drain (see Progress).
   bool ProgressDue() const noexcept override;
+  // The same-host path's key table (LocalPaths): what peers' one-sided RDMA checks.
+  void PublishKey(const PublishedKey& key) override;
+  void RevokeKey(std::uint32_t key) override;
   // Connections queued for a drain at which a consumer reaping events drains them before it
   // reaps on: one answering each completion with a post over many connections would otherwise
   // write its copies only once its EVD is empty, from memory instead of the cache (32
@@ -81,6 +89,7 @@ class TcpTransport final : public Transport {
  private:
   friend struct TcpTransportTestAccess;  // test_seams.h
   void Run() noexcept;
+  bool RunOne();  // progress thread: one handler, sleeping for it if none is ready
   void Watch() noexcept;  // progress=poll: warns of data that waits for a DAT call
   // Reads every ready connection until none is (bounded); `wait` blocks on a busy connection.
   bool PollReady(bool wait) noexcept;
@@ -117,6 +126,9 @@ class TcpTransport final : public Transport {
   SpareCpu spare_cpu_;  // progress thread: may it busy-poll (SpinAfterTraffic)
   bool poll_armed_ = false;          // progress thread: a wait on poll_descriptor_ is pending
   KickQueue kicks_;  // after io_: destroyed before it
+  std::unique_ptr<LocalPaths> local_;  // shm=auto: the same-host path (null: TCP only)
+  std::atomic<std::uint32_t> pd_numbers_{0};
+  std::atomic<std::uint32_t> indirect_polls_{0};  // consumer polls of a PollSet of same-host sockets only
   // A consumer polled within handoff_us: kicks do not wake the progress thread, and the watch
   // (a timer in the io_context, at the last poll + handoff_us) drains what they leave.
   std::atomic<bool> consumers_active_{false};

@@ -94,6 +94,7 @@ class TcpTransportTest : public ::testing::Test {
     params.kind = TransportKind::kTcp;
     params.address = "127.0.0.1";
     params.options = options;
+    params.options.shm = ShmMode::kOff;  // the iWARP path (local_path_test has the same-host one)
     std::string why;
     ASSERT_TRUE(CreateTcpTransport(params, why, transport_).ok()) << why;
     if (prepare) prepare(static_cast<TcpTransport&>(*transport_));
@@ -905,6 +906,7 @@ class TcpTransportPollTest : public TcpTransportTest {
     params.kind = TransportKind::kTcp;
     params.address = "127.0.0.1";
     params.options.progress = ProgressMode::kPoll;
+    params.options.shm = ShmMode::kOff;
     std::string why;
     ASSERT_TRUE(CreateTcpTransport(params, why, remote_).ok()) << why;
     ASSERT_TRUE(remote_->Listen(0, &remote_requests_, remote_listener_).ok());

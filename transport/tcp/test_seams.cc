@@ -55,4 +55,8 @@ std::unique_ptr<PendingConnection> TcpTransportTestAccess::AdoptRequest(TcpTrans
   return std::make_unique<TcpPendingConnection>(std::move(socket), request, std::move(private_data));
 }
 
+std::size_t TcpTransportTestAccess::LocalConnections(TcpTransport& transport) {
+  return transport.local_ != nullptr ? transport.local_->live() : 0;
+}
+
 }  // namespace softdat::transport::tcp

@@ -37,6 +37,9 @@ struct TcpTransportTestAccess {
   // writes everything (progress=poll's rule). A poll-mode transport so set up lets a test drive
   // the consumers' side of the default mode deterministically, from one thread.
   static void CoalesceLikeTheDefaultMode(TcpTransport& transport, std::uint32_t coalesce_us);
+  // How many same-host (shared-memory) connections of the transport are live: which path its
+  // connections took.
+  static std::size_t LocalConnections(TcpTransport& transport);
 };
 
 }  // namespace softdat::transport::tcp

@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// The same-host path (local_path.h): the live shared-memory connections of an IA and how they are
+// polled beside the sockets, and one connection's life: the handshake in the io_context, then the
+// engine in the poll set.
+#include "transport/tcp/local_path.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <thread>
+
+#include "base/log.h"
+#include "transport/tcp/kick_queue.h"
+#include "transport/tcp/poll_set.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+namespace asio = boost::asio;
+
+// Each direction's ring. 64 KiB holds a pipeline of small Sends and Writes; a large Send goes by
+// cross-memory attach (its pull record is small) or through the ring in pieces.
+constexpr std::uint32_t kRingBytes = 64 * 1024;
+// Connections one scan moves; the next scan starts after the last one it took.
+constexpr std::size_t kReadyPerScan = 16;
+// How long a passive connection waits for the active side's Ready after the consumer accepted.
+constexpr auto kReadyTimeout = std::chrono::seconds(10);
+// The active side's port numbers (dat_cr_query), from Linux's default ephemeral range.
+constexpr std::uint32_t kFirstPort = 32768;
+constexpr std::uint32_t kPorts = 60999 - 32768 + 1;
+
+std::uint64_t NowNs() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+std::uint32_t PzNumber(const ProtectionDomain* pd) {
+  // Every protection domain of this transport is one (TcpTransport::CreateProtectionDomain).
+  return pd != nullptr ? static_cast<const TcpProtectionDomain*>(pd)->number() : 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// LocalPaths
+
+std::unique_ptr<LocalPaths> LocalPaths::Create(asio::io_context& io, KickQueue& kicks, PollSet& poll_set,
+                                               const Options& options) {
+  std::unique_ptr<shm::KeyTable> keys;
+  if (Status status = shm::KeyTable::Create(kMaxMemoryKeys, keys); !status.ok()) {
+    char ip[INET_ADDRSTRLEN] = "?";
+    inet_ntop(AF_INET, &options.address.sin_addr, ip, sizeof ip);
+    SOFTDAT_LOG(kWarn, "tcp IA %s: cannot make the shared-memory key table (%s): connections to this host's IAs go "
+                "over TCP", ip, CodeName(status.code()));
+    return nullptr;
+  }
+  return std::unique_ptr<LocalPaths>(new LocalPaths(io, kicks, poll_set, options, std::move(keys)));
+}
+
+LocalPaths::LocalPaths(asio::io_context& io, KickQueue& kicks, PollSet& poll_set, const Options& options,
+                       std::unique_ptr<shm::KeyTable> keys)
+    : io_(io), kicks_(kicks), poll_set_(poll_set), options_(options), keys_(std::move(keys)), deadline_timer_(io) {
+  connection_options_.rnr_timeout_ms = options.rnr_timeout_ms;
+  geometry_.ring_bytes[0] = geometry_.ring_bytes[1] = kRingBytes;
+}
+
+LocalPaths::~LocalPaths() = default;
+
+void LocalPaths::Publish(const PublishedKey& key) {
+  shm::KeyGrant grant;
+  grant.key = key.key;
+  grant.address = key.address;
+  grant.length = key.length;
+  grant.access = (key.remote_read ? shm::kRemoteRead : 0u) | (key.remote_write ? shm::kRemoteWrite : 0u);
+  grant.pz = PzNumber(key.pd);
+  grant.endpoint = key.endpoint;
+  // Core's keys fit its table, which is this one's size: a key outside is none of core's.
+  if (!keys_->Publish(grant)) SOFTDAT_LOG(kError, "tcp: key %#x lies outside the shared-memory key table", key.key);
+}
+
+void LocalPaths::Revoke(std::uint32_t key) { (void)keys_->Revoke(key); }
+
+bool LocalPaths::Poll(bool progress_thread) {
+  if (progress_thread) keys_->EndSleep();  // awake and polling: peers need not ring
+  if (live_count_.load(std::memory_order_relaxed) == 0) return false;
+  std::shared_ptr<LocalConnection> ready[kReadyPerScan];
+  std::size_t found = 0;
+  {
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;  // another poller scans now
+    const std::size_t count = live_.size();
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = (cursor_ + i) % count;
+      if (!live_[at]->HasWork()) continue;
+      ready[found++] = live_[at];
+      if (found == kReadyPerScan) {
+        cursor_ = (at + 1) % count;
+        break;
+      }
+    }
+  }
+  bool moved = false;
+  for (std::size_t i = 0; i < found; ++i) {
+    moved |= ready[i]->Poll();
+    ready[i].reset();
+  }
+  return moved;
+}
+
+bool LocalPaths::Scan(std::uint64_t* earliest) {
+  if (earliest != nullptr) *earliest = 0;
+  if (live_count_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(mutex_);
+  for (const std::shared_ptr<LocalConnection>& connection : live_) {
+    if (connection->HasWork()) return true;
+    if (earliest == nullptr) continue;
+    const std::uint64_t deadline = connection->deadline_ns();
+    if (deadline != 0 && (*earliest == 0 || deadline < *earliest)) *earliest = deadline;
+  }
+  return false;
+}
+
+bool LocalPaths::PrepareSleep() {
+  keys_->BeginSleep();
+  std::uint64_t earliest = 0;
+  if (!Scan(&earliest)) {
+    // Nothing to do: sleep, but not past a connection's deadline.
+    if (earliest != 0 && earliest != deadline_armed_ns_) {
+      deadline_armed_ns_ = earliest;
+      const std::uint64_t now = NowNs();
+      deadline_timer_.expires_after(std::chrono::nanoseconds(earliest > now ? earliest - now : 0));
+      deadline_timer_.async_wait([this](const boost::system::error_code& error) {
+        if (!error) deadline_armed_ns_ = 0;  // the wake-up itself: the loop scans again
+      });
+    }
+    return false;
+  }
+  keys_->EndSleep();
+  if (Poll(true)) return true;
+  // What has work is another thread's at the moment (a consumer holds it): it finishes it, and
+  // the sleep is announced again for what comes next.
+  keys_->BeginSleep();
+  return false;
+}
+
+void LocalPaths::EndSleep() { keys_->EndSleep(); }
+
+void LocalPaths::Add(const std::shared_ptr<LocalConnection>& connection) {
+  std::lock_guard lock(mutex_);
+  live_.push_back(connection);
+  live_count_.store(live_.size(), std::memory_order_relaxed);
+}
+
+void LocalPaths::Remove(const LocalConnection* connection) {
+  std::shared_ptr<LocalConnection> last;  // released after the lock: its destructor may run here
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = std::find_if(live_.begin(), live_.end(),
+                                    [connection](const std::shared_ptr<LocalConnection>& c) { return c.get() == connection; });
+    if (found == live_.end()) return;
+    last = std::move(*found);
+    *found = std::move(live_.back());
+    live_.pop_back();
+    live_count_.store(live_.size(), std::memory_order_relaxed);
+    if (cursor_ >= live_.size()) cursor_ = 0;
+  }
+}
+
+std::uint16_t LocalPaths::NextPort() {
+  return static_cast<std::uint16_t>(kFirstPort + next_port_.fetch_add(1, std::memory_order_relaxed) % kPorts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// LocalConnection
+
+class LocalConnection::Locked {
+ public:
+  explicit Locked(LocalConnection& connection) : connection_(connection) { connection_.mutex_.lock(); }
+  ~Locked() { connection_.UnlockAndDeliver(); }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+
+ private:
+  LocalConnection& connection_;
+};
+
+LocalConnection::LocalConnection(LocalPaths& paths, const EndpointConfig& config, EndpointEvents* events)
+    : paths_(paths), config_(config), events_(events), wait_(paths.io()), timer_(paths.io()) {}
+
+LocalConnection::~LocalConnection() = default;
+
+void LocalConnection::UnlockAndDeliver() {
+  EndpointEvents* deliver = nullptr;
+  if (report_pending_ && events_ != nullptr) {
+    deliver = events_;
+    delivering_.fetch_add(1, std::memory_order_relaxed);  // under mutex_: Detach waits for it
+  }
+  report_pending_ = false;
+  mutex_.unlock();
+  if (deliver == nullptr) return;
+  deliver->Deliver();
+  delivering_.fetch_sub(1, std::memory_order_release);
+}
+
+shm::LocalEnd LocalConnection::LocalEndOf() const {
+  shm::LocalEnd local;
+  local.table = &paths_.keys();
+  local.binding.pz = PzNumber(config_.pd);
+  local.binding.endpoint = config_.owner;
+  local.ird = config_.max_rdma_read_in;
+  local.ord = config_.max_rdma_read_out;
+  local.attach = true;
+  // PR_SET_PTRACER would let the peer trace this process, not only attach to it: never asked for
+  // on the consumer's behalf. Where the kernel refuses attach, the rings carry everything.
+  local.allow_attach = false;
+  return local;
+}
+
+std::array<char, 64> LocalConnection::Describe() const {
+  const sockaddr_in local = local_address();
+  const sockaddr_in remote = remote_address();
+  char local_text[INET_ADDRSTRLEN] = "?";
+  char remote_text[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &local.sin_addr, local_text, sizeof local_text);
+  inet_ntop(AF_INET, &remote.sin_addr, remote_text, sizeof remote_text);
+  std::array<char, 64> text{};
+  std::snprintf(text.data(), text.size(), "%s:%u -> %s:%u", local_text, ntohs(local.sin_port), remote_text,
+                ntohs(remote.sin_port));
+  return text;
+}
+
+sockaddr_in LocalConnection::local_address() const {
+  std::lock_guard lock(address_mutex_);
+  return local_;
+}
+
+sockaddr_in LocalConnection::remote_address() const {
+  std::lock_guard lock(address_mutex_);
+  return remote_;
+}
+
+LocalConnection::Dialed LocalConnection::Dial(const sockaddr_in& remote, std::uint16_t port,
+                                              std::span<const std::uint8_t> private_data, std::uint64_t timeout_us) {
+  sockaddr_in local = paths_.options().address;
+  local.sin_family = AF_INET;
+  local.sin_port = htons(paths_.NextPort());
+  sockaddr_in to = remote;
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  auto handshake = std::make_unique<shm::ActiveHandshake>();
+  const shm::Dial dial = handshake->Start(remote.sin_addr, port, paths_.geometry(), local, private_data, LocalEndOf());
+  if (dial != shm::Dial::kConnected) {
+    if (dial == shm::Dial::kFailed) {
+      char ip[INET_ADDRSTRLEN] = "?";
+      inet_ntop(AF_INET, &to.sin_addr, ip, sizeof ip);
+      SOFTDAT_LOG(kInfo, "tcp -> %s:%u: the shared-memory path cannot be set up (descriptors or memory): over TCP",
+                  ip, port);
+    }
+    return Dialed::kNobody;
+  }
+  {
+    std::lock_guard lock(address_mutex_);
+    local_ = local;
+    remote_ = to;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    active_ = std::move(handshake);
+    phase_ = Phase::kDialed;
+  }
+  // The timer and the wait are the io_context's: armed there, as every Asio object is used.
+  asio::post(paths_.io(), [self = shared_from_this(), timeout_us] {
+    Locked lock(*self);
+    if (self->phase_ != Phase::kDialed) return;
+    if (timeout_us != std::numeric_limits<std::uint64_t>::max()) {
+      // Asio's clock arithmetic overflows near the top of the range: a year is forever enough.
+      const std::uint64_t capped = std::min<std::uint64_t>(timeout_us, 365ull * 24 * 3600 * 1000000);
+      self->timer_.expires_after(std::chrono::microseconds(capped));
+      self->timer_.async_wait([self](const boost::system::error_code& error) {
+        if (!error) self->OnTimeout();
+      });
+    }
+    self->WaitReadable();
+  });
+  return Dialed::kStarted;
+}
+
+void LocalConnection::Accept(std::unique_ptr<shm::PassiveHandshake> handshake,
+                             std::span<const std::uint8_t> private_data, const sockaddr_in& local,
+                             const sockaddr_in& remote) {
+  {
+    std::lock_guard lock(address_mutex_);
+    local_ = local;
+    remote_ = remote;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    passive_ = std::move(handshake);
+    phase_ = Phase::kAccepting;
+  }
+  asio::post(paths_.io(), [self = shared_from_this(), data = std::vector<std::uint8_t>(private_data.begin(),
+                                                                                        private_data.end())]() mutable {
+    self->StartAccept(std::move(data));
+  });
+}
+
+void LocalConnection::StartAccept(std::vector<std::uint8_t> private_data) {
+  Locked lock(*this);
+  if (phase_ != Phase::kAccepting) return;  // detached meanwhile
+  if (!passive_->AcceptWith(private_data, LocalEndOf())) {
+    SOFTDAT_LOG(kWarn, "tcp %s: accept failed: the shared-memory Accept could not be sent", Describe().data());
+    EndHandshake(ConnectionEnd::kAcceptFailed);
+    return;
+  }
+  phase_ = Phase::kAwaitReady;
+  timer_.expires_after(kReadyTimeout);
+  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (!error) self->OnTimeout();
+  });
+  WaitReadable();
+}
+
+void LocalConnection::WaitReadable() {
+  const int fd = active_ != nullptr ? active_->fd() : passive_ != nullptr ? passive_->fd() : -1;
+  if (!wait_.is_open()) {
+    // A duplicate: the handshake closes its own descriptor when it fails, which must not pull
+    // the socket out from under a wait Asio still has on it.
+    const int copy = fd >= 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    boost::system::error_code error;
+    if (copy >= 0) wait_.assign(copy, error);
+    if (copy < 0 || error) {
+      if (copy >= 0) ::close(copy);
+      SOFTDAT_LOG(kWarn, "tcp %s: cannot wait for the shared-memory handshake (%s)", Describe().data(),
+                  copy < 0 ? std::strerror(errno) : error.message().c_str());
+      EndHandshake(phase_ == Phase::kDialed ? ConnectionEnd::kNonPeerRejected : ConnectionEnd::kAcceptFailed);
+      return;
+    }
+  }
+  wait_.async_wait(asio::posix::stream_descriptor::wait_read,
+                   [self = shared_from_this()](const boost::system::error_code& error) {
+                     if (!error) self->OnHandshakeReadable();
+                   });
+}
+
+void LocalConnection::OnHandshakeReadable() {
+  shm::Connection* start = nullptr;
+  {
+    Locked lock(*this);
+    if (phase_ == Phase::kDialed) {
+      switch (active_->OnReadable()) {
+        case shm::ActiveHandshake::Step::kPending:
+          WaitReadable();
+          return;
+        case shm::ActiveHandshake::Step::kEstablished:
+          start = Establish(active_->Take());
+          break;
+        case shm::ActiveHandshake::Step::kRejected: {
+          const shm::Reject& reject = active_->rejected();
+          SOFTDAT_LOG(kInfo, "tcp %s: the peer %s the connection", Describe().data(),
+                      reject.by_consumer ? "rejected" : "refused");
+          EndHandshake(reject.by_consumer ? ConnectionEnd::kPeerRejected : ConnectionEnd::kNonPeerRejected,
+                       reject.private_data.view());
+          break;
+        }
+        case shm::ActiveHandshake::Step::kFailed:
+          EndHandshake(ConnectionEnd::kNonPeerRejected);
+          break;
+      }
+    } else if (phase_ == Phase::kAwaitReady) {
+      switch (passive_->OnReadable()) {
+        case shm::PassiveHandshake::Step::kPending:
+          WaitReadable();
+          return;
+        case shm::PassiveHandshake::Step::kEstablished:
+          start = Establish(passive_->Take());
+          break;
+        default:
+          SOFTDAT_LOG(kInfo, "tcp %s: accept failed: the peer left during the shared-memory handshake",
+                      Describe().data());
+          EndHandshake(ConnectionEnd::kAcceptFailed);
+          break;
+      }
+    }
+  }
+  // Its first poll reports OnEstablished (with no lock of ours held).
+  if (start != nullptr) (void)AfterPoll(start->Poll());
+}
+
+void LocalConnection::OnTimeout() {
+  Locked lock(*this);
+  if (phase_ == Phase::kDialed) {
+    SOFTDAT_LOG(kInfo, "tcp %s: connect timed out", Describe().data());
+    EndHandshake(ConnectionEnd::kTimedOut);
+  } else if (phase_ == Phase::kAwaitReady) {
+    SOFTDAT_LOG(kWarn, "tcp %s: accept failed: no Ready from the peer within %lld s", Describe().data(),
+                static_cast<long long>(kReadyTimeout.count()));
+    EndHandshake(ConnectionEnd::kAcceptFailed);
+  }
+}
+
+shm::Connection* LocalConnection::Establish(shm::Established&& established) {
+  const pid_t peer = established.peer_pid;
+  try {
+    engine_ = std::make_unique<shm::Connection>(std::move(established), config_, paths_.connection_options(),
+                                                paths_.keys(), events_, this);
+  } catch (const std::bad_alloc&) {
+    SOFTDAT_LOG(kWarn, "tcp %s: no memory for the shared-memory connection", Describe().data());
+    EndHandshake(phase_ == Phase::kDialed ? ConnectionEnd::kNonPeerRejected : ConnectionEnd::kAcceptFailed);
+    return nullptr;
+  }
+  StopWaiting();
+  active_.reset();
+  passive_.reset();
+  phase_ = Phase::kEstablished;
+  // The socket now only wakes the connection and says when the peer ends: into the poll set, not
+  // read by a spinning poller (PollSet::Add's direct).
+  if (!paths_.poll_set().Add(engine_->socket_fd(), shared_from_this(), poll_token_, /*direct=*/false)) {
+    SOFTDAT_LOG(kError, "tcp %s: cannot poll the shared-memory connection's socket: closing it", Describe().data());
+    engine_->Disconnect(false);
+  }
+  paths_.Add(shared_from_this());
+  registered_.store(true, std::memory_order_release);
+  engine_ready_.store(engine_.get(), std::memory_order_release);
+  SOFTDAT_LOG(kInfo, "tcp %s: shared memory (process %d; RDMA and large Sends by %s)", Describe().data(),
+              static_cast<int>(peer), engine_->attaches() ? "cross-memory attach" : "the rings");
+  return engine_.get();
+}
+
+void LocalConnection::EndHandshake(ConnectionEnd why, std::span<const std::uint8_t> private_data) {
+  if (phase_ == Phase::kEnded || phase_ == Phase::kEstablished) return;
+  phase_ = Phase::kEnded;
+  if (events_ != nullptr) {
+    events_->OnEnded(why, private_data);  // before the handshake goes: a reject's data lies in it
+    report_pending_ = true;
+  }
+  StopWaiting();
+  active_.reset();
+  passive_.reset();
+}
+
+void LocalConnection::StopWaiting() {
+  timer_.cancel();
+  if (!wait_.is_open()) return;
+  boost::system::error_code ignored;
+  wait_.cancel(ignored);
+  wait_.close(ignored);
+}
+
+bool LocalConnection::AfterPoll(bool moved) {
+  shm::Connection* engine = engine_ready_.load(std::memory_order_acquire);
+  if (engine == nullptr || !engine->ended() || !registered_.exchange(false, std::memory_order_acq_rel)) return moved;
+  // Ended: its socket stays readable (EOF), and it has nothing more to report.
+  paths_.poll_set().Remove(engine->socket_fd(), poll_token_);
+  paths_.Remove(this);
+  return true;
+}
+
+bool LocalConnection::Poll() {
+  shm::Connection* engine = engine_ready_.load(std::memory_order_acquire);
+  return engine != nullptr && AfterPoll(engine->Poll());
+}
+
+bool LocalConnection::PollIo(bool) {
+  shm::Connection* engine = engine_ready_.load(std::memory_order_acquire);
+  return engine != nullptr && AfterPoll(engine->OnSocketReadable());
+}
+
+bool LocalConnection::OnKick(bool, std::uint64_t) {
+  if (shm::Connection* engine = engine_ready_.load(std::memory_order_acquire)) (void)AfterPoll(engine->Poll());
+  return true;
+}
+
+void LocalConnection::Kick(shm::Connection&) { paths_.kicks().Push(shared_from_this()); }
+
+Status LocalConnection::Post(const Work& work) {
+  shm::Connection* engine = engine_ready_.load(std::memory_order_acquire);
+  // Core posts only once OnEstablished came, which the engine reports.
+  if (engine == nullptr) return Status(Code::kInvalidState, Detail::kEpUnconnected);
+  return engine->Post(work);
+}
+
+void LocalConnection::RecvBuffersAvailable() {
+  if (shm::Connection* engine = engine_ready_.load(std::memory_order_acquire)) engine->RecvBuffersAvailable();
+}
+
+void LocalConnection::Disconnect(bool graceful) {
+  if (shm::Connection* engine = engine_ready_.load(std::memory_order_acquire)) return engine->Disconnect(graceful);
+  // Still in its handshake: the attempt ends (as a TCP connect that has not finished does).
+  asio::post(paths_.io(), [self = shared_from_this(), graceful] {
+    Locked lock(*self);
+    if (self->phase_ == Phase::kEstablished) {
+      self->engine_->Disconnect(graceful);  // established meanwhile
+      return;
+    }
+    if (self->phase_ != Phase::kIdle) self->EndHandshake(ConnectionEnd::kDisconnected);
+  });
+}
+
+void LocalConnection::Detach() {
+  shm::Connection* engine = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    events_ = nullptr;
+    report_pending_ = false;
+    if (phase_ != Phase::kEstablished) phase_ = Phase::kEnded;
+    engine = engine_.get();
+  }
+  // A delivery that began before is the last event of this endpoint: wait for it.
+  while (delivering_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  if (engine != nullptr) {
+    engine->Detach();  // ends it (the peer is told) and waits for its deliveries
+    (void)AfterPoll(false);
+  }
+  // The handshake's socket and wait go in the io_context, where Asio objects are used.
+  asio::post(paths_.io(), [self = shared_from_this()] {
+    std::lock_guard lock(self->mutex_);
+    self->StopWaiting();
+    self->active_.reset();
+    self->passive_.reset();
+  });
+}
+
+}  // namespace softdat::transport::tcp

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
+// The TCP transport's choice of path per connection (local_path.h): two IAs with shm=auto on this
+// host connect over shared memory, with TCP's semantics (private data both ways, addresses as
+// dat_cr_query shows them, a consumer's reject with its private data, a graceful close), and
+// move Sends (small, and large ones pulled in several pieces), RDMA Writes and Reads; a listener
+// without a rendezvous (shm=off here, as siw or OFED DAPL: nobody answers on it) or a client with
+// shm=off gets iWARP over TCP. The other network namespace is testing/netns's.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/tcp/tcp_transport.h"
+#include "transport/tcp/test_seams.h"
+#include "transport/test_recorder.h"
+
+namespace softdat::transport::tcp {
+namespace {
+
+using namespace transport::testing;
+
+constexpr std::uint32_t kKey = 0x4201;  // a key as core makes them: slot 0x42, generation 1
+
+class LocalPathTest : public ::testing::Test {
+ protected:
+  void Open(ShmMode client_mode, ShmMode server_mode) {
+    client_transport_ = Make(client_mode);
+    server_transport_ = Make(server_mode);
+    ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+    ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
+    ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  }
+  void TearDown() override {
+    client_.reset();
+    server_.reset();
+    pending_.reset();
+    listener_.reset();
+    client_transport_.reset();
+    server_transport_.reset();
+  }
+
+  static std::unique_ptr<Transport> Make(ShmMode mode) {
+    IaParams params;
+    params.kind = TransportKind::kTcp;
+    params.address = "127.0.0.1";
+    params.options.shm = mode;
+    std::string why;
+    std::unique_ptr<Transport> transport;
+    EXPECT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+    return transport;
+  }
+
+  void ConnectBoth(const std::vector<std::uint8_t>& hello = {}, const std::vector<std::uint8_t>& welcome = {}) {
+    ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
+    pending_ = requests_.Next();
+    ASSERT_NE(pending_, nullptr);
+    ASSERT_TRUE(pending_->Accept(*server_, welcome).ok());
+    ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established == 1; }));
+    ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }));
+  }
+
+  std::size_t Local(std::unique_ptr<Transport>& transport) {
+    return TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport));
+  }
+
+  Status Post(WorkKind kind, std::uint64_t id, std::vector<Segment>& local, std::uint64_t remote_address = 0) {
+    Work work;
+    work.id = id;
+    work.kind = kind;
+    work.local = local;
+    for (const Segment& s : local) work.length += s.length;
+    work.remote_address = remote_address;
+    work.remote_key = kind == WorkKind::kSend ? 0 : kKey;
+    return client_->Post(work);
+  }
+
+  std::unique_ptr<Transport> client_transport_;
+  std::unique_ptr<Transport> server_transport_;
+  RecordingRequests requests_;
+  std::unique_ptr<Listener> listener_;
+  RecordingEvents client_events_;
+  RecordingEvents server_events_;
+  std::unique_ptr<Endpoint> client_;
+  std::unique_ptr<Endpoint> server_;
+  std::unique_ptr<PendingConnection> pending_;
+};
+
+TEST_F(LocalPathTest, TwoSameHostIasConnectOverSharedMemoryWithTcpsSemantics) {
+  Open(ShmMode::kAuto, ShmMode::kAuto);
+  const std::vector<std::uint8_t> hello = {'h', 'e', 'l', 'l', 'o'}, welcome = {'w', 'e', 'l'};
+  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  EXPECT_EQ(std::vector<std::uint8_t>(pending_->private_data().begin(), pending_->private_data().end()), hello);
+  EXPECT_EQ(ntohl(pending_->remote_address().sin_addr.s_addr), INADDR_LOOPBACK);
+  EXPECT_NE(pending_->remote_address().sin_port, 0) << "dat_cr_query shows the active side's port";
+  ASSERT_TRUE(pending_->Accept(*server_, welcome).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established == 1; }));
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }));
+  EXPECT_EQ(client_events_.Get(client_events_.peer_data), welcome);
+  EXPECT_EQ(Local(client_transport_), 1u) << "the client's connection is not the shared-memory one";
+  EXPECT_EQ(Local(server_transport_), 1u) << "the server's connection is not the shared-memory one";
+  EXPECT_EQ(ntohs(client_->remote_address().sin_port), listener_->port());
+  EXPECT_EQ(ntohs(server_->local_address().sin_port), listener_->port());
+  EXPECT_EQ(server_->remote_address().sin_port, client_->local_address().sin_port);
+  EXPECT_EQ(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).code(), Code::kInvalidState)
+      << "a second Connect on one endpoint";
+
+  // Sends: 8 bytes through the ring, 9 MiB pulled by the receiver in several pieces.
+  std::vector<std::uint8_t> small = Bytes(8, 1), large = Bytes(9 << 20, 2);
+  std::vector<std::uint8_t> small_sink(64), large_sink(large.size());
+  std::vector<Segment> small_gather = {SegmentOf(small)}, large_gather = {SegmentOf(large)};
+  std::vector<Segment> small_scatter = {SegmentOf(small_sink)}, large_scatter = {SegmentOf(large_sink)};
+  server_events_.AddBuffer(small_scatter);
+  server_events_.AddBuffer(large_scatter);
+  ASSERT_TRUE(Post(WorkKind::kSend, 1, small_gather).ok());
+  ASSERT_TRUE(Post(WorkKind::kSend, 2, large_gather).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  EXPECT_EQ(std::memcmp(small_sink.data(), small.data(), small.size()), 0);
+  EXPECT_EQ(large_sink, large);
+  EXPECT_EQ(server_events_.Get(server_events_.recvs)[1].info.length, large.size());
+
+  // RDMA Write and Read against the key the server's IA published.
+  std::vector<std::uint8_t> region(1 << 20, 0);
+  server_events_.Expose(region, kKey, true);
+  PublishedKey key;
+  key.key = kKey;
+  key.address = reinterpret_cast<std::uint64_t>(region.data());
+  key.length = region.size();
+  key.remote_read = key.remote_write = true;
+  server_transport_->PublishKey(key);
+  std::vector<std::uint8_t> written = Bytes(region.size(), 9), read_back(region.size());
+  std::vector<Segment> write_gather = {SegmentOf(written)}, read_scatter = {SegmentOf(read_back)};
+  ASSERT_TRUE(Post(WorkKind::kRdmaWrite, 3, write_gather, key.address).ok());
+  ASSERT_TRUE(Post(WorkKind::kRdmaRead, 4, read_scatter, key.address).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 4; }));
+  for (const RecordingEvents::WorkDone& done : client_events_.Get(client_events_.work_done))
+    EXPECT_EQ(done.status, WorkStatus::kSuccess) << "Work " << done.id;
+  EXPECT_EQ(region, written);
+  EXPECT_EQ(read_back, written);
+
+  // A revoked key grants nothing: the Write is refused and the connection ends, as a Terminate.
+  server_transport_->RevokeKey(kKey);
+  ASSERT_TRUE(Post(WorkKind::kRdmaWrite, 5, write_gather, key.address).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
+  EXPECT_EQ(client_events_.Get(client_events_.ended), ConnectionEnd::kBroken);
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.ended.has_value(); }));
+  EXPECT_EQ(server_events_.Get(server_events_.ended), ConnectionEnd::kBroken);
+}
+
+TEST_F(LocalPathTest, AGracefulDisconnectEndsBothSidesDisconnected) {
+  Open(ShmMode::kAuto, ShmMode::kAuto);
+  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
+  ASSERT_EQ(Local(client_transport_), 1u);
+  client_->Disconnect(true);
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.ended.has_value(); }));
+  EXPECT_EQ(client_events_.Get(client_events_.ended), ConnectionEnd::kDisconnected);
+  EXPECT_EQ(server_events_.Get(server_events_.ended), ConnectionEnd::kDisconnected);
+}
+
+TEST_F(LocalPathTest, AConsumersRejectReachesTheActiveSideWithItsPrivateData) {
+  Open(ShmMode::kAuto, ShmMode::kAuto);
+  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  const std::vector<std::uint8_t> no = {'n', 'o'};
+  pending_->Reject(no);
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
+  EXPECT_EQ(client_events_.Get(client_events_.ended), ConnectionEnd::kPeerRejected);
+  EXPECT_EQ(client_events_.Get(client_events_.peer_data), no);
+}
+
+TEST_F(LocalPathTest, ARequestDroppedUnansweredIsTheProvidersRefusal) {
+  Open(ShmMode::kAuto, ShmMode::kAuto);
+  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  pending_.reset();
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.ended.has_value(); }));
+  EXPECT_EQ(client_events_.Get(client_events_.ended), ConnectionEnd::kNonPeerRejected);
+}
+
+// A peer that does not answer on the rendezvous (siw, OFED DAPL, another host: here a softdat
+// listener with shm=off) gets the iWARP connection, from a client with shm=auto.
+TEST_F(LocalPathTest, AListenerWithoutRendezvousIsReachedOverTcp) {
+  Open(ShmMode::kAuto, ShmMode::kOff);
+  ASSERT_NO_FATAL_FAILURE(ConnectBoth({'a'}, {'b'}));
+  EXPECT_EQ(Local(client_transport_), 0u);
+  EXPECT_EQ(Local(server_transport_), 0u);
+  std::vector<std::uint8_t> small = Bytes(8, 1), sink(8);
+  std::vector<Segment> gather = {SegmentOf(small)}, scatter = {SegmentOf(sink)};
+  server_events_.AddBuffer(scatter);
+  ASSERT_TRUE(Post(WorkKind::kSend, 1, gather).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1; }));
+  EXPECT_EQ(sink, small);
+}
+
+TEST_F(LocalPathTest, AClientWithShmOffConnectsOverTcp) {
+  Open(ShmMode::kOff, ShmMode::kAuto);
+  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
+  EXPECT_EQ(Local(client_transport_), 0u);
+  EXPECT_EQ(Local(server_transport_), 0u);
+}
+
+}  // namespace
+}  // namespace softdat::transport::tcp
