@@ -64,6 +64,44 @@ TEST_F(DeviceCqTest, SuppressedRequestsGoToTheDeviceAsQuietSuccesses) {
   EXPECT_EQ(request_idle, DAT_TRUE);
 }
 
+// DAT_COMPLETION_UNSIGNALLED_FLAG is a non-notification completion, not a suppressed one: it goes
+// to the device signalled (as OFED DAPL posts it: only SUPPRESS clears IBV_SEND_SIGNALED), so its
+// event reaches the EVD once the request is done, with no later request to retire it; there it
+// notifies nobody (the CNO stays quiet), while a default request's event triggers the CNO.
+TEST_F(DeviceCqTest, UnsignalledRequestsGoToTheDeviceSignalledAndTheirEventsNotifyNobody) {
+  Cno* cno = nullptr;
+  ASSERT_TRUE(Cno::Create(ia_, DAT_OS_WAIT_PROXY_AGENT{}, &cno).ok());
+  ASSERT_TRUE(request_evd_->ModifyCno(cno).ok());
+  Ep* probe = MakeEp();
+  DAT_EP_PARAM param{};
+  probe->Query(DAT_EP_FIELD_ALL, param);
+  ASSERT_TRUE(Ep::Free(probe).ok());
+  param.ep_attr.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+  Ep* client = nullptr;
+  ASSERT_TRUE(Ep::Create(ia_, pz_, recv_evd_, request_evd_, connect_evd_, nullptr, &param.ep_attr, &client).ok());
+  Ep* server = MakeEp();
+  ASSERT_TRUE(PostRecv(server, 0, 1).ok());
+  ASSERT_TRUE(PostRecv(server, 1, 2).ok());
+  Connect(client, server);
+  std::strcpy(SlotData(2), "quiet");
+  const DAT_LMR_TRIPLET triplet = Slot(2, 6);
+  ASSERT_TRUE(client->PostSend(1, &triplet, Cookie(7), DAT_COMPLETION_UNSIGNALLED_FLAG, false, 0).ok());
+  EXPECT_EQ(fake().quiet_posts(), 0u) << "an UNSIGNALLED request must reach the device signalled";
+  Settle();  // the progress polls the CQ the CNO watches
+  DAT_EVD_HANDLE triggered = DAT_HANDLE_NULL;
+  EXPECT_EQ(cno->Wait(0, triggered).code(), Code::kTimeout) << "an UNSIGNALLED completion must not notify";
+  DAT_EVENT event;
+  ASSERT_TRUE(request_evd_->Dequeue(event).ok()) << "its completion is in the EVD without a later request";
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 7u);
+  EXPECT_EQ(Dto(event).status, DAT_DTO_SUCCESS);
+  EXPECT_EQ(Dto(event).transfered_length, 6u);
+  ASSERT_TRUE(Send(client, 3, "loud", 8).ok());
+  Settle();
+  ASSERT_TRUE(cno->Wait(0, triggered).ok()) << "a default request's completion notifies";
+  EXPECT_EQ(triggered, request_evd_);
+  ASSERT_TRUE(request_evd_->ModifyCno(nullptr).ok());
+}
+
 // More completions than the EVD's CQ holds: the device drops them (a CQ overflow) and the
 // consumer hears DAT_ASYNC_ERROR_EVD_OVERFLOW naming the EVD on the IA's asynchronous EVD.
 TEST_F(DeviceCqTest, ACqOverflowReachesTheConsumerAsEvdOverflow) {

@@ -2,6 +2,11 @@
 /* See c_consumer_calls.h. */
 #include "dat/c_consumer_calls.h"
 
+#include <netinet/in.h> /* dat_ib_extensions.h uses struct sockaddr_in6 without it */
+#include <stdarg.h>
+
+#include <dat2/dat_ib_extensions.h>
+
 DAT_RETURN c_ia_close(const DAT_PROVIDER* p, DAT_IA_HANDLE ia, unsigned flags) {
   return p->ia_close_func(ia, (DAT_CLOSE_FLAGS)flags);
 }
@@ -22,6 +27,14 @@ DAT_RETURN c_lmr_create(const DAT_PROVIDER* p, DAT_IA_HANDLE ia, unsigned mem_ty
 
 DAT_RETURN c_pz_query(const DAT_PROVIDER* p, DAT_PZ_HANDLE pz, unsigned mask, DAT_PZ_PARAM* param) {
   return p->pz_query_func(pz, (DAT_PZ_PARAM_MASK)mask, param);
+}
+
+DAT_RETURN c_lmr_query(const DAT_PROVIDER* p, DAT_LMR_HANDLE lmr, unsigned mask, DAT_LMR_PARAM* param) {
+  return p->lmr_query_func(lmr, (DAT_LMR_PARAM_MASK)mask, param);
+}
+
+DAT_RETURN c_evd_query(const DAT_PROVIDER* p, DAT_EVD_HANDLE evd, unsigned mask, DAT_EVD_PARAM* param) {
+  return p->evd_query_func(evd, (DAT_EVD_PARAM_MASK)mask, param);
 }
 
 DAT_RETURN c_ep_create(const DAT_PROVIDER* p, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE dto,
@@ -71,4 +84,21 @@ DAT_RETURN c_rmr_bind(const DAT_PROVIDER* p, DAT_RMR_HANDLE rmr, DAT_LMR_HANDLE 
   cookie.as_64 = 1;
   return p->rmr_bind_func(rmr, lmr, triplet, DAT_MEM_PRIV_REMOTE_READ_FLAG, (DAT_VA_TYPE)va_type, ep, cookie,
                           (DAT_COMPLETION_FLAGS)flags, context);
+}
+
+/* dat_ib_post_rdma_write_immed as the macro of dat_ib_extensions.h calls it: through the
+ * extension slot with a va_list, the flags an int-sized argument. */
+static DAT_RETURN c_extension_op(const DAT_PROVIDER* p, DAT_HANDLE handle, int op, ...) {
+  va_list args;
+  va_start(args, op);
+  const DAT_RETURN status = p->handle_extendedop_func(handle, op, args);
+  va_end(args);
+  return status;
+}
+
+DAT_RETURN c_ib_post_rdma_write_immed(const DAT_PROVIDER* p, DAT_EP_HANDLE ep, DAT_LMR_TRIPLET* iov,
+                                      const DAT_RMR_TRIPLET* remote, unsigned flags) {
+  DAT_DTO_COOKIE cookie = {0};
+  return c_extension_op(p, ep, DAT_IB_RDMA_WRITE_IMMED_OP, (DAT_COUNT)1, iov, cookie, remote, (DAT_UINT32)7,
+                        (DAT_COMPLETION_FLAGS)flags);
 }

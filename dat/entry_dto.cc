@@ -9,10 +9,11 @@
 namespace softdat::dat {
 namespace {
 
-// dat_ep_post_rdma_read and _write: the handle, then the flags' bits, then the EP's post.
+// dat_ep_post_rdma_read and _write: the handle, then the flags' bits, then the EP's post. The
+// flags come by reference: a copy would read the consumer's bits as the enum (raw_bits.h).
 DAT_RETURN PostRdmaEntry(const char* call, DAT_DTOS operation, DAT_EP_HANDLE ep_handle, DAT_COUNT num_segments,
                          DAT_LMR_TRIPLET* local_iov, DAT_DTO_COOKIE user_cookie, const DAT_RMR_TRIPLET* remote_iov,
-                         DAT_COMPLETION_FLAGS flags) noexcept {
+                         const DAT_COMPLETION_FLAGS& flags) noexcept {
   return GuardedOn<core::Ep>(call, ep_handle, Detail::kEp, [&](core::Ep& ep) -> Status {
     if (!Fits(flags)) return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
     return ep.PostRdma(operation, num_segments, local_iov, user_cookie, remote_iov, flags);

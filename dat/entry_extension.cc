@@ -5,6 +5,7 @@
 // arguments from the va_list in the order the header's macro passes them, checks the handle,
 // calls one core method and maps the status.
 #include <cstdarg>
+#include <cstdint>
 
 #include "core/address_handle.h"
 #include "core/dat_ib.h"
@@ -13,6 +14,7 @@
 #include "core/ia.h"
 #include "dat/entry.h"
 #include "dat/provider_entry.h"
+#include "dat/raw_bits.h"
 #include "dat/status_map.h"
 #include "transport/factory.h"
 
@@ -118,7 +120,10 @@ Status Dispatch(DAT_HANDLE handle, int op, va_list args) {
       const DAT_DTO_COOKIE cookie = va_arg(args, DAT_DTO_COOKIE);
       const DAT_RMR_TRIPLET* remote_iov = va_arg(args, const DAT_RMR_TRIPLET*);
       const DAT_UINT32 immediate = va_arg(args, DAT_UINT32);
-      const auto flags = static_cast<DAT_COMPLETION_FLAGS>(va_arg(args, int));
+      const auto flag_bits = static_cast<std::uint32_t>(va_arg(args, int));
+      if (!FitsBits<DAT_COMPLETION_FLAGS>(flag_bits))
+        return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+      const auto flags = static_cast<DAT_COMPLETION_FLAGS>(flag_bits);
       if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
       return ep->PostWriteImmediate(segments, local_iov, cookie, remote_iov, immediate, flags);
     }
@@ -129,7 +134,10 @@ Status Dispatch(DAT_HANDLE handle, int op, va_list args) {
       DAT_LMR_TRIPLET* local_iov = va_arg(args, DAT_LMR_TRIPLET*);
       const DAT_DTO_COOKIE cookie = va_arg(args, DAT_DTO_COOKIE);
       const DAT_RMR_TRIPLET* remote_iov = va_arg(args, const DAT_RMR_TRIPLET*);
-      const auto flags = static_cast<DAT_COMPLETION_FLAGS>(va_arg(args, int));
+      const auto flag_bits = static_cast<std::uint32_t>(va_arg(args, int));
+      if (!FitsBits<DAT_COMPLETION_FLAGS>(flag_bits))
+        return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+      const auto flags = static_cast<DAT_COMPLETION_FLAGS>(flag_bits);
       if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
       return ep->PostAtomic(op == DAT_IB_FETCH_AND_ADD_OP ? transport::WorkKind::kFetchAdd
                                                           : transport::WorkKind::kCompareSwap,
@@ -140,7 +148,10 @@ Status Dispatch(DAT_HANDLE handle, int op, va_list args) {
       DAT_LMR_TRIPLET* local_iov = va_arg(args, DAT_LMR_TRIPLET*);
       const DAT_IB_ADDR_HANDLE* ah = va_arg(args, const DAT_IB_ADDR_HANDLE*);
       const DAT_DTO_COOKIE cookie = va_arg(args, DAT_DTO_COOKIE);
-      const auto flags = static_cast<DAT_COMPLETION_FLAGS>(va_arg(args, int));
+      const auto flag_bits = static_cast<std::uint32_t>(va_arg(args, int));
+      if (!FitsBits<DAT_COMPLETION_FLAGS>(flag_bits))
+        return Status(Code::kInvalidParameter, Detail::kParamCompletionFlags);
+      const auto flags = static_cast<DAT_COMPLETION_FLAGS>(flag_bits);
       if (ep == nullptr) return Status(Code::kInvalidHandle, Detail::kEp);
       return ep->PostSendDatagram(segments, local_iov, ah, cookie, flags);
     }

@@ -37,9 +37,10 @@ bool ResolveOptional(const void* handle, Object*& out) {
 
 // dat_<object>_query of an object that reports its IA: the handle, then the param pointer
 // (DAT_INVALID_PARAMETER); the object fills the fields of the mask bits its type holds, and the
-// IA handle field gets the handle the consumer holds, not core's.
+// IA handle field gets the handle the consumer holds, not core's. The mask comes by reference: a
+// copy would read the consumer's bits as the enum type, which may not hold them (raw_bits.h).
 template <class Object, class Mask, class Param, class Field>
-DAT_RETURN QueryEntry(const char* call, const void* handle, Detail bad_handle, Mask mask, Param* param,
+DAT_RETURN QueryEntry(const char* call, const void* handle, Detail bad_handle, const Mask& mask, Param* param,
                       Field ia_field) noexcept {
   return GuardedOn<Object>(call, handle, bad_handle, [&](const Object& object) -> Status {
     if (param == nullptr) return Status(Code::kInvalidParameter, Detail::kParamParam);

@@ -111,11 +111,35 @@ TEST_F(EnumArgumentsTest, EpAttributes) {
             Invalid(DAT_INVALID_ARG6));
 }
 
+// Regression (dat_api fuzzer, clang's UBSan): the extension ops made the enum of the flags'
+// variadic int before checking its bits. Refused before the EP is looked at (it is not connected).
+TEST_F(EnumArgumentsTest, AnExtensionPostWithFlagBitsNoDatValueHasIsRefused) {
+  DAT_RMR_TRIPLET remote{};
+  const DAT_RETURN bad_flags = c_ib_post_rdma_write_immed(p_, ep_, &iov_, &remote, kNoSuchBits);
+  EXPECT_EQ(DAT_GET_TYPE(bad_flags), DAT_INVALID_PARAMETER);
+  // Valid flags pass that check: the empty remote triplet is what is refused then, as another
+  // argument.
+  const DAT_RETURN good_flags = c_ib_post_rdma_write_immed(p_, ep_, &iov_, &remote, DAT_COMPLETION_DEFAULT_FLAG);
+  EXPECT_EQ(DAT_GET_TYPE(good_flags), DAT_INVALID_PARAMETER);
+  EXPECT_NE(bad_flags, good_flags);
+}
+
 // Masks name fields; bits that name none are ignored, as before.
 TEST_F(EnumArgumentsTest, MaskBitsBeyondTheFieldsAreIgnored) {
   DAT_PZ_PARAM param{};
   ASSERT_EQ(c_pz_query(p_, pz_, 0xFFFFFFFF, &param), DAT_SUCCESS);
   EXPECT_NE(param.ia_handle, nullptr);
+}
+
+// Regression (dat_api fuzzer, clang's UBSan): the query entries copied the mask as the enum type
+// before dropping the bits it cannot hold. The fuzzer's LMR mask, and an EVD mask the same way.
+TEST_F(EnumArgumentsTest, EveryQueryIgnoresMaskBitsBeyondItsFields) {
+  DAT_LMR_PARAM lmr{};
+  ASSERT_EQ(c_lmr_query(p_, lmr_, 151085413u | DAT_LMR_FIELD_LMR_CONTEXT, &lmr), DAT_SUCCESS);
+  EXPECT_EQ(lmr.lmr_context, iov_.lmr_context);
+  DAT_EVD_PARAM evd{};
+  ASSERT_EQ(c_evd_query(p_, dto_, kNoSuchBits | DAT_EVD_FIELD_IA_HANDLE, &evd), DAT_SUCCESS);
+  EXPECT_NE(evd.ia_handle, nullptr);
 }
 
 // Regression (dat_api fuzzer): dat_evd_post_se read the consumer's event number as the enum.

@@ -80,6 +80,13 @@ bool Fits(const Enum& value) {
   return (RawBits(value) & ~Holds<Enum>()) == 0;
 }
 
+// The same for bits that came without the enum type (a variadic argument read as int): the enum
+// is made from them only once the type holds them.
+template <class Enum>
+bool FitsBits(std::uint32_t bits) {
+  return (bits & ~Holds<Enum>()) == 0;
+}
+
 // A mask argument without the bits its type cannot hold (they name no field).
 template <class Enum>
 Enum KnownBits(const Enum& mask) {

@@ -143,7 +143,7 @@ DAT_RETURN ParameterSubtype(Code code, Detail param, const char* call) {
 
 }  // namespace
 
-DAT_RETURN ToDatReturn(Status status, const char* call) {
+DAT_RETURN MapStatus(Status status, const char* call) {
   if (status.ok()) return DAT_SUCCESS;
   const Detail detail = status.detail();
   if (ParamName(detail) != nullptr) return TypeOf(status.code()) | ParameterSubtype(status.code(), detail, call);

@@ -55,5 +55,12 @@ TEST(StatusMap, AQualifierThatCannotBeUsedIsReportedInUse) {
   EXPECT_EQ(ToDatReturn(Status(Code::kConnQualUnavailable), "dat_psp_create"), DAT_CONN_QUAL_IN_USE);
 }
 
+// The inline answers (success, a bare empty queue) are the table's own.
+TEST(StatusMap, TheInlineAnswersAreTheTables) {
+  EXPECT_EQ(ToDatReturn(Status(Code::kQueueEmpty), "dat_evd_dequeue"), DAT_QUEUE_EMPTY);
+  EXPECT_EQ(ToDatReturn(Status(Code::kQueueEmpty), "dat_evd_dequeue"), MapStatus(Status(Code::kQueueEmpty), "dat_evd_dequeue"));
+  EXPECT_EQ(ToDatReturn(Status::Ok(), "dat_evd_dequeue"), MapStatus(Status::Ok(), "dat_evd_dequeue"));
+}
+
 }  // namespace
 }  // namespace softdat::dat

@@ -9,6 +9,12 @@
 #   listening PORT           whether a TCP socket listens on PORT in this namespace, read from
 #                            /proc/net/tcp{,6} (state 0A); it never connects.
 #   wait_listening PORT PID  waits up to 15 s for PORT to listen while PID lives.
+#   cm_listening PORT        whether an rdma_cm listener (any device and address) is on PORT, as
+#                            `rdma resource show cm_id` lists it: rdma_cm listeners are no
+#                            sockets (on RoCE nothing listens in TCP at all).
+#   wait_cm_listening PORT PID
+#                            waits up to 60 s (a DAT IA opens slowly under TCG) for an rdma_cm
+#                            listener on PORT while PID lives.
 #   relay_dtest_handoff RELAY PID DIR
 #                            stock dtest's server writes its DAT address to the first connection
 #                            on 15828 and only then creates its PSP (45248): a fast client
@@ -42,15 +48,25 @@ listening() {
     /proc/net/tcp /proc/net/tcp6
 }
 
-wait_listening() {
-  local _
-  for _ in $(seq 300); do
-    listening "$1" && return 0
-    kill -0 "$2" 2>/dev/null || break
-    sleep 0.05
-  done
-  listening "$1"
+cm_listening() {
+  rdma resource show cm_id 2>/dev/null | grep -qE "state LISTEN .*src-addr [^ ]*:$1( |\$)"
 }
+
+# wait_for TRIES PAUSE PID CMD...: CMD until it succeeds, up to TRIES times PAUSE seconds apart,
+# while PID lives.
+wait_for() {
+  local tries=$1 pause=$2 pid=$3 _
+  shift 3
+  for _ in $(seq "$tries"); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep "$pause"
+  done
+  "$@"
+}
+
+wait_listening() { wait_for 300 0.05 "$2" listening "$1"; }
+wait_cm_listening() { wait_for 600 0.1 "$2" cm_listening "$1"; }
 
 relay_dtest_handoff() {
   local relay=$1 server=$2 ready=$3/relay.ready _

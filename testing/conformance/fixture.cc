@@ -3,6 +3,8 @@
 // public DAT API.
 #include "testing/conformance/fixture.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -148,7 +150,8 @@ void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOpti
     sender_ias_.push_back(pair.sender_ia);
     ASSERT_EQ(dat_pz_create(pair.sender_ia, &pair.sender_pz), DAT_SUCCESS);
   }
-  pair.sender_request_evd = MakeEvd(DAT_EVD_DTO_FLAG, 256, pair.sender_ia);
+  pair.sender_request_evd = options.sender_request_evd != DAT_HANDLE_NULL ? options.sender_request_evd
+                                                                         : MakeEvd(DAT_EVD_DTO_FLAG, 256, pair.sender_ia);
   pair.sender_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG, 64, pair.sender_ia);
   pair.receiver_connect_evd = MakeEvd(DAT_EVD_CONNECTION_FLAG);
   pair.receiver_recv_evd = options.recv_evd != DAT_HANDLE_NULL ? options.recv_evd : MakeEvd(DAT_EVD_DTO_FLAG, 256);
@@ -156,8 +159,22 @@ void ConformanceTest::Connect(DAT_SRQ_HANDLE srq, Pair& pair, const ReceiverOpti
   const DAT_EVD_HANDLE cr_evd = MakeEvd(DAT_EVD_CR_FLAG);
   ASSERT_FALSE(HasFailure());
 
-  ASSERT_EQ(dat_ep_create(pair.sender_ia, pair.sender_pz, sender_recv_evd, pair.sender_request_evd, pair.sender_connect_evd, nullptr,
-                          &pair.sender),
+  DAT_EP_PARAM sender_param{};
+  const DAT_EP_ATTR* sender_attr = nullptr;
+  if (options.set_request_flags) {
+    // Start from the provider's defaults for an EP; change only the request side.
+    DAT_EP_HANDLE probe = DAT_HANDLE_NULL;
+    ASSERT_EQ(dat_ep_create(pair.sender_ia, pair.sender_pz, sender_recv_evd, pair.sender_request_evd,
+                            pair.sender_connect_evd, nullptr, &probe),
+              DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_query(probe, DAT_EP_FIELD_ALL, &sender_param), DAT_SUCCESS);
+    ASSERT_EQ(dat_ep_free(probe), DAT_SUCCESS);
+    sender_param.ep_attr.request_completion_flags = options.request_completion_flags;
+    if (options.max_request_dtos > 0) sender_param.ep_attr.max_request_dtos = options.max_request_dtos;
+    sender_attr = &sender_param.ep_attr;
+  }
+  ASSERT_EQ(dat_ep_create(pair.sender_ia, pair.sender_pz, sender_recv_evd, pair.sender_request_evd, pair.sender_connect_evd,
+                          sender_attr, &pair.sender),
             DAT_SUCCESS);
   const DAT_PZ_HANDLE receiver_pz = options.receiver_pz != DAT_HANDLE_NULL ? options.receiver_pz : pz_;
   DAT_EP_PARAM param{};
@@ -212,6 +229,25 @@ void ConformanceTest::Send(Pair& pair, std::size_t length, char fill, DAT_COMPLE
                                              cookie, flags);
   ASSERT_EQ(posted, DAT_SUCCESS) << DatReturnName(posted);
   send_regions_.push_back(std::move(region));
+}
+
+bool ConformanceTest::NextCompletionWasSignalled(DAT_EVD_HANDLE evd, DAT_CNO_HANDLE cno,
+                                                 DAT_DTO_COMPLETION_EVENT_DATA& dto) {
+  DAT_EVENT event{};
+  for (int i = 0; i < 10000 && dat_evd_dequeue(evd, &event) != DAT_SUCCESS; ++i) usleep(1000);
+  EXPECT_EQ(event.event_number, DAT_DTO_COMPLETION_EVENT);
+  dto = event.event_data.dto_completion_event_data;
+  DAT_EVD_HANDLE triggered = DAT_HANDLE_NULL;
+  return dat_cno_wait(cno, kQuietUs, &triggered) == DAT_SUCCESS;
+}
+
+void ConformanceTest::PostSlots(DAT_SRQ_HANDLE srq, SlotBuffers& slots, int count, std::size_t slot_size) {
+  ASSERT_EQ(Register(slots.region, slot_size * count, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  slots.slot_size = slot_size;
+  for (int i = 0; i < count; ++i) {
+    DAT_LMR_TRIPLET iov = slots.Slot(i);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+  }
 }
 
 void ConformanceTest::WaitSends(Pair& pair, int count) {

@@ -21,6 +21,12 @@ inline constexpr DAT_TIMEOUT kEventTimeoutUs = 10'000'000;
 // How long a test waits to conclude that an event did not come (never asserted as a duration).
 inline constexpr DAT_TIMEOUT kQuietUs = 300'000;
 
+inline DAT_DTO_COOKIE Cookie(std::uint64_t value) {
+  DAT_DTO_COOKIE cookie;
+  cookie.as_64 = value;
+  return cookie;
+}
+
 // A registered buffer.
 struct Region {
   std::vector<char> bytes;
@@ -42,6 +48,14 @@ struct Region {
     t.segment_length = static_cast<DAT_SEG_LENGTH>(length);
     return t;
   }
+};
+
+// Receive buffers on one LMR: `count` slots of `slot_size` bytes, posted to an SRQ by index
+// (cookie = index), so a completion tells which slot was filled.
+struct SlotBuffers {
+  Region region;
+  std::size_t slot_size = 0;
+  DAT_LMR_TRIPLET Slot(std::size_t index) const { return region.Triplet(index * slot_size, slot_size); }
 };
 
 // One connection: `sender` is a plain EP (its own receive queue, never used), `receiver` takes
@@ -67,6 +81,12 @@ struct ReceiverOptions {
   // push part of a large message (Pump the sender) and let the receiver take part of it.
   const char* sender_ia_name = nullptr;
   DAT_PZ_HANDLE receiver_pz = DAT_HANDLE_NULL;  // null: the test's PZ (the SRQ's)
+  // The sender's request side: its request EVD (null: a new one) and, with set_request_flags, its
+  // request completion flags and request queue size (the provider's defaults otherwise).
+  DAT_EVD_HANDLE sender_request_evd = DAT_HANDLE_NULL;
+  bool set_request_flags = false;
+  DAT_COMPLETION_FLAGS request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+  DAT_COUNT max_request_dtos = 0;  // 0: the default
 };
 
 // The dat.conf name of the IA the suite runs over: $SOFTDAT_CONFORMANCE_IA (e.g. softdat-verbs-rxe0
@@ -129,6 +149,12 @@ class ConformanceTest : public ::testing::Test {
   // One zero-timeout dat_evd_wait on `evd`: under progress=poll, that is what moves its IA. It
   // dequeues an event if one is there: pump only EVDs whose events the test does not need.
   static void Pump(DAT_EVD_HANDLE evd);
+  // Dequeues the next DTO completion of `evd` once it is there (polling, bounded: it needs no
+  // notification), then tells whether it had triggered `cno`, the CNO `evd` is attached to (only a
+  // signalled event triggers it).
+  static bool NextCompletionWasSignalled(DAT_EVD_HANDLE evd, DAT_CNO_HANDLE cno, DAT_DTO_COMPLETION_EVENT_DATA& dto);
+  // Registers `count` slots of `slot_size` bytes in `slots` and posts each to `srq` (cookie = index).
+  void PostSlots(DAT_SRQ_HANDLE srq, SlotBuffers& slots, int count, std::size_t slot_size);
   // Waits for one DTO completion (ASSERTs it is one).
   static void WaitDto(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA& dto, DAT_EVD_HANDLE pump = DAT_HANDLE_NULL);
   // Waits for one async event of the watermark kind naming `object` with `reason`; other async
@@ -145,14 +171,6 @@ class ConformanceTest : public ::testing::Test {
   DAT_PROVIDER_ATTR provider_attr_{};
   std::vector<std::unique_ptr<Region>> send_regions_;
   std::vector<DAT_IA_HANDLE> sender_ias_;
-};
-
-// Receive buffers on one LMR: `count` slots of `slot_size` bytes, posted to an SRQ by index
-// (cookie = index), so a completion tells which slot was filled.
-struct SlotBuffers {
-  Region region;
-  std::size_t slot_size = 0;
-  DAT_LMR_TRIPLET Slot(std::size_t index) const { return region.Triplet(index * slot_size, slot_size); }
 };
 
 std::string DatReturnName(DAT_RETURN value);

@@ -2,8 +2,6 @@
 // dat_srq_post_recv(3DAT): the refusals (and that a refused post changes nothing), zero-size
 // receives, cookies, the scatter rule, and what the receive completion of an SRQ buffer says:
 // which EP took it, per-connection order, and the completion flags of the EP that took it.
-#include <unistd.h>
-
 #include <cstring>
 #include <map>
 
@@ -11,12 +9,6 @@
 
 namespace softdat::conformance {
 namespace {
-
-DAT_DTO_COOKIE Cookie(std::uint64_t value) {
-  DAT_DTO_COOKIE cookie;
-  cookie.as_64 = value;
-  return cookie;
-}
 
 using SrqPostRecv = ConformanceTest;
 
@@ -322,12 +314,7 @@ class CompletionFlags : public ConformanceTest {
     ASSERT_EQ(dat_cno_create(ia_, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno_), DAT_SUCCESS);
     ASSERT_EQ(dat_evd_create(ia_, 64, cno_, DAT_EVD_DTO_FLAG, &recv_evd_), DAT_SUCCESS);
     ASSERT_EQ(CreateSrq(8, 1, &srq_), DAT_SUCCESS);
-    ASSERT_EQ(Register(slots_.region, 64 * 8, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
-    slots_.slot_size = 64;
-    for (int i = 0; i < 8; ++i) {
-      DAT_LMR_TRIPLET iov = slots_.Slot(i);
-      ASSERT_EQ(dat_srq_post_recv(srq_, 1, &iov, Cookie(i)), DAT_SUCCESS);
-    }
+    ASSERT_NO_FATAL_FAILURE(PostSlots(srq_, slots_, 8, 64));
     ReceiverOptions options;
     options.recv_evd = recv_evd_;
     if (flags != DAT_COMPLETION_DEFAULT_FLAG) {
@@ -336,15 +323,9 @@ class CompletionFlags : public ConformanceTest {
     }
     ASSERT_NO_FATAL_FAILURE(Connect(srq_, pair_, options));
   }
-  // Dequeues the next receive completion once it is there (polling, bounded), then tells
-  // whether it had triggered the CNO.
+  // The next receive completion, and whether it triggered the CNO.
   bool NextCompletionWasSignalled(DAT_DTO_COMPLETION_EVENT_DATA& dto) {
-    DAT_EVENT event{};
-    for (int i = 0; i < 10000 && dat_evd_dequeue(recv_evd_, &event) != DAT_SUCCESS; ++i) usleep(1000);
-    EXPECT_EQ(event.event_number, DAT_DTO_COMPLETION_EVENT);
-    dto = event.event_data.dto_completion_event_data;
-    DAT_EVD_HANDLE triggered = DAT_HANDLE_NULL;
-    return dat_cno_wait(cno_, kQuietUs, &triggered) == DAT_SUCCESS;
+    return ConformanceTest::NextCompletionWasSignalled(recv_evd_, cno_, dto);
   }
 
   DAT_CNO_HANDLE cno_ = DAT_HANDLE_NULL;

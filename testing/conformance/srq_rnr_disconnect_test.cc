@@ -12,12 +12,6 @@
 namespace softdat::conformance {
 namespace {
 
-DAT_DTO_COOKIE Cookie(std::uint64_t value) {
-  DAT_DTO_COOKIE cookie;
-  cookie.as_64 = value;
-  return cookie;
-}
-
 class Rnr : public ConformanceTest {
  protected:
   void SetUp() override {

@@ -80,7 +80,9 @@ figures() {
   local execs rate files bytes coverage crash
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logfile" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$logfile" | tail -1)
-  coverage=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$logfile" | tail -1 | awk '{print $2 " edges, " $4 " features"}')
+  # A target that crashed while loading its corpus printed no coverage line: grep finds nothing,
+  # which must not end the script (pipefail) before the row and the FAILED report are printed.
+  coverage=$({ grep -oE 'cov: [0-9]+ ft: [0-9]+' "$logfile" || true; } | tail -1 | awk '{print $2 " edges, " $4 " features"}')
   files=$(find "$corpus" -type f | wc -l)
   bytes=$(du -sb "$corpus" | cut -f1)
   crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$logfile" | tail -1)

@@ -72,14 +72,16 @@ note() {  # note TEXT: a deliberate exclusion, with its reason, in the summary
 
 # wait_ready KIND LOG PID PORT: until the server can take a connection, 60 s at most. interop_peer
 # says "ready"; dtest and dapltest do not, so their listening port is looked for (a TCP listener
-# for softdat-tcp and siw; rdma_cm listeners on rxe are invisible to ss: a pause then).
+# for softdat-tcp and siw; rdma_cm listeners on rxe are invisible to ss: there dapltest's ready
+# line, as a fixed pause was too short on a loaded host).
 wait_ready() {
-  local i
-  for i in $(seq 600); do
+  for _ in $(seq 600); do
     kill -0 "$3" 2>/dev/null || return 1
     case $1 in
       peer) grep -q 'ready on port' "$2" && return 0 ;;
-      rxe) [ "$i" -ge 50 ] && return 0 ;;
+      # RoCE: an rdma_cm listener has no socket ss could see; dapltest's server says when it
+      # listens, dtest's listens on a TCP port first.
+      rxe) { grep -q 'Service Point Ready' "$2" || ss -ltn 2>/dev/null | grep -q ":$4 "; } && return 0 ;;
       *) ss -ltn 2>/dev/null | grep -q ":$4 " && return 0 ;;
     esac
     sleep 0.1

@@ -39,6 +39,8 @@ conf() {  # conf STACK DEVICE: writes the dat.conf naming IA "bench" for that st
 }
 
 # run_pair LOG PORT SERVER_ARGV... -- CLIENT_ARGV...: both bounded in time; 0 when both exit 0.
+# PORT is tcp:N (dtest's TCP hand-off port) or cm:N (a server that listens through rdma_cm only:
+# perftest -R, datperf): the client starts once the server listens there.
 run_pair() {
   local log=$1 port=$2; shift 2
   local server=() client=()
@@ -47,14 +49,13 @@ run_pair() {
   : >"$log"
   timeout 120 "${server[@]}" >>"$log" 2>&1 &
   local spid=$!
-  # dtest's server opens its PSP (an rdma_cm listener, which nothing can poll for) after its TCP
-  # port; perftest with -R listens through rdma_cm only (PORT 0): a pause.
-  if [ "$port" != 0 ]; then
-    wait_listening "$port" $spid || echo "server never listened on $port" >>"$log"
-    sleep 0.5
-  else
-    sleep 3
-  fi
+  case $port in
+    # dtest's server opens its PSP (an rdma_cm listener) after its TCP port: a pause.
+    tcp:*)
+      wait_listening "${port#tcp:}" $spid || echo "server never listened on ${port#tcp:}" >>"$log"
+      sleep 0.5 ;;
+    cm:*) wait_cm_listening "${port#cm:}" $spid || echo "server never listened (rdma_cm) on ${port#cm:}" >>"$log" ;;
+  esac
   timeout 100 "${client[@]}" >>"$log" 2>&1
   local crc=$?
   wait $spid
@@ -78,21 +79,21 @@ dtest_write_bw() { grep -m1 'RDMA write (' "$1" | sed -n 's/.*, \([0-9.]*\) MB\/
 dtest_stack() {  # dtest_stack ROUND DEVICE STACK CONF
   local r=$1 dev=$2 stack=$3 conf=$4 log
   log=$work/$r-$dev-$stack-send8.log
-  run_pair "$log" 15828 env DAT_OVERRIDE="$conf" dtest -s -p -P bench -B $small_burst -b 8 -- \
+  run_pair "$log" tcp:15828 env DAT_OVERRIDE="$conf" dtest -s -p -P bench -B $small_burst -b 8 -- \
     env DAT_OVERRIDE="$conf" dtest -p -P bench -h "${ip[$dev]}" -B $small_burst -b 8
   result "$r" "$dev" "$stack" send_lat_8 "$(dtest_pingpong Message "$log")" "$log"
   log=$work/$r-$dev-$stack-write8.log
-  run_pair "$log" 15828 env DAT_OVERRIDE="$conf" dtest -s -p -W -P bench -B $small_burst -b 8 -- \
+  run_pair "$log" tcp:15828 env DAT_OVERRIDE="$conf" dtest -s -p -W -P bench -B $small_burst -b 8 -- \
     env DAT_OVERRIDE="$conf" dtest -p -W -P bench -h "${ip[$dev]}" -B $small_burst -b 8
   result "$r" "$dev" "$stack" write_lat_8 "$(dtest_pingpong 'RDMA write' "$log")" "$log"
   log=$work/$r-$dev-$stack-64k.log
-  run_pair "$log" 15828 env DAT_OVERRIDE="$conf" dtest -s -p -P bench -B $large_burst -b 65536 -- \
+  run_pair "$log" tcp:15828 env DAT_OVERRIDE="$conf" dtest -s -p -P bench -B $large_burst -b 65536 -- \
     env DAT_OVERRIDE="$conf" dtest -p -P bench -h "${ip[$dev]}" -B $large_burst -b 65536
   result "$r" "$dev" "$stack" send_lat_64k "$(dtest_pingpong Message "$log")" "$log"
   result "$r" "$dev" "$stack" write_bw_64k "$(dtest_write_bw "$log")" "$log"
   if [ -n "${DATPERF:-}" ]; then
     log=$work/$r-$dev-$stack-datperf8.log
-    run_pair "$log" 0 env DAT_OVERRIDE="$conf" "$DATPERF" -P bench --once --reap dequeue -q -- \
+    run_pair "$log" cm:18515 env DAT_OVERRIDE="$conf" "$DATPERF" -P bench --once --reap dequeue -q -- \
       env DAT_OVERRIDE="$conf" "$DATPERF" -P bench -h "${ip[$dev]}" -t lat -s 8 -n 2000 --reap dequeue -q
     result "$r" "$dev" "$stack" datperf_lat_8 "$(awk '$1 == "lat" && $3 == "B" {print $7}' "$log" | tail -1)" "$log"
   fi
@@ -109,7 +110,7 @@ perftest_stack() {  # perftest_stack ROUND DEVICE
                 send_lat_64k:ib_send_lat:65536:$large_burst:perf_lat write_bw_64k:ib_write_bw:65536:$large_burst:perf_bw; do
     IFS=: read -r figure tool size count parse <<<"$figure"
     log=$work/$r-$dev-perftest-$figure.log
-    run_pair "$log" 0 "$tool" -R -d "$dev" -s "$size" -n "$count" -- "$tool" -R -d "$dev" -s "$size" -n "$count" "${ip[$dev]}"
+    run_pair "$log" cm:18515 "$tool" -R -d "$dev" -s "$size" -n "$count" -- "$tool" -R -d "$dev" -s "$size" -n "$count" "${ip[$dev]}"
     result "$r" "$dev" perftest "$figure" "$($parse "$log")" "$log"
   done
 }

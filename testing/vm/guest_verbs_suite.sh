@@ -45,9 +45,21 @@ wait_port() {
   return 1
 }
 
+# wait_line LOG PID: until the server's log says it listens (dapltest's "Service Point Ready",
+# dtestsrq's "server ready on port"), 60 s at most, or PID ends. A fixed pause was not enough: on a
+# loaded host dapltest's server took more than 5 s and its client was refused.
+wait_line() {
+  for _ in $(seq 600); do
+    grep -qE 'Service Point Ready|server ready on port' "$1" && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
 # pair NAME DEVICE PORT SERVER_ARGV... -- CLIENT_ARGV... [-- QUIT_ARGV...]: the server in the
 # background; the client once the server is ready (PORT: a plain TCP port the server listens on
-# first, as dtest's 15828; 0: an rdma_cm listener that ss cannot see, so a fixed pause); then the
+# first, as dtest's 15828; 0: an rdma_cm listener that ss cannot see, so its ready line); then the
 # optional quit command (dapltest's server runs until told). Every process is bounded in time;
 # all must exit 0 and, for dtest, both sides print PASSED.
 pair() {
@@ -60,7 +72,11 @@ pair() {
   : >"$log"
   timeout 240 "${server[@]}" >>"$log" 2>&1 &
   local spid=$!
-  if [ "$port" != 0 ]; then wait_port "$port" $spid || echo "server never listened on $port" >>"$log"; else sleep 5; fi
+  if [ "$port" != 0 ]; then
+    wait_port "$port" $spid || echo "server never listened on $port" >>"$log"
+  else
+    wait_line "$log" $spid || echo "server never said it was ready" >>"$log"
+  fi
   timeout 200 "${client[@]}" >>"$log" 2>&1
   local crc=$? qrc=0
   if [ ${#quit[@]} -gt 0 ]; then timeout 60 "${quit[@]}" >>"$log" 2>&1; qrc=$?; fi

@@ -21,6 +21,8 @@ volatile std::sig_atomic_t stop_requested = 0;
 void OnSignal(int) { stop_requested = 1; }
 
 constexpr DAT_COUNT kEvdQlen = 1 << 16;
+// How long lat waits for an echo's completion before echoing the next ping (it is at hand: see OnReceive).
+constexpr DAT_TIMEOUT kEchoWaitUs = 10'000'000;
 
 // A session: one client run, whose connections may share an SRQ.
 struct Session {
@@ -44,6 +46,7 @@ struct Connection {
   std::uint64_t slot_size = 0;
   std::uint64_t received = 0;  // data messages, in order: message k used the client's slot k % window
   std::uint64_t bad = 0;
+  std::uint32_t echoes = 0;  // lat: echoes posted whose completion was not reaped yet
 };
 
 // Where receive slot `slot` lies in the connection's own buffer: its own place, or, for a stream
@@ -341,7 +344,18 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
   if (!OneBuffer(c.request)) c.bad += CountBad(data, dto.transfered_length, c.received % window, c.request.verify != 0);
   ++c.received;
   if (test != Test::kLat) return Repost(c, slot, error);
-  // Echo from the buffer itself; it is reposted when the echo's send completes.
+  // Echo from the buffer itself; it is reposted when the echo's send completes. At most `window`
+  // echoes in flight, so the other `window` buffers are posted for the pings the client may send
+  // meanwhile: the client answers an echo before this side may have reaped its completion (siw
+  // writes the CQE after handing the bytes to TCP), and a ping finding no buffer breaks an iWARP
+  // connection (no RNR retry there; the client then sees its receives flushed). The echo this
+  // waits for reached the client (its next ping is here), so its completion is at hand.
+  while (c.echoes >= window) {
+    DAT_EVENT event;
+    const DAT_RETURN reaped = NextEvent(request_evd_, CurrentReap(), kEchoWaitUs, event);
+    if (reaped != DAT_SUCCESS) return error = DatError("waiting for an echo to complete", reaped), false;
+    if (!OnSendDone(event.event_data.dto_completion_event_data, error)) return false;
+  }
   const DAT_LMR_TRIPLET iov =
       shared ? c.session->buffers.Local(slot * c.session->size, dto.transfered_length)
              : c.recv.Local(slot * c.slot_size, dto.transfered_length);
@@ -349,6 +363,7 @@ bool Server::OnReceive(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& er
                                              const_cast<DAT_LMR_TRIPLET*>(&iov), Cookie(slot), DAT_COMPLETION_DEFAULT_FLAG);
   if (status != DAT_SUCCESS) return error = DatError("dat_ep_post_send (echo)", status), false;
   ++sends_outstanding_;
+  ++c.echoes;
   return true;
 }
 
@@ -395,7 +410,9 @@ bool Server::RunWritePingPong(Connection& c, const Reply& client, std::string& e
 bool Server::OnSendDone(const DAT_DTO_COMPLETION_EVENT_DATA& dto, std::string& error) {
   if (sends_outstanding_ > 0) --sends_outstanding_;
   Connection* found = Find(dto.ep_handle);
-  if (found == nullptr || dto.status != DAT_DTO_SUCCESS) return true;
+  if (found == nullptr) return true;
+  if ((dto.user_cookie.as_64 & kAckCookie) == 0 && found->echoes > 0) --found->echoes;
+  if (dto.status != DAT_DTO_SUCCESS) return true;
   if (dto.user_cookie.as_64 & kAckCookie) return true;
   return Repost(*found, static_cast<std::uint32_t>(dto.user_cookie.as_64), error);
 }

@@ -11,8 +11,7 @@
 // more when it returns.
 #pragma once
 
-#include <sys/types.h>
-#include <unistd.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -25,7 +24,7 @@ namespace softdat::transport::verbs {
 class Turn {
  public:
   bool TryTake() {
-    pid_t expected = 0;
+    pthread_t expected = 0;
     return holder_.compare_exchange_strong(expected, Self(), std::memory_order_acquire, std::memory_order_relaxed);
   }
 
@@ -41,7 +40,7 @@ class Turn {
 
   // Returns once no thread but the caller holds the turn (see above).
   void WaitUnlessMine() {
-    const pid_t self = Self();
+    const pthread_t self = Self();
     if (Free(self)) return;
     std::unique_lock lock(mutex_);
     waiters_.fetch_add(1, std::memory_order_seq_cst);
@@ -50,16 +49,16 @@ class Turn {
   }
 
  private:
-  static pid_t Self() {
-    static thread_local const pid_t tid = gettid();
-    return tid;
-  }
-  bool Free(pid_t self) const {
-    const pid_t holder = holder_.load(std::memory_order_seq_cst);
+  // pthread_self reads the thread pointer: unlike a thread_local in this dlopen()ed library, no
+  // __tls_get_addr call on every CQ poll. glibc never gives a thread 0 (it is its TCB's address).
+  static pthread_t Self() { return pthread_self(); }
+  bool Free(pthread_t self) const {
+    const pthread_t holder = holder_.load(std::memory_order_seq_cst);
     return holder == 0 || holder == self;
   }
 
-  std::atomic<pid_t> holder_{0};  // the holder's thread id, 0 when free
+  std::atomic<pthread_t> holder_{0};  // the holder's thread, 0 when free
+  static_assert(std::atomic<pthread_t>::is_always_lock_free);
   std::atomic<int> waiters_{0};
   softdat::Mutex mutex_;  // only for waiting out a holder; never held while anything else runs
   std::condition_variable_any released_;
