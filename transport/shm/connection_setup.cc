@@ -352,8 +352,6 @@ void Connection::CloseSocket() {
   if (detached_) socket_.Reset();  // a poller that still holds us reads nothing once detached
 }
 
-softdat::Mutex& ConnectionTestAccess::IoMutex(Connection& connection) { return connection.io_mutex_; }
-
 void Connection::Detach() {
   {
     std::lock_guard lock(io_mutex_);

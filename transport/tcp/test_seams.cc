@@ -6,9 +6,16 @@
 
 #include <boost/asio/post.hpp>
 
+#include "transport/shm/shm_connection.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/tcp_listener.h"
 #include "transport/tcp/tcp_transport.h"
+
+// Defined here, in the test-only library, not in the engine's sources: the shipped provider
+// carries no test seam (testing:no_test_seams_test).
+namespace softdat::transport::shm {
+softdat::Mutex& ConnectionTestAccess::IoMutex(Connection& connection) { return connection.io_mutex_; }
+}  // namespace softdat::transport::shm
 
 namespace softdat::transport::tcp {
 
