@@ -356,20 +356,26 @@ void Connection::StartAccept(wire::MpaFrame request) {
   if (!tx_.Hold()) return tx_.Fail(ENOMEM);
   (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
   tx_.Append(private_data_.data(), private_data_.size());
+  // No FPDU goes out before the initiator's first one: its ready-to-receive FPDU with P2P (RFC
+  // 6581), its first FPDU without (RFC 5044 §7.1.2, rule 4; Linux siw drops a Reply that arrives
+  // with FPDU bytes behind it). The connection is reported established as the Reply goes out, its
+  // sends gated until then: reported only when the ready-to-receive FPDU came, a passive
+  // ESTABLISHED could follow DISCONNECTEDs of the peer's earlier connections (each its own
+  // socket), which consumers written for IB do not expect (stock dtestcm's server freed the EP of
+  // such a late ESTABLISHED and then waited for ever for its end).
+  tx_.Enter(TxEvent::kGate);
+  Establish(SetupEvent::kAccepted, {});
   if (await_rtr) {
-    Enter(SetupEvent::kAcceptAwaitRtr);
+    // The initiator promised a ready-to-receive FPDU: without it nothing this side posts can go.
     timer_.expires_after(kRtrTimeout);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
       IoLock lock(*self);
-      if (error || self->detached() || self->setup() != SetupState::kAwaitRtr) return;
-      SOFTDAT_LOG(kWarn, "tcp %s: accept failed: no ready-to-receive FPDU from the peer", self->Describe().data());
-      self->End(ConnectionEnd::kAcceptFailed);
+      if (error || self->detached() || self->setup() == SetupState::kEnded || self->tx_.state() != TxState::kGated)
+        return;
+      SOFTDAT_LOG(kWarn, "tcp %s: no ready-to-receive FPDU from the peer in %lld s; breaking the connection",
+                  self->Describe().data(), static_cast<long long>(kRtrTimeout.count()));
+      self->End(ConnectionEnd::kBroken);
     });
-  } else {
-    // Responder to an initiator without P2P: no FPDU goes out before the initiator's first one
-    // (RFC 5044 §7.1.2, rule 4; Linux siw drops a Reply that arrives with FPDU bytes behind it).
-    tx_.Enter(TxEvent::kGate);
-    Establish(SetupEvent::kAccepted, {});
   }
   if (setup() == SetupState::kEnded) return;
   tx_.Pump();
