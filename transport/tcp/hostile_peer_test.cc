@@ -268,6 +268,36 @@ TEST_F(HostilePeerTest, ResponderWithoutP2pSendsNoFpduBeforeTheInitiatorsFirst) 
   EXPECT_EQ(events_.Get(events_.work_done)[0].status, WorkStatus::kSuccess);
 }
 
+// With P2P the responder is reported established as its Reply goes out, not when the initiator's
+// ready-to-receive FPDU comes: reported then, its ESTABLISHED could follow the DISCONNECTEDs of
+// the peer's earlier connections (each its own socket), and stock dtestcm's server freed the EP of
+// such a late ESTABLISHED and waited for ever for its end. What it posts still waits for that FPDU.
+TEST_F(HostilePeerTest, ResponderWithP2pIsEstablishedAtItsReplyAndSendsAfterTheReadyToReceive) {
+  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
+  peer_.SendMpaRequest(/*peer_to_peer=*/true);
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(peer_.ReadMpaReply());
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.established; })) << "no ready-to-receive FPDU was sent yet";
+  std::vector<std::uint8_t> data = Bytes(32, 5);
+  Segment gather[] = {SegmentOf(data)};
+  Work send;
+  send.id = 1;
+  send.local = gather;
+  send.length = data.size();
+  ASSERT_TRUE(server_->Post(send).ok());
+  pollfd quiet{peer_.fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&quiet, 1, 300), 0) << "an FPDU before the initiator's ready-to-receive FPDU";
+  peer_.SendRtr();
+  std::vector<std::uint8_t> fpdu;
+  ASSERT_TRUE(peer_.Read(wire::kUntaggedHeaderSize, fpdu)) << "the held Send never came";
+  wire::FpduHeader header;
+  wire::DecodeHeader(fpdu.data(), header);
+  EXPECT_EQ(header.opcode, wire::Opcode::kSend);
+  EXPECT_EQ(header.msn, 1u);
+}
+
 TEST_F(HostilePeerTest, JunkInsteadOfAnMpaRequestIsDroppedWithoutARequest) {
   ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
   peer_.SendBytes(std::vector<std::uint8_t>(64, 0x5A));
