@@ -810,7 +810,11 @@ DAT_RETURN Step(Program& p, State& s) {
         r = t.cno_fd_create_func(h, Out(p, &fd), &cno);
         if (r == DAT_SUCCESS) Add(s, kCno, cno);
       } else {
-        r = ExtendedOp(h, static_cast<DAT_EXTENDED_OP>(p.U32()), garbage, 0, 0);
+        // As many arguments as the longest operation reads (six after the operation): a consumer
+        // passes its macro's full list, and a shorter one made the provider read past the
+        // caller's arguments (ASan: stack-buffer-underflow in Dispatch).
+        const std::uint64_t zero = 0;
+        r = ExtendedOp(h, static_cast<DAT_EXTENDED_OP>(p.U32()), garbage, zero, zero, zero, zero, zero, zero, zero);
       }
       break;
     }
