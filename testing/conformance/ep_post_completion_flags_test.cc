@@ -80,10 +80,12 @@ TEST_F(RequestCompletionFlags, SuppressedWritesRaiseNoEventAndLeaveTheQueueForTh
   DAT_EP_PARAM param{};
   ASSERT_EQ(dat_ep_query(pair_.sender, DAT_EP_FIELD_ALL, &param), DAT_SUCCESS);
   ASSERT_EQ(param.ep_attr.max_request_dtos, kQueue);
-  Region source, target;
+  Region source, target, fence;
   ASSERT_EQ(Register(source, 64, DAT_MEM_PRIV_LOCAL_READ_FLAG, pair_.sender_pz, pair_.sender_ia), DAT_SUCCESS);
+  ASSERT_EQ(Register(fence, 8, DAT_MEM_PRIV_LOCAL_WRITE_FLAG, pair_.sender_pz, pair_.sender_ia), DAT_SUCCESS);
   ASSERT_EQ(Register(target, 64 * kQueue,
-                     static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_WRITE_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG)),
+                     static_cast<DAT_MEM_PRIV_FLAGS>(DAT_MEM_PRIV_LOCAL_WRITE_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG |
+                                                     DAT_MEM_PRIV_REMOTE_READ_FLAG)),
             DAT_SUCCESS);
   for (int round = 0; round < kRounds; ++round) {
     std::fill(source.bytes.begin(), source.bytes.end(), static_cast<char>('a' + round));
@@ -100,7 +102,15 @@ TEST_F(RequestCompletionFlags, SuppressedWritesRaiseNoEventAndLeaveTheQueueForTh
     ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
     EXPECT_EQ(dto.user_cookie.as_64, static_cast<DAT_UINT64>(round * 100 + kQueue - 1))
         << "the first event is the signalled Write's: a SUPPRESSed success raises none";
-    // RC completes in order: every Write of the round has landed.
+    // A Write's completion says its bytes left (an iWARP initiator completes it once the LLP has
+    // them), not that the target placed them: a Read behind them completes only after they are
+    // placed (RDMAP orders it after the Writes), and then every Write of the round has landed.
+    DAT_LMR_TRIPLET into = fence.Triplet(0, 8);
+    DAT_RMR_TRIPLET from = target.Remote(0, 8);
+    ASSERT_EQ(dat_ep_post_rdma_read(pair_.sender, 1, &into, Cookie(9999), &from, DAT_COMPLETION_DEFAULT_FLAG),
+              DAT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(WaitDto(request_evd_, dto));
+    ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
     for (int i = 0; i < kQueue; ++i) ASSERT_EQ(target.bytes[64 * i + 63], 'a' + round) << "write " << i;
   }
   DAT_EVENT event{};
