@@ -364,15 +364,18 @@ int main(int argc, char** argv) {
     if (::poll(&wait, 1, 10000) != 1 || handshake.OnReadable() != shm::PassiveHandshake::Step::kRequest)
       Die("no Request");
     if (!handshake.AcceptWith(AddressBytes(me.events->region.data()), local)) Die("the Accept failed");
-    wait = pollfd{handshake.fd(), POLLIN, 0};
-    if (::poll(&wait, 1, 10000) != 1 || handshake.OnReadable() != shm::PassiveHandshake::Step::kEstablished)
-      Die("no Ready");
     established = handshake.Take();
   }
   std::uint64_t peer_region = 0;
   std::memcpy(&peer_region, established.peer_private_data.bytes.data(), 8);
   me.connection = std::make_unique<shm::Connection>(std::move(established), Config(), shm::ConnectionOptions(), *me.table,
                                                     me.events.get(), nullptr);
+  if (!client) {
+    // The client's Ready (whether it pulls our large Sends) before anything is measured.
+    wait = pollfd{me.connection->socket_fd(), POLLIN, 0};
+    if (::poll(&wait, 1, 10000) != 1) Die("no Ready");
+    me.connection->OnSocketReadable();
+  }
   Run(o, me, client, peer_region);
   if (client) {
     me.connection->Disconnect(true);

@@ -46,6 +46,10 @@ Connection::Connection(Established&& established, const EndpointConfig& config, 
       reads_(AtLeastOne(config.max_rdma_read_out)),
       responses_(AtLeastOne(config.max_rdma_read_in)) {
   if (side_ == kActive) peer_private_data_ = established.peer_private_data;
+  if (established.await_ready) {
+    await_ready_ = true;
+    ready_deadline_ns_ = NowNs() + std::uint64_t{options.ready_timeout_ms} * 1'000'000;
+  }
   const Geometry& g = established.geometry;
   auto* controls = reinterpret_cast<SideControl*>(segment_.data() + kControlOffset);
   my_control_ = &controls[side_];
@@ -200,8 +204,14 @@ void Connection::ActOnNotes(std::uint32_t notes) {
 }
 
 void Connection::CheckDeadlines() {
-  if (rnr_deadline_ns_ == 0 && close_deadline_ns_ == 0) return;
+  if (rnr_deadline_ns_ == 0 && close_deadline_ns_ == 0 && ready_deadline_ns_ == 0) return;
   const std::uint64_t now = NowNs();
+  if (ready_deadline_ns_ != 0 && now >= ready_deadline_ns_) {
+    // As a TCP responder whose initiator promised a ready-to-receive FPDU and sent none.
+    ready_deadline_ns_ = 0;
+    (void)Fail("no Ready from the peer within the handshake's time");
+    return;
+  }
   if (rnr_deadline_ns_ != 0 && now >= rnr_deadline_ns_) {
     rnr_deadline_ns_ = 0;
     if (held_.load(std::memory_order_relaxed)) {
@@ -221,6 +231,7 @@ void Connection::UpdateDeadline() {
   std::uint64_t deadline = 0;
   if (phase_ != Phase::kEnded) {
     if (rnr_deadline_ns_ != 0) deadline = rnr_deadline_ns_;
+    if (ready_deadline_ns_ != 0 && (deadline == 0 || ready_deadline_ns_ < deadline)) deadline = ready_deadline_ns_;
     if (phase_ == Phase::kClosing && close_deadline_ns_ != 0 && (deadline == 0 || close_deadline_ns_ < deadline))
       deadline = close_deadline_ns_;
   }
@@ -240,6 +251,12 @@ void Connection::MaybeFinishClose() {
     ::shutdown(socket_.get(), SHUT_WR);
   }
   if (!peer_eof_) return;
+  if (await_ready_) {
+    SOFTDAT_LOG(kInfo, "shm: process %d left before it finished the connection's setup (no Ready)",
+                static_cast<int>(peer_pid_));
+    End(ConnectionEnd::kBroken);
+    return;
+  }
   if (held_.load(std::memory_order_relaxed)) {
     // As an RNIC's connection in RNR retry dies with its peer: the waiting Sends took no buffer
     // and are dropped.
@@ -312,6 +329,18 @@ void Connection::DrainSocket() {
         break;
     }
     if (length == 1) continue;  // a doorbell
+    if (await_ready_) {
+      // The first message after our Accept is the Ready, and only then.
+      Ready ready;
+      if (fd_count != 0 || !Decode({bytes, length}, ready)) {
+        (void)Fail("a malformed Ready on the rendezvous socket");
+        return;
+      }
+      await_ready_ = false;
+      ready_deadline_ns_ = 0;
+      peer_attaches_ = ready.attaches;
+      continue;
+    }
     CloseReason reason;
     std::uint32_t detail = 0;
     if (!DecodeClose({bytes, length}, reason, detail)) {

@@ -152,11 +152,15 @@ void ParentScenario(bool child_is_other_user) {
   ASSERT_TRUE(PassiveHalf(listener.get(), LocalEndOf(table.get(), testing::kPassiveBinding, true),
                           AddressBytes(region.data()), established));
   EXPECT_TRUE(established.attach) << "we may attach to our child (same user, or root)";
-  EXPECT_EQ(established.peer_attaches, !child_is_other_user);
   EXPECT_EQ(established.peer_pid, child);
   const std::uint64_t child_region = AddressOf(established.peer_private_data.view());
   {
     Connection connection(std::move(established), SmallEndpointConfig(), ConnectionOptions(), *table, &events, nullptr);
+    // The child's Ready says whether it attaches to us: taken before our large Send is posted,
+    // so that the Send is pulled (the path under test) where the child may pull.
+    ASSERT_TRUE(testing::WaitReadable(connection.socket_fd()));
+    connection.OnSocketReadable();
+    EXPECT_EQ(connection.peer_attaches(), !child_is_other_user);
     std::vector<std::uint8_t> small_sink(8), large_sink(kRegion), mine = Bytes(kRegion, 3), child_bytes = Bytes(4096, 4);
     const Segment small_in[] = {SegmentOver(small_sink)}, large_in[] = {SegmentOver(large_sink)};
     const Segment mine_out[] = {SegmentOver(mine)}, child_out[] = {SegmentOver(child_bytes)};

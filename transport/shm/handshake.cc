@@ -374,14 +374,6 @@ PassiveHandshake::Step PassiveHandshake::OnReadable() {
   if (nothing) return Step::kPending;
   const std::span<const std::uint8_t> message(bytes, length);
   Established& e = established_;
-  if (phase_ == Phase::kAwaitReady) {
-    Ready ready;
-    if (fd_count != 0 || !Decode(message, ready)) return Fail("malformed Ready");
-    e.peer_attaches = ready.attaches;
-    e.socket = std::move(socket_);
-    phase_ = Phase::kDone;
-    return Step::kEstablished;
-  }
   if (fd_count != 2 || !Decode(message, request_)) return Fail("malformed Request");
   if (!PeerCredentials(socket_.get(), e.peer_pid, e.peer_uid)) return Fail("no peer credentials");
   const std::size_t bytes_expected = SegmentBytes(request_.geometry);
@@ -423,7 +415,13 @@ bool PassiveHandshake::AcceptWith(std::span<const std::uint8_t> private_data, co
     (void)Fail("the Accept could not be sent");
     return false;
   }
-  phase_ = Phase::kAwaitReady;
+  // Established as the Accept goes out, as a TCP responder is at its MPA Reply: the Ready comes
+  // to the Connection (until then the peer is not known to attach to us: our large Sends go
+  // through the ring).
+  e.peer_attaches = false;
+  e.await_ready = true;
+  e.socket = std::move(socket_);
+  phase_ = Phase::kDone;
   return true;
 }
 

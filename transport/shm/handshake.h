@@ -11,6 +11,11 @@
 //                   or Reject   by the consumer (kPeerRejected) or by the provider, private data
 //   active → passive   Ready    whether it can attach to the passive side
 //
+// The passive side is established as its Accept goes out (as a TCP responder at its MPA Reply):
+// its consumer's ESTABLISHED never waits for the active side, so it cannot come after events of
+// that side's later steps (its disconnects of other connections). The Ready reaches its
+// Connection, which until then sends large Sends through the ring.
+//
 // Each side learns the other's process from the socket (SO_PEERCRED, the kernel's word) and
 // probes cross-memory attach by reading the segment's header at the address the peer named
 // (cma.h); the result goes to the peer, which then knows whether its large Sends may be pulled.
@@ -19,7 +24,7 @@
 // most 512 bytes of private data, exactly the descriptors the message type carries, the
 // segment's seals, size and header, the key table's. A message that fails any check fails the
 // handshake (the socket closes; the peer sees a provider refusal). The caller bounds the time
-// (the connect timeout; a passive side's deadline for the Request and the Ready) and the number
+// (the connect timeout; a passive side's deadline for the Request) and the number
 // of handshakes waiting.
 //
 // Threads: a handshake object is used by one thread at a time.
@@ -123,6 +128,7 @@ struct Established {
   uid_t peer_uid = 0;
   bool attach = false;          // we attach to the peer (the probe passed)
   bool peer_attaches = false;   // the peer attaches to us: it may pull our large Sends
+  bool await_ready = false;     // passive side: the peer's Ready is still to come (to the Connection)
   std::uint32_t peer_ird = 0;
   std::uint32_t peer_ord = 0;
   sockaddr_in peer_address{};   // passive side: the active side's IA address and port
@@ -161,16 +167,16 @@ class ActiveHandshake {
 
 class PassiveHandshake {
  public:
-  enum class Step : std::uint8_t { kPending, kRequest, kEstablished, kFailed };
+  enum class Step : std::uint8_t { kPending, kRequest, kFailed };
 
   // `socket`: a connection the rendezvous listener accepted.
   explicit PassiveHandshake(UniqueFd socket) : socket_(std::move(socket)) {}
   int fd() const { return socket_.get(); }
-  // Reads the Request (kRequest once it is in and checked: the consumer decides), then the Ready
-  // (kEstablished).
+  // Reads the Request (kRequest once it is in and checked: the consumer decides).
   Step OnReadable();
   const Request& request() const { return request_; }
-  // The consumer accepted: sends the Accept; the Ready follows (OnReadable).
+  // The consumer accepted: sends the Accept. True: established (Take); the peer's Ready comes to
+  // the Connection, which reads that socket from now on (Established::await_ready).
   bool AcceptWith(std::span<const std::uint8_t> private_data, const LocalEnd& local);
   // The consumer (by_consumer) or the provider refused; the socket closes with the object.
   void RejectWith(bool by_consumer, std::span<const std::uint8_t> private_data);
@@ -178,7 +184,7 @@ class PassiveHandshake {
 
  private:
   Step Fail(const char* why);
-  enum class Phase : std::uint8_t { kAwaitRequest, kDeciding, kAwaitReady, kDone };
+  enum class Phase : std::uint8_t { kAwaitRequest, kDeciding, kDone };
   UniqueFd socket_;
   Phase phase_ = Phase::kAwaitRequest;
   Request request_;

@@ -61,6 +61,7 @@ struct ConnectionOptions {
   std::uint32_t pull_threshold = 64 * 1024;  // Sends this long and more are pulled, when the peer can
   std::uint32_t close_timeout_ms = 3000;    // a graceful disconnect waits this long for the peer
   std::chrono::nanoseconds fence_bound = std::chrono::seconds(2);  // an end waits this long for the peer's access
+  std::uint32_t ready_timeout_ms = 10000;   // a passive connection waits this long for the peer's Ready
 };
 
 class Connection;
@@ -215,7 +216,7 @@ class Connection final : private AccessWatch {
   static constexpr std::uint32_t kReadRefused = 0x100;
   Rx Fail(const char* why, RemoteCheck check = RemoteCheck::kOk, std::uint32_t flags = 0);
   void MaybeRing();   // after publishing records or consumption: ring the peer's doorbell if it sleeps
-  void DrainSocket(); // doorbells, the close notice, EOF
+  void DrainSocket(); // doorbells, the peer's Ready, the close notice, EOF
 
   // Transmission (connection_tx.cc), io lock held.
   bool PumpTx();      // true when it wrote or completed something
@@ -272,6 +273,8 @@ class Connection final : private AccessWatch {
   RingReader reader_;
   bool attach_ = false;         // we attach to the peer (cleared when the kernel refuses)
   bool peer_attaches_ = false;  // the peer may pull our Sends (cleared when it refused one)
+  bool await_ready_ = false;    // passive side: the peer's Ready has not come (under io_mutex_)
+  std::uint64_t ready_deadline_ns_ = 0;
   PrivateData peer_private_data_;
 
   // Consumer side: posted Work waiting for the pump (single producer under post_mutex_, single

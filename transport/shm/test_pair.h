@@ -67,8 +67,7 @@ inline bool PassiveHalf(int listener, const LocalEnd& local, const std::vector<s
   PassiveHandshake handshake(AcceptRendezvous(listener));
   if (!WaitReadable(handshake.fd()) || handshake.OnReadable() != PassiveHandshake::Step::kRequest) return false;
   if (!handshake.AcceptWith(reply, local)) return false;
-  if (!WaitReadable(handshake.fd()) || handshake.OnReadable() != PassiveHandshake::Step::kEstablished) return false;
-  out = handshake.Take();
+  out = handshake.Take();  // the Ready comes to the Connection
   return true;
 }
 
@@ -124,8 +123,6 @@ inline bool MakePair(const PairConfig& c, Side& active, Side& passive) {
   if (!passive_handshake.AcceptWith(c.reply_data, LocalEndOf(passive.table.get(), kPassiveBinding, c.passive_attach)))
     return false;
   if (!WaitReadable(handshake.fd()) || handshake.OnReadable() != ActiveHandshake::Step::kEstablished) return false;
-  if (!WaitReadable(passive_handshake.fd()) || passive_handshake.OnReadable() != PassiveHandshake::Step::kEstablished)
-    return false;
   Established a = handshake.Take();
   Established p = passive_handshake.Take();
   if (c.passive_refuses_pulls) p.attach = false;
@@ -135,6 +132,9 @@ inline bool MakePair(const PairConfig& c, Side& active, Side& passive) {
   active.connection = std::make_unique<Connection>(std::move(a), c.config, c.options, *active.table, active.events.get(), nullptr);
   passive.connection = std::make_unique<Connection>(std::move(p), c.config, c.options, *passive.table,
                                                     c.passive_events != nullptr ? c.passive_events : passive.events.get(), nullptr);
+  // The passive side takes the active side's Ready, as its poll set would at once.
+  if (!WaitReadable(passive.connection->socket_fd())) return false;
+  passive.connection->OnSocketReadable();
   return true;
 }
 

@@ -31,8 +31,6 @@ namespace asio = boost::asio;
 constexpr std::uint32_t kRingBytes = 64 * 1024;
 // Connections one scan moves; the next scan starts after the last one it took.
 constexpr std::size_t kReadyPerScan = 16;
-// How long a passive connection waits for the active side's Ready after the consumer accepted.
-constexpr auto kReadyTimeout = std::chrono::seconds(10);
 // The active side's port numbers (dat_cr_query), from Linux's default ephemeral range.
 constexpr std::uint32_t kFirstPort = 32768;
 constexpr std::uint32_t kPorts = 60999 - 32768 + 1;
@@ -315,19 +313,21 @@ void LocalConnection::Accept(std::unique_ptr<shm::PassiveHandshake> handshake,
 }
 
 void LocalConnection::StartAccept(std::vector<std::uint8_t> private_data) {
-  Locked lock(*this);
-  if (phase_ != Phase::kAccepting) return;  // detached meanwhile
-  if (!passive_->AcceptWith(private_data, LocalEndOf())) {
-    SOFTDAT_LOG(kWarn, "tcp %s: accept failed: the shared-memory Accept could not be sent", Describe().data());
-    EndHandshake(ConnectionEnd::kAcceptFailed);
-    return;
+  shm::Connection* start = nullptr;
+  {
+    Locked lock(*this);
+    if (phase_ != Phase::kAccepting) return;  // detached meanwhile
+    if (!passive_->AcceptWith(private_data, LocalEndOf())) {
+      SOFTDAT_LOG(kWarn, "tcp %s: accept failed: the shared-memory Accept could not be sent", Describe().data());
+      EndHandshake(ConnectionEnd::kAcceptFailed);
+      return;
+    }
+    // Established as the Accept goes out, as over TCP at the MPA Reply (shm/handshake.h): the
+    // consumer's ESTABLISHED does not wait for the active side's Ready.
+    start = Establish(passive_->Take());
   }
-  phase_ = Phase::kAwaitReady;
-  timer_.expires_after(kReadyTimeout);
-  timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
-    if (!error) self->OnTimeout();
-  });
-  WaitReadable();
+  // Its first poll reports OnEstablished (with no lock of ours held).
+  if (start != nullptr) (void)AfterPoll(start->Poll());
 }
 
 void LocalConnection::WaitReadable() {
@@ -376,20 +376,6 @@ void LocalConnection::OnHandshakeReadable() {
           EndHandshake(ConnectionEnd::kNonPeerRejected);
           break;
       }
-    } else if (phase_ == Phase::kAwaitReady) {
-      switch (passive_->OnReadable()) {
-        case shm::PassiveHandshake::Step::kPending:
-          WaitReadable();
-          return;
-        case shm::PassiveHandshake::Step::kEstablished:
-          start = Establish(passive_->Take());
-          break;
-        default:
-          SOFTDAT_LOG(kInfo, "tcp %s: accept failed: the peer left during the shared-memory handshake",
-                      Describe().data());
-          EndHandshake(ConnectionEnd::kAcceptFailed);
-          break;
-      }
     }
   }
   // Its first poll reports OnEstablished (with no lock of ours held).
@@ -401,10 +387,6 @@ void LocalConnection::OnTimeout() {
   if (phase_ == Phase::kDialed) {
     SOFTDAT_LOG(kInfo, "tcp %s: connect timed out", Describe().data());
     EndHandshake(ConnectionEnd::kTimedOut);
-  } else if (phase_ == Phase::kAwaitReady) {
-    SOFTDAT_LOG(kWarn, "tcp %s: accept failed: no Ready from the peer within %lld s", Describe().data(),
-                static_cast<long long>(kReadyTimeout.count()));
-    EndHandshake(ConnectionEnd::kAcceptFailed);
   }
 }
 

@@ -174,7 +174,7 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
 
  private:
   friend struct TcpTransportTestAccess;  // test_seams.h
-  enum class Phase : std::uint8_t { kIdle, kDialed, kAccepting, kAwaitReady, kEstablished, kEnded };
+  enum class Phase : std::uint8_t { kIdle, kDialed, kAccepting, kEstablished, kEnded };
 
   // mutex_ for a handshake step; what it reported is delivered after the unlock.
   class Locked;

@@ -243,6 +243,47 @@ TEST_F(LocalPathTest, ABurstOfRequestsLongerThanOneAcceptTurnIsReadWhole) {
   clients.clear();
 }
 
+// The passive side is established as its consumer's accept goes out, as over TCP at the MPA Reply,
+// and may send at once: its ESTABLISHED does not wait for the active side's Ready. When it waited,
+// an active side that went on to disconnect its other connections made their DISCONNECTEDs come
+// before this ESTABLISHED at the passive consumer, and stock dtestcm's server, written for IB,
+// freed that endpoint and waited for ever (dtestcm_test_shm, about 1 run in 4). The client moves
+// only when the test says (progress=poll), so it sends no Ready until the server has reported.
+TEST_F(LocalPathTest, ThePassiveSideIsEstablishedAsItsAcceptGoesOutNotAtTheReady) {
+  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  server_transport_ = Make(ShmMode::kAuto);
+  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
+  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }))
+      << "the server's ESTABLISHED waited for the client";
+  EXPECT_EQ(client_events_.Get(client_events_.established), 0);
+  ASSERT_EQ(Local(server_transport_), 1u);
+
+  // Posted before the client's Ready: delivered once the client moves.
+  std::vector<std::uint8_t> message = Bytes(8, 5), sink(8, 0);
+  std::vector<Segment> out = {SegmentOf(message)}, in = {SegmentOf(sink)};
+  client_events_.AddBuffer(in);
+  Work send;
+  send.id = 1;
+  send.kind = WorkKind::kSend;
+  send.local = out;
+  send.length = message.size();
+  ASSERT_TRUE(server_->Post(send).ok());
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client_events_.Get(client_events_.recvs).size() != 1 && std::chrono::steady_clock::now() < until)
+    (void)client.Progress();
+  ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  ASSERT_EQ(client_events_.Get(client_events_.recvs).size(), 1u);
+  EXPECT_EQ(sink, message);
+  EXPECT_EQ(Local(client_transport_), 1u);
+}
+
 // The progress thread does not go to sleep on work it could not move because another thread held
 // the connection (a consumer in Post holds its io lock and reads no records): that thread may have
 // passed the work by already, and the peer rang no doorbell while this side was awake, so nobody
