@@ -98,7 +98,7 @@ TEST_F(RegistryIaTest, ProviderSpecificAttributesNameTheTransportAndItsOptions) 
   EXPECT_EQ(defaults.at("SOFTDAT_MPA_CRC"), "on");
   EXPECT_EQ(defaults.at("SOFTDAT_RNR_TIMEOUT_MS"), "0");
   EXPECT_EQ(defaults.at("SOFTDAT_COALESCE_US"), "16");
-  EXPECT_EQ(defaults.at("SOFTDAT_SHM"), "off");
+  EXPECT_EQ(defaults.at("SOFTDAT_SHM"), "auto");
 }
 
 TEST_F(RegistryIaTest, MalformedParamsGiveInvalidParameterNotACrash) {

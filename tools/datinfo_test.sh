@@ -113,7 +113,7 @@ DAT_OVERRIDE=$TEST_TMPDIR/missing.conf "$datinfo" >/dev/null 2>"$TEST_TMPDIR/err
 for expected in "max_srqs:" "max_recv_per_srq:" "srq_watermarks_supported:" "SOFTDAT_SRQ_RESIZE: *TRUE" \
   "SOFTDAT_RNR_WAITS: *TRUE" "SOFTDAT_TRANSPORT: *tcp" "SOFTDAT_DEVICE: *lo" "SOFTDAT_PROGRESS: *poll" \
   "SOFTDAT_MPA_CRC: *off" "SOFTDAT_RNR_TIMEOUT_MS: *250" "SOFTDAT_TIMEOUT_MS: *900" "SOFTDAT_TCP_CONGESTION: *reno" \
-  "SOFTDAT_SPIN_US: *200" "SOFTDAT_COALESCE_US: *16" "SOFTDAT_SHM: *off" "DAT_IB_TRANSPORT_MTU: *65440" 'ia_params: "tcp lo progress=poll' \
+  "SOFTDAT_SPIN_US: *200" "SOFTDAT_COALESCE_US: *16" "SOFTDAT_SHM: *auto" "DAT_IB_TRANSPORT_MTU: *65440" 'ia_params: "tcp lo progress=poll' \
   "extension_supported: *1 +\(DAT_EXTENSION_IB\)" "extension_version: *209" "DAT_IB_IMMED_DATA: *TRUE" \
   "DAT_IB_FETCH_AND_ADD: *TRUE" "DAT_IB_CMP_AND_SWAP: *TRUE" "DAT_IB_UD: *TRUE" "DAT_COUNTERS: *TRUE" \
   "SOFTDAT_UD_MTU: *4096"; do

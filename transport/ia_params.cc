@@ -217,7 +217,7 @@ constexpr IaOptionSpec kSpecs[] = {
      "system's (net.ipv4.tcp_congestion_control) to others; system always the system's; NAME (reno, cubic, bbr, "
      "...) that one, or the system's with a warning where the kernel refuses it",
      ApplyCongestion, ShowCongestion},
-    {"shm", "SOFTDAT_SHM", "auto|off", "off", true,
+    {"shm", "SOFTDAT_SHM", "auto|off", "auto", true,
      "auto: a connection between two softdat IAs of this host and network namespace runs over shared memory "
      "(rings in a memfd, cross-memory attach for large transfers) with the same DAT semantics, and every other "
      "peer (another host or namespace, siw, OFED DAPL) over iWARP on TCP, unchanged; off: TCP always",

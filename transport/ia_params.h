@@ -40,7 +40,7 @@ struct IaOptions {
   std::uint32_t timeout_ms = 0;  // tcp: TCP_USER_TIMEOUT and keepalive; 0: the kernel's limits
   std::uint32_t coalesce_us = 16;  // tcp: a send-only stream's coalescing window; 0: none
   std::string congestion = "auto";  // tcp: auto, system, or an algorithm's name (see above)
-  ShmMode shm = ShmMode::kOff;      // tcp: same-host peers over shared memory
+  ShmMode shm = ShmMode::kAuto;     // tcp: same-host peers over shared memory
 };
 
 struct IaParams {

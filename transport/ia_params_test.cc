@@ -72,7 +72,7 @@ TEST(IaParams, DefaultsAreThreadInfiniteRnrAndCrc) {
   EXPECT_TRUE(params.options.mpa_crc);
   EXPECT_EQ(params.options.coalesce_us, 16u);
   EXPECT_EQ(params.options.congestion, "auto");
-  EXPECT_EQ(params.options.shm, ShmMode::kOff);
+  EXPECT_EQ(params.options.shm, ShmMode::kAuto);
 }
 
 TEST(IaParams, CongestionTakesAutoSystemOrAnAlgorithmsName) {

@@ -81,6 +81,19 @@ int OpenFds() {
   return n - 3;  // ".", ".." and the directory's own descriptor
 }
 
+// RssShmem of /proc/self/status: the resident part of shared memory (a same-host connection's
+// rings, which its peer maps too), in KiB.
+std::uint64_t SharedRssKib() {
+  std::uint64_t kib = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "RssShmem: %" SCNu64, &kib) == 1) break;
+    std::fclose(f);
+  }
+  return kib;
+}
+
 // VmPin of /proc/self/status: memory pinned for the device (registered regions, queues).
 std::uint64_t PinnedKib() {
   std::uint64_t kib = 0;
@@ -258,6 +271,7 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n, DAT_COUNT rec
   DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
   Check(dat_psp_create(ia.ia, port, cr_evd, DAT_PSP_CONSUMER_FLAG, &psp), "dat_psp_create");
   const std::uint64_t rss_before = RssKib();
+  const std::uint64_t shared_before = SharedRssKib();
   const int fds_before = OpenFds();
   std::fprintf(stderr, "scale_peer: serving %zu connections on port %llu\n", n, static_cast<unsigned long long>(port));
 
@@ -289,6 +303,7 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n, DAT_COUNT rec
   }
   const double setup_s = Seconds() - first_request;
   const std::uint64_t rss_after = RssKib();
+  const std::uint64_t shared_after = SharedRssKib();
   const int fds_after = OpenFds();
 
   // kPerConnection messages per connection, each checked, the SRQ reposted as it goes.
@@ -310,6 +325,7 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n, DAT_COUNT rec
     post(slot);
   }
   const std::uint64_t rss_loaded = RssKib();
+  const std::uint64_t shared_loaded = SharedRssKib();
   // Every message is in: the receive EVD stays empty from here (an event now is counted bad), and
   // every connection is still up.
   const long long cq_entries = CqEntries();
@@ -335,14 +351,18 @@ int Server(const char* ia_name, DAT_CONN_QUAL port, std::size_t n, DAT_COUNT rec
   std::printf(
       "{\"role\": \"server\", \"connections\": %zu, \"setup_s\": %.3f, \"rss_before_kib\": %llu, "
       "\"rss_connected_kib\": %llu, \"rss_after_messages_kib\": %llu, \"rss_peak_kib\": %llu, "
-      "\"kib_per_connection\": %.2f, "
+      "\"kib_per_connection\": %.2f, \"shared_kib_per_connection\": %.2f, \"shared_connected_kib\": %llu, "
+      "\"shared_after_messages_kib\": %llu, "
       "\"fds_before\": %d, \"fds_connected\": %d, \"fds_per_connection\": %.3f, \"messages\": %zu, "
       "\"bad_messages\": %zu, \"last_connection_received\": %s, \"srq_buffers\": %d, "
       "\"srq_receive_bytes\": %zu, \"srq_available_after\": %d, \"cq_entries\": %lld, \"pinned_kib\": %llu, "
       "\"empty_dequeue_ns\": %.1f}\n",
       n, setup_s, static_cast<unsigned long long>(rss_before), static_cast<unsigned long long>(rss_after),
       static_cast<unsigned long long>(rss_loaded), static_cast<unsigned long long>(rss_peak),
-      static_cast<double>(rss_after - rss_before) / static_cast<double>(n), fds_before, fds_after,
+      static_cast<double>(rss_after - rss_before) / static_cast<double>(n),
+      (static_cast<double>(shared_after) - static_cast<double>(shared_before)) / static_cast<double>(n),
+      static_cast<unsigned long long>(shared_after), static_cast<unsigned long long>(shared_loaded), fds_before,
+      fds_after,
       static_cast<double>(fds_after - fds_before) / static_cast<double>(n), received, bad,
       seen[n - 1] == kPerConnection ? "true" : "false", kSrqBuffers, buffers.size(),
       static_cast<int>(srq_param.available_dto_count), cq_entries, static_cast<unsigned long long>(pinned_kib),
