@@ -70,7 +70,8 @@ void PollSet::CountLocked(int change, bool direct) {
 }
 
 std::shared_ptr<ProgressTarget> PollSet::Sole() {
-  if (count_.load(std::memory_order_relaxed) != 1) return nullptr;
+  // Only a direct target is ever the sole one: a set of one same-host socket takes no lock here.
+  if (count_.load(std::memory_order_relaxed) != 1 || direct_count_.load(std::memory_order_relaxed) != 1) return nullptr;
   std::lock_guard lock(mutex_);
   return sole_.lock();
 }

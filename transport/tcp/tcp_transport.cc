@@ -71,6 +71,13 @@ constexpr std::uint32_t kMaxPrivateData = 252;
 // consumer, spinning on memory meanwhile, would not.
 constexpr std::uint32_t kStreakToPark = 32;
 constexpr std::uint64_t kStreakGapNs = 5'000;
+// With only same-host connections, a spinning consumer's polls look at what needs a syscall but
+// rarely carries anything (the io_context's ready handlers: timers, accepts, handshakes;
+// same-host sockets: doorbells and ends) at most once per this long. Counted in polls alone
+// (every 8th idle one before), a consumer spinning on same-host rings made about 12 epoll_waits
+// per 8 B round trip, more time than the rings themselves; a handler or an end waits this long
+// (and 64 polls) at most. The clock is read every 64th poll: each read is a fair part of a poll.
+constexpr std::uint64_t kIdleLookNs = 25'000;
 // progress=poll's watchdog (Watch): how often it looks, and how long input waits before it warns.
 constexpr std::uint64_t kWatchPeriodNs = 250'000'000;
 constexpr std::uint64_t kStallWarnNs = 1'000'000'000;
@@ -345,7 +352,7 @@ bool TcpTransport::PollReady(bool wait) noexcept {
     // Same-host sockets only: they carry doorbells for a sleeping thread and the peer's end, never
     // data, so a spinning consumer looks at them every 32nd poll, not with a syscall each time.
     if (local_ != nullptr && poll_set_.direct_count() == 0 &&
-        (indirect_polls_.fetch_add(1, std::memory_order_relaxed) & 31) != 0)
+        ((indirect_polls_.fetch_add(1, std::memory_order_relaxed) & 63) != 0 || !LookDue(last_indirect_look_ns_, NowNs())))
       return any;
   }
   std::shared_ptr<ProgressTarget> ready[kReadyPerCall];
@@ -483,14 +490,29 @@ bool TcpTransport::Progress() noexcept {
     }
     // The parked thread runs no handler (timers, accepts, waits for socket room): the consumers
     // do, as in busy-poll.
-    if (parked_.load(std::memory_order_relaxed) && ((calls & 63) == 0 || (!any && (calls & 7) == 0))) any |= RunAsio();
+    if (parked_.load(std::memory_order_relaxed) && AsioDue(calls, any)) any |= RunAsio();
     return any;
   }
   // Busy-poll: nobody else runs the io_context. Its ready handlers now and then (every call
-  // while idle would add a syscall to every spin).
+  // would add a syscall to every spin).
   const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
-  if ((calls & 63) == 0 || (!any && (calls & 7) == 0)) any |= RunAsio();
+  if (AsioDue(calls, any)) any |= RunAsio();
   return any;
+}
+
+bool TcpTransport::AsioDue(std::uint32_t calls, bool any) noexcept {
+  // With TCP connections every poll makes a syscall already, and their waits for socket room
+  // are handlers: every 8th idle poll (every 64th busy one) as ever. Same-host connections alone
+  // poll without a syscall: by the clock.
+  if (poll_set_.direct_count() != 0) return (calls & 63) == 0 || (!any && (calls & 7) == 0);
+  return (calls & 63) == 0 && LookDue(last_asio_ns_, NowNs());
+}
+
+bool TcpTransport::LookDue(std::atomic<std::uint64_t>& last, std::uint64_t now) noexcept {
+  // Racing pollers may both look once: harmless.
+  if (now - last.load(std::memory_order_relaxed) < kIdleLookNs) return false;
+  last.store(now, std::memory_order_relaxed);
+  return true;
 }
 
 bool TcpTransport::ProgressDue() const noexcept { return kicks_.depth() >= kDueDepth; }

@@ -104,6 +104,10 @@ class TcpTransport final : public Transport {
   void EndConsumerSpell();
   void Park();
   bool RunAsio() noexcept;
+  // Whether a consumer's poll (the `calls`th; `any`: it moved something) runs the io_context.
+  bool AsioDue(std::uint32_t calls, bool any) noexcept;
+  // Whether kIdleLookNs passed since `last` (then `last` becomes `now`).
+  static bool LookDue(std::atomic<std::uint64_t>& last, std::uint64_t now) noexcept;
 
   const sockaddr_in address_;
   Capabilities capabilities_;
@@ -129,6 +133,8 @@ class TcpTransport final : public Transport {
   std::unique_ptr<LocalPaths> local_;  // shm=auto: the same-host path (null: TCP only)
   std::atomic<std::uint32_t> pd_numbers_{0};
   std::atomic<std::uint32_t> indirect_polls_{0};  // consumer polls of a PollSet of same-host sockets only
+  std::atomic<std::uint64_t> last_indirect_look_ns_{0};  // a consumer's last epoll_wait on those
+  std::atomic<std::uint64_t> last_asio_ns_{0};           // a consumer's last run of the io_context
   // A consumer polled within handoff_us: kicks do not wake the progress thread, and the watch
   // (a timer in the io_context, at the last poll + handoff_us) drains what they leave.
   std::atomic<bool> consumers_active_{false};
