@@ -6,7 +6,9 @@
 // time breaks the connection.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "transport/shm/shm_connection.h"
@@ -111,6 +113,21 @@ TEST(ShmReady, NoReadyInTimeBreaksTheConnection) {
   AcceptedNotReady s(options);
   ASSERT_TRUE(s.PassiveEnded());
   EXPECT_EQ(s.passive_events.Get(s.passive_events.ended), ConnectionEnd::kBroken);
+}
+
+// A Ready that came in time but was not read until after the deadline (a consumer with
+// progress=poll that made no call meanwhile; the poll looks at the rings before the socket) is
+// read then: the connection stays.
+TEST(ShmReady, AReadyInTimeButReadLateKeepsTheConnection) {
+  ConnectionOptions options;
+  options.ready_timeout_ms = 50;
+  AcceptedNotReady s(options);
+  ASSERT_TRUE(Drive({s.passive.get()}, [&] { return s.passive_events.Get(s.passive_events.established) == 1; }));
+  ASSERT_NO_FATAL_FAILURE(s.ActiveReads());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (void)s.passive->Poll();  // the rings and the deadline only, as a consumer's poll
+  EXPECT_FALSE(s.passive->ended()) << "the Ready in the socket was not looked at";
+  EXPECT_TRUE(s.passive->peer_attaches());
 }
 
 TEST(ShmReady, AnythingButTheReadyFirstBreaksTheConnection) {

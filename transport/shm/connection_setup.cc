@@ -207,10 +207,16 @@ void Connection::CheckDeadlines() {
   if (rnr_deadline_ns_ == 0 && close_deadline_ns_ == 0 && ready_deadline_ns_ == 0) return;
   const std::uint64_t now = NowNs();
   if (ready_deadline_ns_ != 0 && now >= ready_deadline_ns_) {
-    // As a TCP responder whose initiator promised a ready-to-receive FPDU and sent none.
-    ready_deadline_ns_ = 0;
-    (void)Fail("no Ready from the peer within the handshake's time");
-    return;
+    // The Ready may be in the socket, unread: a consumer with progress=poll that made no call for
+    // that long reads the socket only after this poll.
+    DrainSocket();
+    if (phase_ == Phase::kEnded) return;
+    if (await_ready_) {
+      // As a TCP responder whose initiator promised a ready-to-receive FPDU and sent none.
+      ready_deadline_ns_ = 0;
+      (void)Fail("no Ready from the peer within the handshake's time");
+      return;
+    }
   }
   if (rnr_deadline_ns_ != 0 && now >= rnr_deadline_ns_) {
     rnr_deadline_ns_ = 0;
