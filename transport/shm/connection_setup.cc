@@ -38,6 +38,8 @@ Connection::Connection(Established&& established, const EndpointConfig& config, 
       socket_(std::move(established.socket)),
       segment_(std::move(established.segment)),
       peer_table_(std::move(established.peer_table)),
+      peer_activity_(std::move(established.peer_activity)),
+      peer_activity_slot_(established.peer_activity_slot),
       attach_(established.attach),
       peer_attaches_(established.peer_attaches),
       posted_(AtLeastOne(config.max_send_work)),
@@ -373,8 +375,10 @@ void Connection::DrainSocket() {
 
 void Connection::MaybeRing() {
   // Dekker with the peer's sleep: our records (or consumption) are published, then we look at
-  // its epoch; it made the epoch odd, then looked at our rings.
+  // its epoch; it made the epoch odd, then looked at our rings. The same fence orders our mark
+  // in its activity table after what we published (activity.h).
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (peer_activity_ != nullptr) peer_activity_->Mark(peer_activity_slot_);
   const std::uint64_t epoch = peer_table_->SleepEpoch();
   if ((epoch & 1) == 0 || epoch == rung_epoch_) return;
   rung_epoch_ = epoch;

@@ -16,7 +16,11 @@ namespace softdat::transport::shm {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x48534453;  // "SDSH"
-constexpr std::uint16_t kVersion = 1;
+constexpr std::uint16_t kVersion = 2;  // 2: activity slots
+
+constexpr bool ValidSlot(std::uint32_t slot) { return slot < kActivitySlots || slot == kNoActivitySlot; }
+// Whether the sender's LocalEnd has an activity table (its fd goes with the message).
+bool HasActivity(const LocalEnd& local) { return local.activity != nullptr && local.activity_slot < kActivitySlots; }
 constexpr std::size_t kHeader = 8;
 
 // Appends fields; `ok` turns false when `out` is too short.
@@ -166,6 +170,7 @@ std::size_t Encode(const Request& m, std::span<std::uint8_t> out) {
   w.Put(m.binding.endpoint);
   w.Put(m.ird);
   w.Put(m.ord);
+  w.Put(m.activity_slot);
   w.Put(m.address.sin_addr.s_addr);  // as stored (network order)
   w.Put(m.address.sin_port);
   w.Private(m.private_data);
@@ -180,6 +185,7 @@ std::size_t Encode(const Accept& m, std::span<std::uint8_t> out) {
   w.Put(m.binding.endpoint);
   w.Put(m.ird);
   w.Put(m.ord);
+  w.Put(m.activity_slot);
   w.Put(static_cast<std::uint8_t>(m.attaches));
   w.Private(m.private_data);
   return w.Done();
@@ -227,11 +233,12 @@ bool Decode(std::span<const std::uint8_t> in, Request& m) {
   m.binding.endpoint = r.Get<std::uint64_t>();
   m.ird = r.Get<std::uint32_t>();
   m.ord = r.Get<std::uint32_t>();
+  m.activity_slot = r.Get<std::uint32_t>();
   m.address = sockaddr_in{};
   m.address.sin_family = AF_INET;
   m.address.sin_addr.s_addr = r.Get<std::uint32_t>();
   m.address.sin_port = r.Get<std::uint16_t>();
-  return r.Private(m.private_data) && r.Whole() && ValidGeometry(m.geometry);
+  return r.Private(m.private_data) && r.Whole() && ValidGeometry(m.geometry) && ValidSlot(m.activity_slot);
 }
 
 bool Decode(std::span<const std::uint8_t> in, Accept& m) {
@@ -242,7 +249,8 @@ bool Decode(std::span<const std::uint8_t> in, Accept& m) {
   m.binding.endpoint = r.Get<std::uint64_t>();
   m.ird = r.Get<std::uint32_t>();
   m.ord = r.Get<std::uint32_t>();
-  return ReadBool(r, m.attaches) && r.Private(m.private_data) && r.Whole();
+  m.activity_slot = r.Get<std::uint32_t>();
+  return ReadBool(r, m.attaches) && r.Private(m.private_data) && r.Whole() && ValidSlot(m.activity_slot);
 }
 
 bool Decode(std::span<const std::uint8_t> in, Reject& m) {
@@ -296,12 +304,14 @@ Dial ActiveHandshake::Start(in_addr address, std::uint16_t port, const Geometry&
   request.binding = local.binding;
   request.ird = local.ird;
   request.ord = local.ord;
+  request.activity_slot = HasActivity(local) ? local.activity_slot : kNoActivitySlot;
   request.address = local_address;
   (void)request.private_data.Assign(private_data);
   std::uint8_t bytes[kMaxMessage];
   const std::size_t length = Encode(request, bytes);
-  const int fds[] = {segment_fd.get(), local.table->fd()};
-  if (length == 0 || !SendMessage(socket_.get(), {bytes, length}, fds)) return Dial::kFailed;
+  const int fds[] = {segment_fd.get(), local.table->fd(), HasActivity(local) ? local.activity->fd() : -1};
+  if (length == 0 || !SendMessage(socket_.get(), {bytes, length}, std::span<const int>(fds, HasActivity(local) ? 3 : 2)))
+    return Dial::kFailed;
   return Dial::kConnected;
 }
 
@@ -316,7 +326,7 @@ ActiveHandshake::Step ActiveHandshake::OnReadable() {
   if (done_ || !socket_.valid()) return Step::kFailed;
   std::uint8_t bytes[kMaxMessage];
   std::size_t length = 0, fd_count = 0;
-  UniqueFd fds[1];
+  UniqueFd fds[2];
   bool nothing = false;
   if (const char* why = ReceiveHandshake(socket_.get(), bytes, length, fds, fd_count, nothing)) return Fail(why);
   if (nothing) return Step::kPending;
@@ -330,9 +340,14 @@ ActiveHandshake::Step ActiveHandshake::OnReadable() {
     return Step::kRejected;
   }
   Accept accept;
-  if (type != MessageType::kAccept || fd_count != 1 || !Decode(message, accept)) return Fail("malformed Accept");
+  if (type != MessageType::kAccept || !Decode(message, accept) ||
+      fd_count != (accept.activity_slot != kNoActivitySlot ? 2u : 1u))
+    return Fail("malformed Accept");
   Established& e = established_;
   if (!KeyTableView::Open(fds[0].get(), e.peer_table).ok()) return Fail("the peer's key table is unusable");
+  if (accept.activity_slot != kNoActivitySlot && !ActivityView::Open(fds[1].get(), e.peer_activity).ok())
+    return Fail("the peer's activity table is unusable");
+  e.peer_activity_slot = accept.activity_slot;
   e.side = kActive;
   e.geometry = geometry_;
   e.peer_binding = accept.binding;
@@ -368,13 +383,14 @@ PassiveHandshake::Step PassiveHandshake::OnReadable() {
   if (phase_ == Phase::kDone || phase_ == Phase::kDeciding) return phase_ == Phase::kDone ? Step::kFailed : Step::kRequest;
   std::uint8_t bytes[kMaxMessage];
   std::size_t length = 0, fd_count = 0;
-  UniqueFd fds[2];
+  UniqueFd fds[3];
   bool nothing = false;
   if (const char* why = ReceiveHandshake(socket_.get(), bytes, length, fds, fd_count, nothing)) return Fail(why);
   if (nothing) return Step::kPending;
   const std::span<const std::uint8_t> message(bytes, length);
   Established& e = established_;
-  if (fd_count != 2 || !Decode(message, request_)) return Fail("malformed Request");
+  if (!Decode(message, request_) || fd_count != (request_.activity_slot != kNoActivitySlot ? 3u : 2u))
+    return Fail("malformed Request");
   if (!PeerCredentials(socket_.get(), e.peer_pid, e.peer_uid)) return Fail("no peer credentials");
   const std::size_t bytes_expected = SegmentBytes(request_.geometry);
   if (!MapPeerMemory(fds[0].get(), bytes_expected, bytes_expected, true, e.segment).ok())
@@ -385,6 +401,9 @@ PassiveHandshake::Step PassiveHandshake::OnReadable() {
       header.ring_bytes[0] != request_.geometry.ring_bytes[0] || header.ring_bytes[1] != request_.geometry.ring_bytes[1])
     return Fail("the connection segment's header disagrees with the Request");
   if (!KeyTableView::Open(fds[1].get(), e.peer_table).ok()) return Fail("the peer's key table is unusable");
+  if (request_.activity_slot != kNoActivitySlot && !ActivityView::Open(fds[2].get(), e.peer_activity).ok())
+    return Fail("the peer's activity table is unusable");
+  e.peer_activity_slot = request_.activity_slot;
   e.side = kPassive;
   e.geometry = request_.geometry;
   e.peer_binding = request_.binding;
@@ -407,11 +426,12 @@ bool PassiveHandshake::AcceptWith(std::span<const std::uint8_t> private_data, co
   accept.binding = local.binding;
   accept.ird = local.ird;
   accept.ord = local.ord;
+  accept.activity_slot = HasActivity(local) ? local.activity_slot : kNoActivitySlot;
   accept.attaches = e.attach;
   std::uint8_t bytes[kMaxMessage];
   const std::size_t length = Encode(accept, bytes);
-  const int fds[] = {local.table->fd()};
-  if (length == 0 || !SendMessage(socket_.get(), {bytes, length}, fds)) {
+  const int fds[] = {local.table->fd(), HasActivity(local) ? local.activity->fd() : -1};
+  if (length == 0 || !SendMessage(socket_.get(), {bytes, length}, std::span<const int>(fds, HasActivity(local) ? 2 : 1))) {
     (void)Fail("the Accept could not be sent");
     return false;
   }

@@ -4,10 +4,12 @@
 //
 //   active → passive   Request  ring sizes, where the active side mapped the segment, its
 //                               endpoint binding, IRD/ORD, its IA address, private data;
-//                               fds: the connection segment (a sealed memfd the active side made)
-//                               and the active side's key table
+//                               fds: the connection segment (a sealed memfd the active side made),
+//                               the active side's key table and activity table (activity.h) with
+//                               the connection's bit in it
 //   passive → active   Accept   where it mapped the segment, its binding, IRD/ORD, whether it
-//                               can attach to the active side, private data; fd: its key table
+//                               can attach to the active side, private data; fds: its key table
+//                               and activity table with the connection's bit
 //                   or Reject   by the consumer (kPeerRejected) or by the provider, private data
 //   active → passive   Ready    whether it can attach to the passive side
 //
@@ -38,6 +40,7 @@
 #include <memory>
 #include <span>
 
+#include "transport/shm/activity.h"
 #include "transport/shm/key_table.h"
 #include "transport/shm/layout.h"
 #include "transport/shm/rendezvous.h"
@@ -63,6 +66,10 @@ struct LocalEnd {
   std::uint32_t ord = 0;      // RDMA Reads we may have outstanding at the peer
   bool attach = true;         // try cross-memory attach to the peer (false forces the ring path)
   bool allow_attach = false;  // under Yama scope 1, let the peer attach to us (PR_SET_PTRACER)
+  // Our IA's activity table (its fd goes to the peer) and this connection's bit in it; none: the
+  // peer marks nothing and the connection is looked at in turn only.
+  const ActivityTable* activity = nullptr;
+  std::uint32_t activity_slot = kNoActivitySlot;
 };
 
 // Decoded handshake messages (also what the fuzzer checks).
@@ -72,6 +79,7 @@ struct Request {
   Binding binding;
   std::uint32_t ird = 0;
   std::uint32_t ord = 0;
+  std::uint32_t activity_slot = kNoActivitySlot;  // with a slot, an activity table fd follows the key table's
   sockaddr_in address{};  // the active side's IA address and port, for dat_cr_query
   PrivateData private_data;
 };
@@ -80,6 +88,7 @@ struct Accept {
   Binding binding;
   std::uint32_t ird = 0;
   std::uint32_t ord = 0;
+  std::uint32_t activity_slot = kNoActivitySlot;  // with a slot, an activity table fd follows the key table's
   bool attaches = false;
   PrivateData private_data;
 };
@@ -123,6 +132,8 @@ struct Established {
   Mapping segment;
   Geometry geometry;
   std::unique_ptr<KeyTableView> peer_table;
+  std::unique_ptr<ActivityView> peer_activity;  // null: the peer has no activity table
+  std::uint32_t peer_activity_slot = kNoActivitySlot;
   Binding peer_binding;         // the peer's endpoint: our one-sided accesses are checked against it
   pid_t peer_pid = 0;
   uid_t peer_uid = 0;

@@ -53,6 +53,7 @@ TEST(HandshakeMessages, RoundTrip) {
   request.binding = {3, 99};
   request.ird = 4;
   request.ord = 8;
+  request.activity_slot = 77;
   request.address.sin_addr = Loopback();
   request.address.sin_port = htons(4791);
   ASSERT_TRUE(request.private_data.Assign(Data("hello")));
@@ -63,6 +64,7 @@ TEST(HandshakeMessages, RoundTrip) {
   EXPECT_EQ(r.segment_address, request.segment_address);
   EXPECT_EQ(r.binding.endpoint, 99u);
   EXPECT_EQ(r.ord, 8u);
+  EXPECT_EQ(r.activity_slot, 77u);
   EXPECT_EQ(r.address.sin_port, htons(4791));
   EXPECT_EQ(r.address.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
   EXPECT_EQ(std::vector<std::uint8_t>(r.private_data.view().begin(), r.private_data.view().end()), Data("hello"));
@@ -73,10 +75,12 @@ TEST(HandshakeMessages, RoundTrip) {
   Accept accept;
   accept.attaches = true;
   accept.binding = {1, 2};
+  accept.activity_slot = kActivitySlots - 1;
   n = Encode(accept, bytes);
   Accept a;
   ASSERT_TRUE(Decode({bytes, n}, a));
   EXPECT_TRUE(a.attaches);
+  EXPECT_EQ(a.activity_slot, kActivitySlots - 1);
   EXPECT_EQ(a.binding.pz, 1u);
 
   Reject reject;
@@ -108,8 +112,15 @@ TEST(HandshakeMessages, MalformedOnesAreRefused) {
   EXPECT_FALSE(Decode({bytes, n}, wrong_type));
   std::uint8_t copy[kMaxMessage];
   std::memcpy(copy, bytes, n);
-  copy[4] = 2;  // version
+  copy[4] = 1;  // version 1, before activity slots
   EXPECT_FALSE(Decode({copy, n}, r));
+  Request with_slot = request;
+  with_slot.activity_slot = kActivitySlots;  // no such bit
+  EXPECT_FALSE(Decode({bytes, Encode(with_slot, bytes)}, r));
+  Accept accept_with_slot;
+  accept_with_slot.activity_slot = kActivitySlots + 7;
+  EXPECT_FALSE(Decode({bytes, Encode(accept_with_slot, bytes)}, wrong_type));
+  (void)Encode(request, bytes);
   std::memcpy(copy, bytes, n);
   copy[8] = 0x11;  // ring 0 of 0x2011 bytes: no power of two
   EXPECT_FALSE(Decode({copy, n}, r));
@@ -174,7 +185,13 @@ struct Sides {
   Sides() {
     EXPECT_TRUE(KeyTable::Create(8, active_table).ok());
     EXPECT_TRUE(KeyTable::Create(8, passive_table).ok());
+    EXPECT_TRUE(ActivityTable::Create(active_activity).ok());
+    EXPECT_TRUE(ActivityTable::Create(passive_activity).ok());
     EXPECT_TRUE(ListenRendezvous(Loopback(), port, listener).ok());
+    active.activity = active_activity.get();
+    active.activity_slot = 5;
+    passive.activity = passive_activity.get();
+    passive.activity_slot = 64 + 9;
     active.table = active_table.get();
     active.binding = {1, 10};
     active.ird = active.ord = 4;
@@ -194,6 +211,7 @@ struct Sides {
   }
   std::uint16_t port = NextPort();
   std::unique_ptr<KeyTable> active_table, passive_table;
+  std::unique_ptr<ActivityTable> active_activity, passive_activity;
   UniqueFd listener;
   LocalEnd active, passive;
 };
@@ -236,6 +254,15 @@ TEST(Handshake, AcceptCarriesPrivateDataBothWaysAndProbesAttach) {
   EXPECT_EQ(p.segment.data()[kPage], 0x5a) << "one segment, two mappings";
   ASSERT_NE(p.peer_table, nullptr);
   EXPECT_EQ(p.peer_table->capacity(), 8u);
+  // Each side marks its bit in the other's activity table.
+  ASSERT_NE(p.peer_activity, nullptr);
+  ASSERT_NE(a.peer_activity, nullptr);
+  EXPECT_EQ(p.peer_activity_slot, 5u);
+  EXPECT_EQ(a.peer_activity_slot, 64u + 9);
+  p.peer_activity->Mark(p.peer_activity_slot);
+  a.peer_activity->Mark(a.peer_activity_slot);
+  EXPECT_EQ(s.active_activity->Take(0), 1u << 5);
+  EXPECT_EQ(s.passive_activity->Take(1), 1u << 9);
 }
 
 TEST(Handshake, WithoutAttachTheRingPathIsChosen) {
@@ -338,6 +365,15 @@ TEST(Handshake, AHostileRequestFailsWithoutLeaks) {
   ExpectRequestRefused("a key table that is no table", {bytes, n}, table_not_a_table);
   ExpectRequestRefused("garbage", garbage, {none, 0});
   ExpectRequestRefused("a Ready first", {bytes, Encode(Ready{}, bytes)}, {none, 0});
+  // A slot in its activity table: the table must come, and be one.
+  Request with_slot = request;
+  with_slot.activity_slot = 3;
+  std::uint8_t slot_bytes[kMaxMessage];
+  const std::size_t m = Encode(with_slot, slot_bytes);
+  const int good_fds[] = {good_fd.get(), table->fd()};
+  const int activity_not_a_table[] = {good_fd.get(), table->fd(), small_fd.get()};
+  ExpectRequestRefused("a slot without its activity table", {slot_bytes, m}, good_fds);
+  ExpectRequestRefused("an activity table that is no table", {slot_bytes, m}, activity_not_a_table);
 }
 
 TEST(Handshake, AHostileAnswerFailsTheActiveSideWithoutLeaks) {

@@ -49,7 +49,7 @@ Dial DialRendezvous(in_addr address, std::uint16_t port, UniqueFd& fd);
 // The peer's process and user, as the kernel recorded them at connect (SO_PEERCRED).
 bool PeerCredentials(int fd, pid_t& pid, uid_t& uid);
 
-inline constexpr std::size_t kMaxPassedFds = 2;
+inline constexpr std::size_t kMaxPassedFds = 3;
 
 // Sends one message with `fds` attached (non-blocking, no SIGPIPE). False unless it went whole.
 bool SendMessage(int fd, std::span<const std::uint8_t> bytes, std::span<const int> fds = {});

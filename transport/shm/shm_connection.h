@@ -267,6 +267,8 @@ class Connection final : private AccessWatch {
   UniqueFd socket_;
   Mapping segment_;
   std::unique_ptr<KeyTableView> peer_table_;
+  std::unique_ptr<ActivityView> peer_activity_;  // null: the peer looks at us in turn only
+  const std::uint32_t peer_activity_slot_;
   SideControl* my_control_ = nullptr;
   SideControl* peer_control_ = nullptr;
   RingWriter writer_;

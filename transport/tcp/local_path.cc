@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <cstdio>
@@ -31,6 +32,11 @@ namespace asio = boost::asio;
 constexpr std::uint32_t kRingBytes = 64 * 1024;
 // Connections one scan moves; the next scan starts after the last one it took.
 constexpr std::size_t kReadyPerScan = 16;
+// Below this many live connections a poll looks at each; from it on, at those their peers marked
+// in the activity table and at kInTurn more in turn (deadlines, and bits a hostile peer cleared,
+// are seen within live / kInTurn polls).
+constexpr std::size_t kLookAtAllBelow = 16;
+constexpr std::size_t kInTurn = 4;
 // The active side's port numbers (dat_cr_query), from Linux's default ephemeral range.
 constexpr std::uint32_t kFirstPort = 32768;
 constexpr std::uint32_t kPorts = 60999 - 32768 + 1;
@@ -65,9 +71,22 @@ std::unique_ptr<LocalPaths> LocalPaths::Create(asio::io_context& io, KickQueue& 
 
 LocalPaths::LocalPaths(asio::io_context& io, KickQueue& kicks, PollSet& poll_set, const Options& options,
                        std::unique_ptr<shm::KeyTable> keys)
-    : io_(io), kicks_(kicks), poll_set_(poll_set), options_(options), keys_(std::move(keys)), deadline_timer_(io) {
+    : io_(io),
+      kicks_(kicks),
+      poll_set_(poll_set),
+      options_(options),
+      keys_(std::move(keys)),
+      in_turn_(kInTurn),
+      deadline_timer_(io) {
   connection_options_.rnr_timeout_ms = options.rnr_timeout_ms;
   geometry_.ring_bytes[0] = geometry_.ring_bytes[1] = kRingBytes;
+  // Without it every connection is looked at on every poll: slower with many, never wrong.
+  if (Status status = shm::ActivityTable::Create(activity_); !status.ok()) {
+    SOFTDAT_LOG(kInfo, "tcp: no shared-memory activity table (%s): each poll looks at every same-host connection",
+                CodeName(status.code()));
+  } else {
+    slots_ = std::make_shared<ActivitySlots>();
+  }
 }
 
 LocalPaths::~LocalPaths() = default;
@@ -91,26 +110,63 @@ bool LocalPaths::Poll(bool progress_thread) {
   if (live_count_.load(std::memory_order_relaxed) == 0) return false;
   std::shared_ptr<LocalConnection> ready[kReadyPerScan];
   std::size_t found = 0;
+  bool by_bits = false;
   {
     std::unique_lock lock(mutex_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;  // another poller scans now
-    const std::size_t count = live_.size();
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t at = (cursor_ + i) % count;
-      if (!live_[at]->HasWork()) continue;
-      ready[found++] = live_[at];
-      if (found == kReadyPerScan) {
-        cursor_ = (at + 1) % count;
-        break;
-      }
+    if (!lock.owns_lock()) return false;  // another poller looks now
+    by_bits = activity_ != nullptr && live_.size() >= kLookAtAllBelow;
+    if (by_bits) {
+      found = TakeMarkedLocked(ready, 0);
+      found = ScanLocked(ready, found, in_turn_);
+    } else {
+      found = ScanLocked(ready, 0, live_.size());
     }
   }
   bool moved = false;
   for (std::size_t i = 0; i < found; ++i) {
     moved |= ready[i]->Poll();
+    // Work left (a budget used up, a note left meanwhile): its bit again, for the next poll.
+    if (by_bits && ready[i]->HasWork() && ready[i]->activity_slot() != shm::kNoActivitySlot) {
+      const std::uint32_t slot = ready[i]->activity_slot();
+      activity_->Give(slot / 64, std::uint64_t{1} << (slot % 64));
+    }
     ready[i].reset();
   }
   return moved;
+}
+
+std::size_t LocalPaths::ScanLocked(std::shared_ptr<LocalConnection>* ready, std::size_t found, std::size_t limit) {
+  const std::size_t count = live_.size();
+  limit = std::min(limit, count);
+  std::size_t looked = 0;
+  while (looked < limit && found < kReadyPerScan) {
+    const std::size_t at = (cursor_ + looked++) % count;
+    if (live_[at]->HasWork()) ready[found++] = live_[at];
+  }
+  // The next scan starts after the last one looked at: a bounded scan treats all alike.
+  if (count != 0) cursor_ = (cursor_ + looked) % count;
+  return found;
+}
+
+std::size_t LocalPaths::TakeMarkedLocked(std::shared_ptr<LocalConnection>* ready, std::size_t found) {
+  const std::size_t words = std::min((by_slot_.size() + 63) / 64, shm::kActivityWords);
+  for (std::size_t i = 0; i < words && found < kReadyPerScan; ++i) {
+    const std::size_t word = (word_cursor_ + i) % words;
+    if (activity_->Peek(word) == 0) continue;
+    std::uint64_t bits = activity_->Take(word);
+    while (bits != 0) {
+      const std::size_t slot = word * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      bits &= bits - 1;
+      // A bit of no live connection (one that ended, or a peer's stray mark) is dropped.
+      if (slot < by_slot_.size() && by_slot_[slot] != nullptr) ready[found++] = by_slot_[slot];
+      if (found == kReadyPerScan) {
+        if (bits != 0) activity_->Give(word, bits);  // the rest, for the next poll
+        word_cursor_ = (word + 1) % words;          // which starts after this word: all alike
+        return found;
+      }
+    }
+  }
+  return found;
 }
 
 bool LocalPaths::Scan(std::uint64_t* earliest) {
@@ -153,8 +209,28 @@ bool LocalPaths::PrepareSleep() {
 
 void LocalPaths::EndSleep() { keys_->EndSleep(); }
 
+std::uint32_t ActivitySlots::Allocate() {
+  std::lock_guard lock(mutex_);
+  if (!free_.empty()) {
+    const std::uint32_t slot = free_.back();
+    free_.pop_back();
+    return slot;
+  }
+  return next_ < shm::kActivitySlots ? next_++ : shm::kNoActivitySlot;
+}
+
+void ActivitySlots::Free(std::uint32_t slot) {
+  if (slot == shm::kNoActivitySlot) return;
+  std::lock_guard lock(mutex_);
+  free_.push_back(slot);
+}
+
 void LocalPaths::Add(const std::shared_ptr<LocalConnection>& connection) {
   std::lock_guard lock(mutex_);
+  if (const std::uint32_t slot = connection->activity_slot(); slot != shm::kNoActivitySlot) {
+    if (slot >= by_slot_.size()) by_slot_.resize(slot + 1);
+    by_slot_[slot] = connection;
+  }
   live_.push_back(connection);
   live_count_.store(live_.size(), std::memory_order_relaxed);
 }
@@ -167,6 +243,8 @@ void LocalPaths::Remove(const LocalConnection* connection) {
                                     [connection](const std::shared_ptr<LocalConnection>& c) { return c.get() == connection; });
     if (found == live_.end()) return;
     last = std::move(*found);
+    if (const std::uint32_t slot = last->activity_slot(); slot < by_slot_.size() && by_slot_[slot] == last)
+      by_slot_[slot].reset();
     *found = std::move(live_.back());
     live_.pop_back();
     live_count_.store(live_.size(), std::memory_order_relaxed);
@@ -193,9 +271,18 @@ class LocalConnection::Locked {
 };
 
 LocalConnection::LocalConnection(LocalPaths& paths, const EndpointConfig& config, EndpointEvents* events)
-    : paths_(paths), config_(config), events_(events), wait_(paths.io()), timer_(paths.io()) {}
+    : paths_(paths),
+      config_(config),
+      slots_(paths.slots()),
+      activity_slot_(slots_ != nullptr ? slots_->Allocate() : shm::kNoActivitySlot),
+      events_(events),
+      wait_(paths.io()),
+      timer_(paths.io()) {}
 
-LocalConnection::~LocalConnection() = default;
+// Not paths_: the IA's LocalPaths may be gone (a handler the io_context drops at its end held us).
+LocalConnection::~LocalConnection() {
+  if (slots_ != nullptr) slots_->Free(activity_slot_);
+}
 
 void LocalConnection::UnlockAndDeliver() {
   EndpointEvents* deliver = nullptr;
@@ -217,6 +304,8 @@ shm::LocalEnd LocalConnection::LocalEndOf() const {
   local.binding.endpoint = config_.owner;
   local.ird = config_.max_rdma_read_in;
   local.ord = config_.max_rdma_read_out;
+  local.activity = paths_.activity();
+  local.activity_slot = activity_slot_;
   local.attach = true;
   // PR_SET_PTRACER would let the peer trace this process, not only attach to it: never asked for
   // on the consumer's behalf. Where the kernel refuses attach, the rings carry everything.

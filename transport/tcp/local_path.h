@@ -44,6 +44,21 @@ class KickQueue;
 class PollSet;
 class LocalConnection;
 
+// The bits of an IA's activity table its connections hold. Shared by the IA's LocalPaths and each
+// connection, which gives its bit back when it goes, whenever that is (a handler the io_context
+// drops at the transport's end may hold the last reference).
+class ActivitySlots {
+ public:
+  // A free bit, or shm::kNoActivitySlot when none is left.
+  std::uint32_t Allocate();
+  void Free(std::uint32_t slot);
+
+ private:
+  softdat::Mutex mutex_;
+  std::vector<std::uint32_t> free_;
+  std::uint32_t next_ = 0;  // never given out at or above it
+};
+
 // The TCP transport's protection domain: a number, which the keys it publishes and the endpoints
 // of the same-host path name (shm::Binding).
 class TcpProtectionDomain final : public ProtectionDomain {
@@ -75,9 +90,11 @@ class LocalPaths {
   void Publish(const PublishedKey& key);
   void Revoke(std::uint32_t key);
 
-  // Progress: every live connection that has something to do moves (a few loads for each that has
-  // not). `progress_thread`: the caller is the IA's progress thread, awake (the sleep word goes
-  // even). True when something moved.
+  // Progress: live connections that have something to do move. With few connections every one is
+  // looked at (a few loads each); with more, those whose bits their peers set in the IA's
+  // activity table (shm/activity.h), and a few more in turn, so that every connection is looked
+  // at within live / 4 polls whatever the bits say. `progress_thread`: the caller is the IA's
+  // progress thread, awake (the sleep word goes even). True when something moved.
   bool Poll(bool progress_thread);
   // Whether a live connection has something to do (lock-free per connection; the watchdog).
   bool HasWork() { return Scan(nullptr); }
@@ -88,6 +105,9 @@ class LocalPaths {
   void EndSleep();
 
   // Connections (LocalConnection).
+  // The bits of the IA's activity table (null: no table) and the table.
+  const std::shared_ptr<ActivitySlots>& slots() const { return slots_; }
+  const shm::ActivityTable* activity() const { return activity_.get(); }
   void Add(const std::shared_ptr<LocalConnection>& connection);
   void Remove(const LocalConnection* connection);
   // A port number for the active side of a connection (dat_cr_query shows it to the peer): the
@@ -110,6 +130,11 @@ class LocalPaths {
   // Whether a live connection has work; `earliest` (if given) gets the earliest deadline of those
   // that have none (0: no deadline).
   bool Scan(std::uint64_t* earliest);
+  // Under mutex_: up to `limit` live connections from the cursor on, the ones with work into
+  // `ready` (at most kReadyPerScan - found); the count found.
+  std::size_t ScanLocked(std::shared_ptr<LocalConnection>* ready, std::size_t found, std::size_t limit);
+  // Under mutex_: the connections whose bits are set (taken), into `ready` after `found`.
+  std::size_t TakeMarkedLocked(std::shared_ptr<LocalConnection>* ready, std::size_t found);
 
   boost::asio::io_context& io_;
   KickQueue& kicks_;
@@ -118,7 +143,9 @@ class LocalPaths {
   shm::ConnectionOptions connection_options_;
   shm::Geometry geometry_;
   std::unique_ptr<shm::KeyTable> keys_;
+  std::unique_ptr<shm::ActivityTable> activity_;  // null: every connection is looked at
   std::atomic<std::uint32_t> next_port_{0};
+  std::shared_ptr<ActivitySlots> slots_;          // null without activity_
   // The live connections (established, not yet ended). A poller looks at each under the mutex
   // (HasWork: loads only) and moves the ones that have work after releasing it (they deliver
   // events, which no lock may be held across); a poller that finds the mutex taken leaves the
@@ -127,6 +154,9 @@ class LocalPaths {
   std::vector<std::shared_ptr<LocalConnection>> live_;
   std::atomic<std::size_t> live_count_{0};
   std::size_t cursor_ = 0;  // where the next scan starts (mutex_): a bounded scan treats all alike
+  std::vector<std::shared_ptr<LocalConnection>> by_slot_;  // mutex_: live connections by activity slot
+  std::size_t word_cursor_ = 0;  // mutex_: the activity word the next take starts at
+  std::size_t in_turn_;          // mutex_: connections a poll by bits also looks at in turn
   // Wakes the sleeping progress thread for a connection's deadline (an RNR wait, a graceful
   // close's linger): the peer rings no doorbell for those. Progress thread only.
   boost::asio::steady_timer deadline_timer_;
@@ -169,6 +199,7 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
 
   // LocalPaths' scan (established connections only).
   bool HasWork() const { return engine_->HasWork(); }
+  std::uint32_t activity_slot() const { return activity_slot_; }
   std::uint64_t deadline_ns() const { return engine_->deadline_ns(); }
   bool Poll();
 
@@ -194,6 +225,8 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
 
   LocalPaths& paths_;
   const EndpointConfig config_;
+  const std::shared_ptr<ActivitySlots> slots_;
+  const std::uint32_t activity_slot_;  // this connection's bit in the IA's activity table
 
   softdat::Mutex mutex_;  // the handshake and the phase
   Phase phase_ = Phase::kIdle;

@@ -339,6 +339,96 @@ TEST_F(LocalPathTest, TheProgressThreadDoesNotSleepOnWorkAnotherThreadHolds) {
   EXPECT_EQ(sink, message);
 }
 
+// With many same-host connections (16 and more) a poll does not look at each: a peer that puts
+// records in a connection's ring (or consumes its records) marks the connection's bit in the
+// IA's activity table, and the poll takes the marked ones, plus a few in turn. Both transports
+// move only when the test says (progress=poll), so what each poll finds is the test's.
+TEST_F(LocalPathTest, WithManyConnectionsAPollFindsTheMarkedOnesAndTheRestInTurn) {
+  constexpr std::size_t kConnections = 20;
+  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  server_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  auto& server = static_cast<TcpTransport&>(*server_transport_);
+  ASSERT_TRUE(server.Listen(0, &requests_, listener_).ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto progress_until = [&](const std::function<bool()>& done) {
+    while (std::chrono::steady_clock::now() < until) {
+      if (done()) return true;
+      (void)client.Progress();
+      (void)server.Progress();
+    }
+    return false;
+  };
+  std::vector<std::unique_ptr<RecordingEvents>> client_events, server_events;
+  std::vector<std::unique_ptr<Endpoint>> clients, servers;
+  std::vector<std::unique_ptr<PendingConnection>> requests;
+  std::vector<std::vector<std::uint8_t>> sinks(kConnections, std::vector<std::uint8_t>(8, 0));
+  std::vector<std::vector<Segment>> scatters;
+  for (std::size_t i = 0; i < kConnections; ++i) {
+    client_events.push_back(std::make_unique<RecordingEvents>());
+    server_events.push_back(std::make_unique<RecordingEvents>());
+    clients.emplace_back();
+    servers.emplace_back();
+    ASSERT_TRUE(client.CreateEndpoint(SmallEndpointConfig(), client_events[i].get(), clients[i]).ok());
+    ASSERT_TRUE(server.CreateEndpoint(SmallEndpointConfig(), server_events[i].get(), servers[i]).ok());
+    scatters.push_back({SegmentOf(sinks[i])});
+    server_events[i]->AddBuffer(scatters[i]);
+    ASSERT_TRUE(clients[i]->Connect(server.address(), listener_->port(), {}, UINT64_MAX).ok());
+    std::unique_ptr<PendingConnection> request;
+    ASSERT_TRUE(progress_until([&] { return (request = requests_.TryNext()) != nullptr; }));
+    ASSERT_TRUE(request->Accept(*servers[i], {}).ok());
+    requests.push_back(std::move(request));
+  }
+  ASSERT_TRUE(progress_until([&] {
+    for (std::size_t i = 0; i < kConnections; ++i)
+      if (client_events[i]->Get(client_events[i]->established) != 1 || server_events[i]->Get(server_events[i]->established) != 1)
+        return false;
+    return true;
+  }));
+  ASSERT_EQ(Local(server_transport_), kConnections);
+  for (int i = 0; i < 100; ++i) (void)server.Progress();  // every connection's setup is behind it
+
+  std::vector<std::uint8_t> message = Bytes(8, 3);
+  std::vector<Segment> out = {SegmentOf(message)};
+  // Posts a Send on client connection `i` and moves the client until it completed: a Send through
+  // the ring completes once written, so it is in the server's ring, its bit marked.
+  auto send_on = [&](std::size_t i) {
+    Work send;
+    send.id = 1;
+    send.kind = WorkKind::kSend;
+    send.local = out;
+    send.length = message.size();
+    if (!clients[i]->Post(send).ok()) return false;
+    while (std::chrono::steady_clock::now() < until) {
+      if (client_events[i]->Get(client_events[i]->work_done).size() == 1) return true;
+      (void)client.Progress();
+    }
+    return false;
+  };
+  auto server_polls_until_received = [&](std::size_t i, int bound) {
+    for (int polls = 1; polls <= bound; ++polls) {
+      (void)server.Progress();
+      if (server_events[i]->Get(server_events[i]->recvs).size() == 1) return polls;
+    }
+    return -1;
+  };
+
+  // The marks alone: nothing looked at in turn, the one marked connection is found.
+  TcpTransportTestAccess::LookInTurn(server, 0);
+  ASSERT_TRUE(send_on(13));
+  EXPECT_EQ(server_polls_until_received(13, 2), 1) << "the peer's mark did not lead the poll to the connection";
+  EXPECT_EQ(sinks[13], message);
+
+  // A hostile peer cleared the marks: the connection is still looked at in turn, within
+  // connections / 4 polls (5 here).
+  TcpTransportTestAccess::LookInTurn(server, 4);
+  ASSERT_TRUE(send_on(6));
+  TcpTransportTestAccess::ClearActivity(server);
+  const int polls = server_polls_until_received(6, 5);
+  EXPECT_GE(polls, 1) << "not found within 5 polls of 4 connections each";
+  EXPECT_EQ(sinks[6], message);
+}
+
 // An endpoint that goes (dat_ep_free) takes its same-host connection's descriptor with it at once,
 // not when its progress context next runs: a consumer at its descriptor limit (max_eps) frees an
 // EP and connects again, and kill_peer_test_shm counted one descriptor more after a round whose

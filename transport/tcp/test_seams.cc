@@ -78,6 +78,15 @@ int TcpTransportTestAccess::LocalEngineSocket(TcpTransport& transport, std::size
   return paths->live_[index]->engine_->socket_fd();
 }
 
+void TcpTransportTestAccess::LookInTurn(TcpTransport& transport, std::size_t per_poll) {
+  std::lock_guard lock(transport.local_->mutex_);
+  transport.local_->in_turn_ = per_poll;
+}
+
+void TcpTransportTestAccess::ClearActivity(TcpTransport& transport) {
+  for (std::size_t word = 0; word < shm::kActivityWords; ++word) (void)transport.local_->activity_->Take(word);
+}
+
 softdat::Mutex* TcpTransportTestAccess::LocalEngineLock(TcpTransport& transport, std::size_t index) {
   LocalPaths* paths = transport.local_.get();
   if (paths == nullptr) return nullptr;

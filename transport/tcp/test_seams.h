@@ -50,6 +50,11 @@ struct TcpTransportTestAccess {
   static softdat::Mutex* LocalEngineLock(TcpTransport& transport, std::size_t index);
   // The rendezvous socket of live same-host connection `index` (-1 if there is none).
   static int LocalEngineSocket(TcpTransport& transport, std::size_t index);
+  // How many same-host connections a poll by activity bits also looks at in turn (4; 0: only the
+  // marked ones, to show that the marks alone find the work).
+  static void LookInTurn(TcpTransport& transport, std::size_t per_poll);
+  // Clears every bit of the transport's activity table, as a hostile peer may.
+  static void ClearActivity(TcpTransport& transport);
 };
 
 }  // namespace softdat::transport::tcp
