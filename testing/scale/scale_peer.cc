@@ -60,17 +60,28 @@ std::uint64_t RssKib() {
   return static_cast<std::uint64_t>(resident) * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
 }
 
-// The process's RSS peak so far (VmHWM), in KiB.
-std::uint64_t PeakRssKib() {
+// A "Field: N kB" line of /proc/self/status, in KiB (0 when it is missing).
+std::uint64_t StatusKib(const char* field) {
   std::uint64_t kib = 0;
+  const std::size_t length = std::strlen(field);
   if (FILE* f = std::fopen("/proc/self/status", "r")) {
     char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr)
-      if (std::sscanf(line, "VmHWM: %lu kB", &kib) == 1) break;
+    while (std::fgets(line, sizeof line, f) != nullptr) {
+      if (std::strncmp(line, field, length) != 0 || line[length] != ':') continue;
+      if (std::sscanf(line + length + 1, " %" SCNu64, &kib) != 1) kib = 0;
+      break;
+    }
     std::fclose(f);
   }
   return kib;
 }
+
+// The process's RSS peak so far, in KiB.
+std::uint64_t PeakRssKib() { return StatusKib("VmHWM"); }
+// The resident part of shared memory (a same-host connection's rings, which its peer maps too).
+std::uint64_t SharedRssKib() { return StatusKib("RssShmem"); }
+// Memory pinned for the device (registered regions, queues).
+std::uint64_t PinnedKib() { return StatusKib("VmPin"); }
 
 int OpenFds() {
   int n = 0;
@@ -79,31 +90,6 @@ int OpenFds() {
     closedir(d);
   }
   return n - 3;  // ".", ".." and the directory's own descriptor
-}
-
-// RssShmem of /proc/self/status: the resident part of shared memory (a same-host connection's
-// rings, which its peer maps too), in KiB.
-std::uint64_t SharedRssKib() {
-  std::uint64_t kib = 0;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr)
-      if (std::sscanf(line, "RssShmem: %" SCNu64, &kib) == 1) break;
-    std::fclose(f);
-  }
-  return kib;
-}
-
-// VmPin of /proc/self/status: memory pinned for the device (registered regions, queues).
-std::uint64_t PinnedKib() {
-  std::uint64_t kib = 0;
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f) != nullptr)
-      if (std::sscanf(line, "VmPin: %" SCNu64, &kib) == 1) break;
-    std::fclose(f);
-  }
-  return kib;
 }
 
 // The CQ entries of this process's completion queues, from the kernel's RDMA resource tracking
