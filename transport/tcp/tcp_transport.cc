@@ -501,10 +501,12 @@ bool TcpTransport::Progress() noexcept {
 }
 
 bool TcpTransport::AsioDue(std::uint32_t calls, bool any) noexcept {
-  // With TCP connections every poll makes a syscall already, and their waits for socket room
-  // are handlers: every 8th idle poll (every 64th busy one) as ever. Same-host connections alone
-  // poll without a syscall: by the clock.
-  if (poll_set_.direct_count() != 0) return (calls & 63) == 0 || (!any && (calls & 7) == 0);
+  // Same-host connections alone poll without a syscall: the io_context by the clock. Otherwise
+  // every 8th idle poll (every 64th busy one) as ever: with TCP connections every poll makes a
+  // syscall already and their waits for socket room are handlers, and datagram endpoints are
+  // read by handlers only (an IA with those and same-host connections both waits the clock).
+  if (local_ == nullptr || local_->live() == 0 || poll_set_.direct_count() != 0)
+    return (calls & 63) == 0 || (!any && (calls & 7) == 0);
   return (calls & 63) == 0 && LookDue(last_asio_ns_, NowNs());
 }
 
