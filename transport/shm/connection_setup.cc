@@ -48,10 +48,7 @@ Connection::Connection(Established&& established, const EndpointConfig& config, 
       reads_(AtLeastOne(config.max_rdma_read_out)),
       responses_(AtLeastOne(config.max_rdma_read_in)) {
   if (side_ == kActive) peer_private_data_ = established.peer_private_data;
-  if (established.await_ready) {
-    await_ready_ = true;
-    ready_deadline_ns_ = NowNs() + std::uint64_t{options.ready_timeout_ms} * 1'000'000;
-  }
+  if (established.await_ready) ready_deadline_ns_ = NowNs() + std::uint64_t{options.ready_timeout_ms} * 1'000'000;
   const Geometry& g = established.geometry;
   auto* controls = reinterpret_cast<SideControl*>(segment_.data() + kControlOffset);
   my_control_ = &controls[side_];
@@ -213,7 +210,7 @@ void Connection::CheckDeadlines() {
     // that long reads the socket only after this poll.
     DrainSocket();
     if (phase_ == Phase::kEnded) return;
-    if (await_ready_) {
+    if (ready_deadline_ns_ != 0) {
       // As a TCP responder whose initiator promised a ready-to-receive FPDU and sent none.
       ready_deadline_ns_ = 0;
       (void)Fail("no Ready from the peer within the handshake's time");
@@ -259,7 +256,7 @@ void Connection::MaybeFinishClose() {
     ::shutdown(socket_.get(), SHUT_WR);
   }
   if (!peer_eof_) return;
-  if (await_ready_) {
+  if (ready_deadline_ns_ != 0) {
     SOFTDAT_LOG(kInfo, "shm: process %d left before it finished the connection's setup (no Ready)",
                 static_cast<int>(peer_pid_));
     End(ConnectionEnd::kBroken);
@@ -337,14 +334,13 @@ void Connection::DrainSocket() {
         break;
     }
     if (length == 1) continue;  // a doorbell
-    if (await_ready_) {
+    if (ready_deadline_ns_ != 0) {
       // The first message after our Accept is the Ready, and only then.
       Ready ready;
       if (fd_count != 0 || !Decode({bytes, length}, ready)) {
         (void)Fail("a malformed Ready on the rendezvous socket");
         return;
       }
-      await_ready_ = false;
       ready_deadline_ns_ = 0;
       peer_attaches_ = ready.attaches;
       continue;

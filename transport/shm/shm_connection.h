@@ -275,7 +275,8 @@ class Connection final : private AccessWatch {
   RingReader reader_;
   bool attach_ = false;         // we attach to the peer (cleared when the kernel refuses)
   bool peer_attaches_ = false;  // the peer may pull our Sends (cleared when it refused one)
-  bool await_ready_ = false;    // passive side: the peer's Ready has not come (under io_mutex_)
+  // Passive side: until the peer's Ready came, the time by which it must (under io_mutex_); 0
+  // once it came, and on the active side.
   std::uint64_t ready_deadline_ns_ = 0;
   PrivateData peer_private_data_;
 

@@ -420,7 +420,7 @@ void LocalConnection::StartAccept(std::vector<std::uint8_t> private_data) {
 }
 
 void LocalConnection::WaitReadable() {
-  const int fd = active_ != nullptr ? active_->fd() : passive_ != nullptr ? passive_->fd() : -1;
+  const int fd = active_ != nullptr ? active_->fd() : -1;  // the passive side waits for nothing
   if (!wait_.is_open()) {
     // A duplicate: the handshake closes its own descriptor when it fails, which must not pull
     // the socket out from under a wait Asio still has on it.

@@ -350,7 +350,8 @@ bool TcpTransport::PollReady(bool wait) noexcept {
     // A consumer's poll with one connection reads it straight away (PollSet::Sole).
     if (std::shared_ptr<ProgressTarget> sole = poll_set_.Sole()) return sole->PollIo(false) || any;
     // Same-host sockets only: they carry doorbells for a sleeping thread and the peer's end, never
-    // data, so a spinning consumer looks at them every 32nd poll, not with a syscall each time.
+    // data, so a spinning consumer looks at them by the clock (kIdleLookNs), not with a syscall
+    // each time.
     if (local_ != nullptr && poll_set_.direct_count() == 0 &&
         ((indirect_polls_.fetch_add(1, std::memory_order_relaxed) & 63) != 0 || !LookDue(last_indirect_look_ns_, NowNs())))
       return any;
