@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "testing/conformance/fixture.h"
 
@@ -19,6 +20,23 @@ class Rnr : public ConformanceTest {
     if (IsSkipped() || HasFatalFailure()) return;
     // iWARP has no receiver-not-ready wait: a Send that finds no buffer ends the connection.
     if (!ProviderSays("SOFTDAT_RNR_WAITS")) GTEST_SKIP() << "SOFTDAT_RNR_WAITS is not TRUE on this device";
+  }
+
+  // Posts slots 0.. (one per fill) on `srq`: the waiting 8-byte messages complete on `evd`, in
+  // order, intact.
+  void PostAndExpectWaitingMessages(DAT_SRQ_HANDLE srq, SlotBuffers& slots, DAT_EVD_HANDLE evd,
+                                    std::initializer_list<char> fills) {
+    for (int i = 0; i < static_cast<int>(fills.size()); ++i) {
+      DAT_LMR_TRIPLET iov = slots.Slot(i);
+      ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
+    }
+    for (char fill : fills) {
+      DAT_DTO_COMPLETION_EVENT_DATA dto{};
+      ASSERT_NO_FATAL_FAILURE(WaitDto(evd, dto));
+      EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
+      EXPECT_EQ(dto.transfered_length, 8u);
+      EXPECT_EQ(slots.region.bytes[dto.user_cookie.as_64 * 64], fill);
+    }
   }
 };
 
@@ -50,17 +68,7 @@ TEST_F(Rnr, MessageWaitsForABufferNothingLostOtherConnectionsGoOn) {
     EXPECT_EQ(slots.region.bytes[dto.user_cookie.as_64 * 64], fill);
   }
   // Buffers arrive: both waiting messages complete, in order, intact.
-  for (int i = 0; i < 2; ++i) {
-    DAT_LMR_TRIPLET iov = slots.Slot(i);
-    ASSERT_EQ(dat_srq_post_recv(empty_srq, 1, &iov, Cookie(i)), DAT_SUCCESS);
-  }
-  for (char fill : {'A', 'B'}) {
-    DAT_DTO_COMPLETION_EVENT_DATA dto{};
-    ASSERT_NO_FATAL_FAILURE(WaitDto(stalled.receiver_recv_evd, dto));
-    EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
-    EXPECT_EQ(dto.transfered_length, 8u);
-    EXPECT_EQ(slots.region.bytes[dto.user_cookie.as_64 * 64], fill);
-  }
+  ASSERT_NO_FATAL_FAILURE(PostAndExpectWaitingMessages(empty_srq, slots, stalled.receiver_recv_evd, {'A', 'B'}));
   DAT_EP_STATE state;
   DAT_BOOLEAN recv_idle, request_idle;
   ASSERT_EQ(dat_ep_get_status(stalled.receiver, &state, &recv_idle, &request_idle), DAT_SUCCESS);
@@ -160,6 +168,69 @@ TEST_F(Rnr, EpDisconnectedOrFreedWhileWaitingForABufferTakesNone) {
   ASSERT_NO_FATAL_FAILURE(WaitDto(live.receiver_recv_evd, dto));
   EXPECT_EQ(dto.status, DAT_DTO_SUCCESS);
   EXPECT_EQ(dto.ep_handle, live.receiver);
+}
+
+// A sender's Sends complete as they leave it (iWARP), so it may disconnect gracefully while they
+// still wait at the receiver for buffers. They are whole there and the sender counts them
+// delivered: a graceful close must not drop them (the soak found a connection that broke at its
+// peer's FIN while its last message waited for an SRQ buffer being re-posted).
+class RnrGracefulClose : public Rnr {
+ protected:
+  void SetUp() override {
+    Rnr::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    if (ProviderSays("SOFTDAT_TRANSPORT", "verbs"))
+      GTEST_SKIP() << "a device's Sends complete only once the receiver took them";
+  }
+
+  // Connects `pair` to an empty SRQ of 8, sends one 8-byte message per fill, waits for the
+  // sender's completions, then disconnects the sender gracefully.
+  void SendThenCloseGracefully(DAT_SRQ_HANDLE& srq, Pair& pair, std::initializer_list<char> fills) {
+    ASSERT_EQ(CreateSrq(8, 1, &srq), DAT_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(Connect(srq, pair));
+    for (char fill : fills) ASSERT_NO_FATAL_FAILURE(Send(pair, 8, fill));
+    for (std::size_t i = 0; i < fills.size(); ++i) {
+      DAT_DTO_COMPLETION_EVENT_DATA dto{};
+      ASSERT_NO_FATAL_FAILURE(WaitDto(pair.sender_request_evd, dto));
+      ASSERT_EQ(dto.status, DAT_DTO_SUCCESS);
+    }
+    ASSERT_EQ(dat_ep_disconnect(pair.sender, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+  }
+};
+
+TEST_F(RnrGracefulClose, SendsWaitingAtTheSendersCloseTakeTheBuffersThatCome) {
+  DAT_SRQ_HANDLE srq;
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(SendThenCloseGracefully(srq, pair, {'A', 'B'}));
+  DAT_EVENT event{};
+  ASSERT_EQ(DAT_GET_TYPE(Wait(pair.receiver_connect_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED)
+      << "the receiver ended the connection at the sender's close, its messages undelivered: event "
+      << std::hex << event.event_number;
+  SlotBuffers slots;
+  slots.slot_size = 64;
+  ASSERT_EQ(Register(slots.region, 64 * 2, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(PostAndExpectWaitingMessages(srq, slots, pair.receiver_recv_evd, {'A', 'B'}));
+  EXPECT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+  EXPECT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+}
+
+// ... but not for ever: a peer that closed (or died: its kernel's FIN looks the same) leaves its
+// EP waiting no longer than a graceful close is given (3 s), then the receiver's EP breaks; the
+// SRQ keeps the buffers that come after.
+TEST_F(RnrGracefulClose, SendsWaitingAtTheSendersCloseWithNoBufferEndBroken) {
+  DAT_SRQ_HANDLE srq;
+  Pair pair;
+  ASSERT_NO_FATAL_FAILURE(SendThenCloseGracefully(srq, pair, {'A'}));
+  EXPECT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_BROKEN))
+      << "a message that never finds a buffer after its sender closed must end the connection";
+  EXPECT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
+  Region region;
+  ASSERT_EQ(Register(region, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+  DAT_LMR_TRIPLET iov = region.Triplet(0, 64);
+  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(1)), DAT_SUCCESS);
+  DAT_EVENT event{};
+  EXPECT_EQ(DAT_GET_TYPE(Wait(pair.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
+  EXPECT_EQ(QuerySrq(srq).available_dto_count, 1);
 }
 
 class RnrTimeout : public ConformanceTest {

@@ -104,8 +104,9 @@ TEST_F(TwoProcesses, SendFromAnotherProcessLandsInSrqBuffersInSendOrder) {
 // Regression: a connection whose messages wait for SRQ buffers (receiver not ready: the server
 // got 2 of 20 Sends and posts no more buffers) never noticed that its peer died: the socket was
 // taken out of the poll set while held, so the peer's FIN went unread and the EP stayed CONNECTED
-// for good, in both progress modes. It ends (BROKEN: the waiting messages are discarded), nothing
-// more is delivered, and the SRQ keeps its buffers.
+// for good, in both progress modes. It ends (BROKEN: the waiting messages are discarded; over TCP
+// after the close linger, since a dead peer's FIN looks like a graceful one), nothing more is
+// delivered, and the SRQ keeps its buffers.
 TEST_F(TwoProcesses, APeerKilledWhileItsMessagesWaitForSrqBuffersEndsTheConnection) {
   // On a device a Send completes only once the peer took it (RC), so the peer cannot finish its
   // Sends while they wait for buffers: testing/vm/peer_death pins the device's case.

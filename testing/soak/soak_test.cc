@@ -34,6 +34,9 @@ std::chrono::seconds SoakLength() {
   return std::chrono::seconds(std::clamp<long>(seconds, 5, 3600));
 }
 
+// The end of a peer's transcript: its last log lines say why a round went wrong.
+std::string Tail(const std::string& text) { return text.size() > 4000 ? text.substr(text.size() - 4000) : text; }
+
 std::uint64_t LedgerCount(const Round& round, const std::string& name) {
   const std::size_t at = round.ledger.find(name + " ");
   return at == std::string::npos ? 0 : std::strtoull(round.ledger.c_str() + at + name.size() + 1, nullptr, 10);
@@ -66,7 +69,8 @@ TEST(Soak, ChurnSendsWritesReadsAndSrqResizeWithZeroErrorsAndFlatMemory) {
                                       << passive.transcript().substr(0, 4000);
     ++rounds;
     for (const Round* r : {&p, &a}) {
-      ASSERT_TRUE(r->clean) << "round " << rounds << ": " << r->line;
+      const PeerProcess& peer = r == &p ? passive : active;
+      ASSERT_TRUE(r->clean) << "round " << rounds << ": " << r->line << "\nits log's end:\n" << Tail(peer.transcript());
       ASSERT_EQ(r->violations, 0u) << "round " << rounds << ": " << r->line;
       messages += r->received;
       writes += r->writes;

@@ -203,7 +203,7 @@ void Connection::ActOnNotes(std::uint32_t notes) {
 }
 
 void Connection::CheckDeadlines() {
-  if (rnr_deadline_ns_ == 0 && close_deadline_ns_ == 0 && ready_deadline_ns_ == 0) return;
+  if (rnr_deadline_ns_ == 0 && close_deadline_ns_ == 0 && ready_deadline_ns_ == 0 && hold_deadline_ns_ == 0) return;
   const std::uint64_t now = NowNs();
   if (ready_deadline_ns_ != 0 && now >= ready_deadline_ns_) {
     // The Ready may be in the socket, unread: a consumer with progress=poll that made no call for
@@ -226,6 +226,12 @@ void Connection::CheckDeadlines() {
       return;
     }
   }
+  if (hold_deadline_ns_ != 0 && now >= hold_deadline_ns_ && held_.load(std::memory_order_relaxed)) {
+    SOFTDAT_LOG(kInfo, "shm: no receive buffer for Send MSN %u within %u ms of process %d's close; the waiting "
+                "messages are discarded", expected_msn_, options_.close_timeout_ms, static_cast<int>(peer_pid_));
+    End(ConnectionEnd::kBroken);
+    return;
+  }
   if (phase_ == Phase::kClosing && close_deadline_ns_ != 0 && now >= close_deadline_ns_) {
     SOFTDAT_LOG(kInfo, "shm: graceful disconnect from process %d did not finish in time; closing", static_cast<int>(peer_pid_));
     End(ConnectionEnd::kDisconnected);
@@ -237,6 +243,9 @@ void Connection::UpdateDeadline() {
   if (phase_ != Phase::kEnded) {
     if (rnr_deadline_ns_ != 0) deadline = rnr_deadline_ns_;
     if (ready_deadline_ns_ != 0 && (deadline == 0 || ready_deadline_ns_ < deadline)) deadline = ready_deadline_ns_;
+    // Only while held: once the Sends took buffers, the records are read and the close finishes.
+    if (hold_deadline_ns_ != 0 && held_.load(std::memory_order_relaxed) && (deadline == 0 || hold_deadline_ns_ < deadline))
+      deadline = hold_deadline_ns_;
     if (phase_ == Phase::kClosing && close_deadline_ns_ != 0 && (deadline == 0 || close_deadline_ns_ < deadline))
       deadline = close_deadline_ns_;
   }
@@ -263,11 +272,23 @@ void Connection::MaybeFinishClose() {
     return;
   }
   if (held_.load(std::memory_order_relaxed)) {
-    // As an RNIC's connection in RNR retry dies with its peer: the waiting Sends took no buffer
-    // and are dropped.
-    SOFTDAT_LOG(kInfo, "shm: process %d ended the connection while its Send MSN %u waited for a receive buffer",
-                static_cast<int>(peer_pid_), expected_msn_);
-    End(ConnectionEnd::kBroken);
+    if (!peer_graceful_) {
+      // As an RNIC's connection in RNR retry dies with its peer: the waiting Sends took no buffer
+      // and are dropped.
+      SOFTDAT_LOG(kInfo, "shm: process %d ended the connection while its Send MSN %u waited for a receive buffer",
+                  static_cast<int>(peer_pid_), expected_msn_);
+      End(ConnectionEnd::kBroken);
+      return;
+    }
+    // A graceful close: its Sends completed as they entered the ring, so the peer counts them
+    // delivered. They are whole in the ring; they wait for buffers as long as a graceful close
+    // is given (as over TCP after a FIN), then the connection breaks.
+    if (hold_deadline_ns_ == 0) {
+      hold_deadline_ns_ = NowNs() + std::uint64_t{options_.close_timeout_ms} * 1'000'000;
+      SOFTDAT_LOG(kInfo, "shm: process %d closed the connection while its Send MSN %u waits for a receive buffer; "
+                  "the waiting messages get %u ms to find buffers", static_cast<int>(peer_pid_), expected_msn_,
+                  options_.close_timeout_ms);
+    }
     return;
   }
   if (reader_.Ready()) return;  // records are left: the next Poll reads them
@@ -326,6 +347,7 @@ void Connection::DrainSocket() {
         return;
       case Received::kEnd:
         peer_eof_ = true;
+        socket_done_.store(true, std::memory_order_release);
         return;
       case Received::kBad:
         (void)Fail("a malformed message on the rendezvous socket");
@@ -353,6 +375,7 @@ void Connection::DrainSocket() {
     }
     if (reason != CloseReason::kTerminated) {
       peer_closed_ = true;
+      peer_graceful_ = reason == CloseReason::kGraceful;
       continue;
     }
     SOFTDAT_LOG(kWarn, "shm: process %d terminated the connection (%u)", static_cast<int>(peer_pid_), detail);

@@ -107,8 +107,11 @@ class Connection final : private AccessWatch {
   bool HasWork() const;
   // The monotonic time (ns) by which Poll must run again (an RNR or close timer); 0: none.
   std::uint64_t deadline_ns() const { return deadline_ns_.load(std::memory_order_relaxed); }
-  // The descriptor for the poll set; after ended(), remove it (it stays readable: EOF).
+  // The descriptor for the poll set; after ended(), remove it (it stays readable: EOF). Once
+  // socket_done() it has nothing more to say either (the peer's EOF was read while its last Sends
+  // wait for receive buffers): remove it then, or it is reported again and again.
   int socket_fd() const { return socket_.get(); }
+  bool socket_done() const { return socket_done_.load(std::memory_order_acquire); }
   bool ended() const { return ended_.load(std::memory_order_acquire); }
   // The endpoint goes away: when this returns no event is running and none will run. Ends the
   // connection (abruptly) if it has not ended.
@@ -289,6 +292,7 @@ class Connection final : private AccessWatch {
   std::atomic<std::uint32_t> notes_{0};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> ended_{false};
+  std::atomic<bool> socket_done_{false};  // peer_eof_, for the poll set's owner
   // Mirrors for HasWork (written under io_mutex_).
   std::atomic<const std::uint32_t*> head_word_{nullptr};
   std::atomic<bool> held_{false};         // a Send waits for a receive buffer
@@ -311,7 +315,11 @@ class Connection final : private AccessWatch {
   bool close_sent_ = false;
   bool peer_eof_ = false;
   bool peer_closed_ = false;  // its close notice came (graceful or abrupt)
+  bool peer_graceful_ = false;  // ... and it was graceful: its completed Sends count as delivered
   std::uint64_t close_deadline_ns_ = 0;
+  // The peer closed gracefully while its Sends wait for receive buffers: the last moment they may
+  // take one (close_timeout_ms after its EOF), then the connection breaks.
+  std::uint64_t hold_deadline_ns_ = 0;
   std::uint64_t rnr_deadline_ns_ = 0;
   std::uint64_t rung_epoch_ = 0;
   // A failure the pump found (it may run inside Post, where no event may be reported).

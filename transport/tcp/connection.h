@@ -28,6 +28,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -42,6 +43,7 @@
 #include "transport/endpoint.h"
 #include "transport/tcp/connection_buffers.h"
 #include "transport/tcp/connection_state.h"
+#include "transport/tcp/poll_set.h"
 #include "transport/tcp/post_queue.h"
 #include "transport/tcp/progress_target.h"
 #include "transport/tcp/rdma_reads.h"
@@ -55,6 +57,10 @@ namespace asio = boost::asio;
 
 class KickQueue;
 class PollSet;
+
+// How long a graceful close is given, either way: our FIN waits this long for the peer's, and the
+// messages a peer sent before its FIN wait this long for receive buffers (RxStream::HoldAfterPeerClosed).
+inline constexpr std::chrono::milliseconds kCloseLinger{3000};
 
 // What the transport's IA options say about every connection.
 struct ConnectionOptions {
@@ -169,8 +175,8 @@ class Connection final : public ProgressTarget, public std::enable_shared_from_t
 
   // Progress (connection_progress.cc).
   void StartPolling();  // the socket is connected: into the transport's PollSet
-  void SetReading(bool reading);  // a held receive stream watches only for the peer's end
-  bool EndIfPeerGone();  // held, and reported: ends the connection if the peer did (true then)
+  void SetWatch(PollSet::Watch watch);  // a held receive stream watches only for the peer's end
+  bool EndIfPeerGone();  // held, and reported: ends the connection if the peer reset it (true then)
 
   asio::io_context& io_;
   const ConnectionOptions options_;
@@ -194,7 +200,7 @@ class Connection final : public ProgressTarget, public std::enable_shared_from_t
   struct PollRegistration {
     std::uint64_t token = 0;
     bool registered = false;  // in the PollSet ...
-    bool reading = false;     // ... and reported readable (not held)
+    PollSet::Watch watch = PollSet::Watch::kData;  // ... and reported readable, or not (held)
   } poll_;
   PostQueue posts_;
   FixedRing<OutboundRead> reads_out_;  // ours, at most the ORD the peer granted (ord_)

@@ -129,29 +129,40 @@ std::array<char, 64> Connection::Describe() const {
 void Connection::StartPolling() {
   if (options_.poll_set == nullptr || poll_.registered) return;
   poll_.registered = options_.poll_set->Add(fd(), shared_from_this(), poll_.token);
-  poll_.reading = poll_.registered;
+  poll_.watch = PollSet::Watch::kData;
 }
 
-void Connection::SetReading(bool reading) {
-  if (!poll_.registered || poll_.reading == reading) return;
-  poll_.reading = reading;
-  options_.poll_set->SetReading(fd(), poll_.token, reading);
+void Connection::SetWatch(PollSet::Watch watch) {
+  if (!poll_.registered || poll_.watch == watch) return;
+  poll_.watch = watch;
+  options_.poll_set->SetWatch(fd(), poll_.token, watch);
 }
 
-// The messages waiting for receive buffers are the peer's last: it closed (or died, and its kernel
-// closed for it) or the socket failed (a reset, the keepalive or user timeout). An RNIC's
-// connection in RNR retry ends with its peer; the waiting messages are discarded, never delivered
-// after the end (they took no buffer), and the end is BROKEN: what the peer sent did not all
-// arrive. Without this the connection waited for a buffer forever and its EP never heard of the
-// end (a dead client of an overloaded SRQ server leaked an EP for good).
+// A held connection was reported: the peer's end, or a failure. The messages waiting for receive
+// buffers are the peer's last.
+// - A reset or a failed socket (a dead peer that got data from us, the keepalive or user timeout):
+//   an RNIC's connection in RNR retry ends with its peer; the waiting messages are discarded,
+//   never delivered after the end (they took no buffer), and the end is BROKEN: what the peer
+//   sent did not all arrive. Without this the connection waited for a buffer forever and its EP
+//   never heard of the end (a dead client of an overloaded SRQ server leaked an EP).
+// - A FIN alone: a graceful disconnect, or a process that ended (its kernel closed for it; the two
+//   look the same here). What the peer sent is whole in our socket, and a graceful peer counts it
+//   delivered, so it keeps waiting for buffers, for kCloseLinger at most (the dead peer's EP hears
+//   within that bound). Only a failure is watched for meanwhile: the FIN would be reported again
+//   and again.
 bool Connection::EndIfPeerGone() {
   pollfd p{fd(), POLLRDHUP, 0};
   if (::poll(&p, 1, 0) <= 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) == 0) return false;
   int error = 0;
   socklen_t length = sizeof error;
   (void)::getsockopt(fd(), SOL_SOCKET, SO_ERROR, &error, &length);
-  SOFTDAT_LOG(kInfo, "tcp %s: the peer %s while message %u waited for a receive buffer; the waiting messages "
-              "are discarded", Describe().data(), error != 0 ? std::strerror(error) : "closed the connection",
+  if ((p.revents & POLLERR) == 0 && error == 0) {
+    (void)rx_.HoldAfterPeerClosed();
+    SetWatch(PollSet::Watch::kFailure);
+    return false;
+  }
+  SOFTDAT_LOG(kInfo, "tcp %s: the connection failed (%s) while message %u waited for a receive buffer; the "
+              "waiting messages are discarded", Describe().data(), error != 0 ? std::strerror(error) : "reset",
               rx_.expected_msn());
   End(ConnectionEnd::kBroken);
   return true;

@@ -27,10 +27,9 @@
 namespace softdat::transport::tcp {
 namespace {
 
-// How long a passive connection waits for the active side's ready-to-receive FPDU, and how long
-// a graceful disconnect waits for the peer's FIN before it closes anyway.
+// How long a passive connection waits for the active side's ready-to-receive FPDU (a graceful
+// disconnect's wait for the peer's FIN is kCloseLinger).
 constexpr auto kRtrTimeout = std::chrono::seconds(10);
-constexpr auto kCloseLinger = std::chrono::seconds(3);
 
 std::uint32_t AtLeastOne(std::uint32_t n) { return std::max<std::uint32_t>(n, 1); }
 

@@ -529,12 +529,24 @@ void LocalConnection::StopWaiting() {
 
 bool LocalConnection::AfterPoll(bool moved) {
   shm::Connection* engine = engine_ready_.load(std::memory_order_acquire);
-  if (engine == nullptr || !engine->ended()) return moved;
+  if (engine == nullptr) return moved;
+  if (!engine->ended()) {
+    if (!engine->socket_done()) return moved;
+    // The peer's EOF was read while its last Sends wait for buffers: the socket would be reported
+    // readable for ever; the engine's deadline ends the wait.
+    std::lock_guard lock(registration_mutex_);
+    if (registered_.load(std::memory_order_acquire) && !socket_out_) {
+      socket_out_ = true;
+      paths_.poll_set().Remove(engine->socket_fd(), poll_token_);
+    }
+    return moved;
+  }
   // Ended: its socket stays readable (EOF), and it has nothing more to report. Under the lock
   // that Detach closes the socket under: the removal names the socket by its number.
   std::lock_guard lock(registration_mutex_);
   if (!registered_.exchange(false, std::memory_order_acq_rel)) return moved;
-  paths_.poll_set().Remove(engine->socket_fd(), poll_token_);
+  if (!socket_out_) paths_.poll_set().Remove(engine->socket_fd(), poll_token_);
+  socket_out_ = true;
   paths_.Remove(this);
   return true;
 }

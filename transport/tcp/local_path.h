@@ -243,7 +243,8 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   std::unique_ptr<shm::Connection> engine_;
   std::atomic<shm::Connection*> engine_ready_{nullptr};
   std::uint64_t poll_token_ = 0;
-  std::atomic<bool> registered_{false};  // in the poll set and the live list
+  std::atomic<bool> registered_{false};  // in the live list (and the poll set, unless socket_out_)
+  bool socket_out_ = false;  // the socket left the poll set before the end (engine->socket_done())
   softdat::Mutex registration_mutex_;    // leaving them, and closing the socket after
 
   mutable softdat::Mutex address_mutex_;

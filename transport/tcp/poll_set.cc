@@ -76,9 +76,13 @@ std::shared_ptr<ProgressTarget> PollSet::Sole() {
   return sole_.lock();
 }
 
-void PollSet::SetReading(int socket, std::uint64_t token, bool reading) {
+void PollSet::SetWatch(int socket, std::uint64_t token, Watch watch) {
+  const bool reading = watch == Watch::kData;
   epoll_event event{};
-  event.events = reading ? EPOLLIN | EPOLLRDHUP : EPOLLRDHUP;
+  std::uint32_t events = 0;  // kFailure: EPOLLERR and EPOLLHUP, which epoll always reports
+  if (watch != Watch::kFailure) events |= EPOLLRDHUP;
+  if (reading) events |= EPOLLIN;
+  event.events = events;
   event.data.u64 = token;
   (void)::epoll_ctl(epfd_, EPOLL_CTL_MOD, socket, &event);
   const auto slot = static_cast<std::uint32_t>(token);

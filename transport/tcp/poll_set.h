@@ -38,12 +38,14 @@ class PollSet {
   // `direct`: its data arrives on the socket, so a poller of the only connection reads it
   // straight away (Sole); a shared-memory connection's socket is not.
   bool Add(int socket, const std::shared_ptr<ProgressTarget>& connection, std::uint64_t& token, bool direct = true);
-  // Stops or resumes reporting `socket` readable (a connection holding a message for want of a
-  // receive buffer must not be reported again and again). While it does not read, the socket is
-  // still reported when the peer ends the connection (EPOLLRDHUP) or the socket fails (EPOLLERR,
-  // EPOLLHUP, which epoll reports whatever is asked): the connection must notice that. It is not
-  // the Sole connection meanwhile (a spinning poller would read it for nothing).
-  void SetReading(int socket, std::uint64_t token, bool reading);
+  // What a registered socket is reported for. kData: readable (bytes, the peer's end, a failure).
+  // kEnd: a connection holding a message for want of a receive buffer must not be reported
+  // readable again and again, but must notice the peer's end (EPOLLRDHUP) or a failure (EPOLLERR,
+  // EPOLLHUP, which epoll reports whatever is asked). kFailure: the peer's end was seen already
+  // (EPOLLRDHUP would report it again and again); only a failure is reported. A socket that is not
+  // kData is not the Sole connection (a spinning poller would read it for nothing).
+  enum class Watch { kData, kEnd, kFailure };
+  void SetWatch(int socket, std::uint64_t token, Watch watch);
   void Remove(int socket, std::uint64_t token);
 
   // Up to `max` connections with bytes to read (or an error to report), waiting at most

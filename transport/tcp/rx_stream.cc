@@ -180,7 +180,7 @@ void RxStream::ArmRead() {
   if (c_.poll_.registered) {
     // Level-triggered: the PollSet reports the socket whenever it has bytes; only a stream that
     // stopped reading (held for a buffer) has to ask again.
-    c_.SetReading(true);
+    c_.SetWatch(PollSet::Watch::kData);
     return;
   }
   if (read_waiting_) return;

@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <boost/asio/steady_timer.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +56,12 @@ class RxStream {
   bool buffers_posted() const { return buffers_posted_.load(std::memory_order_acquire); }
   // Progress context, for the note above: a held stream goes on reading.
   void ResumeIfPosted();
+  // Held, and the peer closed its side (a FIN, no reset): the messages it sent before are whole in
+  // the socket, and a graceful peer counts them delivered (its Sends completed as they were
+  // written). They wait for receive buffers until kCloseLinger after the FIN, then the connection
+  // breaks. True the first time (the caller stops watching for the FIN).
+  bool HoldAfterPeerClosed();
+  bool peer_closed() const { return peer_closed_; }
   // The connection ended: nothing more is read; the block goes back once `release` runs (a
   // reject's private data lies in it until OnEnded has copied it).
   void End();
@@ -124,7 +131,8 @@ class RxStream {
   Frame RefuseRemote(RemoteCheck check, const char* what);
   Frame Fail(wire::TerminateCode code);  // Terminate, then end the connection as broken
   void Hold();                           // a Send found no buffer
-  void StartRnrTimer();
+  void StartRnrTimer();  // the RNR timeout, or what is left of the close linger
+  void ArmRnrTimer(std::chrono::steady_clock::time_point until);
   void OnPeerClosed();
 
   // RFC 7306 (rdmap_extensions.cc): an Immediate Data message (it completes the next receive
@@ -158,6 +166,9 @@ class RxStream {
   boost::asio::steady_timer rnr_timer_;
   bool rnr_armed_ = false;
   std::uint32_t rnr_generation_ = 0;
+  std::chrono::steady_clock::time_point rnr_until_{};  // when the armed timer fires
+  bool peer_closed_ = false;                           // HoldAfterPeerClosed happened
+  std::chrono::steady_clock::time_point hold_until_{};  // ... and the waiting messages' last moment
 };
 
 }  // namespace softdat::transport::tcp

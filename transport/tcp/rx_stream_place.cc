@@ -130,21 +130,48 @@ RxStream::Frame RxStream::AcquireFor(const wire::FpduHeader& header, RecvTarget&
 // the RNR timeout breaks it. The socket is still watched for the peer's end meanwhile.
 void RxStream::Hold() {
   Enter(RxEvent::kNoBuffer);
-  c_.SetReading(false);
+  c_.SetWatch(PollSet::Watch::kEnd);
   StartRnrTimer();
 }
 
 void RxStream::StartRnrTimer() {
-  if (c_.options_.rnr_timeout_ms == 0 || rnr_armed_) return;
+  if (rnr_armed_) return;
+  if (peer_closed_) return ArmRnrTimer(hold_until_);
+  if (c_.options_.rnr_timeout_ms == 0) return;
+  ArmRnrTimer(std::chrono::steady_clock::now() + std::chrono::milliseconds(c_.options_.rnr_timeout_ms));
+}
+
+bool RxStream::HoldAfterPeerClosed() {
+  if (peer_closed_) return false;
+  peer_closed_ = true;
+  hold_until_ = std::chrono::steady_clock::now() + kCloseLinger;
+  SOFTDAT_LOG(kInfo, "tcp %s: the peer closed its side while Send MSN %u waits for a receive buffer; the waiting "
+              "messages get %lld ms to find buffers", c_.Describe().data(), expected_msn_,
+              static_cast<long long>(kCloseLinger.count()));
+  // An RNR timeout that ends sooner stands; otherwise the linger bounds the wait.
+  if (!rnr_armed_ || rnr_until_ > hold_until_) ArmRnrTimer(hold_until_);
+  return true;
+}
+
+void RxStream::ArmRnrTimer(std::chrono::steady_clock::time_point until) {
   rnr_armed_ = true;
+  rnr_until_ = until;
   const std::uint32_t generation = ++rnr_generation_;
-  rnr_timer_.expires_after(std::chrono::milliseconds(c_.options_.rnr_timeout_ms));
+  rnr_timer_.expires_at(until);
   rnr_timer_.async_wait([self = c_.shared_from_this(), generation](const boost::system::error_code& error) {
     Connection::IoLock lock(*self);
     RxStream& rx = self->rx_;
     if (error || self->detached() || generation != rx.rnr_generation_ || !rx.rnr_armed_) return;
     rx.rnr_armed_ = false;
     if (!rx.held() || self->setup() == SetupState::kEnded) return;
+    if (rx.peer_closed_) {
+      // No Terminate: the peer closed its side and waits only for ours (which the end sends).
+      SOFTDAT_LOG(kInfo, "tcp %s: no receive buffer for Send MSN %u within %lld ms of the peer's close; the "
+                  "waiting messages are discarded", self->Describe().data(), rx.expected_msn_,
+                  static_cast<long long>(kCloseLinger.count()));
+      self->End(ConnectionEnd::kBroken);
+      return;
+    }
     SOFTDAT_LOG(kInfo, "tcp %s: no receive buffer for Send MSN %u within the RNR timeout of %u ms",
                 self->Describe().data(), rx.expected_msn_, self->options_.rnr_timeout_ms);
     (void)rx.Fail(wire::term::kNoBuffer);
