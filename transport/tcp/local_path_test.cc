@@ -342,6 +342,32 @@ TEST_F(LocalPathTest, TheProgressThreadDoesNotSleepOnWorkAnotherThreadHolds) {
   EXPECT_EQ(sink, message);
 }
 
+// A consumer that spins (progress=poll) runs the io_context every 8th idle poll, since datagram
+// endpoints, timers and waits for socket room are its handlers; by the clock (at most every
+// 25 us) only while the IA's connections are all same-host ones, which need no syscall to look
+// at. Regression: an IA with no same-host connection (datagram endpoints alone) took the clock
+// rule, so an idle poll never ran the handlers between two 64th polls.
+TEST_F(LocalPathTest, ASpinningPollerRunsTheIoContextByTheClockOnlyWithSameHostConnectionsAlone) {
+  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  server_transport_ = Make(ShmMode::kAuto);
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  EXPECT_TRUE(TcpTransportTestAccess::AsioDue(client, 8, false)) << "no connections: every 8th idle poll";
+  EXPECT_FALSE(TcpTransportTestAccess::AsioDue(client, 9, false));
+  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
+  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client_events_.Get(client_events_.established) == 0 && std::chrono::steady_clock::now() < until)
+    (void)client.Progress();
+  ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  ASSERT_EQ(Local(client_transport_), 1u);
+  EXPECT_FALSE(TcpTransportTestAccess::AsioDue(client, 8, false)) << "same-host connections alone: by the clock";
+}
+
 // With many same-host connections (16 and more) a poll does not look at each: a peer that puts
 // records in a connection's ring (or consumes its records) marks the connection's bit in the
 // IA's activity table, and the poll takes the marked ones, plus a few in turn. Both transports

@@ -83,6 +83,10 @@ void TcpTransportTestAccess::LookInTurn(TcpTransport& transport, std::size_t per
   transport.local_->in_turn_ = per_poll;
 }
 
+bool TcpTransportTestAccess::AsioDue(TcpTransport& transport, std::uint32_t calls, bool any) {
+  return transport.AsioDue(calls, any);
+}
+
 void TcpTransportTestAccess::ClearActivity(TcpTransport& transport) {
   for (std::size_t word = 0; word < shm::kActivityWords; ++word) (void)transport.local_->activity_->Take(word);
 }

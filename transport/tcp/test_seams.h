@@ -55,6 +55,8 @@ struct TcpTransportTestAccess {
   static void LookInTurn(TcpTransport& transport, std::size_t per_poll);
   // Clears every bit of the transport's activity table, as a hostile peer may.
   static void ClearActivity(TcpTransport& transport);
+  // Whether a consumer's `calls`th poll (`any`: it moved something) runs the io_context.
+  static bool AsioDue(TcpTransport& transport, std::uint32_t calls, bool any);
 };
 
 }  // namespace softdat::transport::tcp
