@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// softdat's mutexes: std::mutex and std::shared_mutex that, in debug builds (no NDEBUG), count
+// softdat's mutexes: an exclusive lock (FutexLock) and std::shared_mutex that, in debug builds (no NDEBUG), count
 // how many softdat locks the calling thread holds, so that code which must run with none held —
 // an EVD post, which may trigger a CNO, and the CNO's proxy agent, which is consumer code that
 // may call straight back into softdat — can assert it (AssertNoLocksHeld). Every lock of the
@@ -9,6 +9,8 @@
 
 #include <mutex>
 #include <shared_mutex>
+
+#include "base/futex_lock.h"
 
 namespace softdat {
 
@@ -50,7 +52,8 @@ class Tracked {
   Std mutex_;
 };
 
-class Mutex final : public Tracked<std::mutex> {};
+// Exclusive locks are FutexLocks (futex_lock.h: a fraction of std::mutex's instructions).
+class Mutex final : public Tracked<FutexLock> {};
 
 class SharedMutex final : public Tracked<std::shared_mutex> {
  public:
