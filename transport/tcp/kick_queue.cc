@@ -93,20 +93,32 @@ void KickQueue::Arm() {
 bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
   if (depth_.load(std::memory_order_acquire) == 0) return false;
   bool any = false;
+  bool began = false;
   std::size_t left = 0;  // connections queued when the drain began: a requeued one waits for the next
   std::size_t requeued = 0;
-  {
-    std::lock_guard lock(mutex_);
-    left = count_;
-  }
-  for (; left > 0; --left) {
+  bool wake = false;
+  // One lock per connection taken, the first also reading how many there are and the last also
+  // closing the drain (a drain of one connection locks twice).
+  for (;;) {
     std::shared_ptr<ProgressTarget> connection;
     {
       std::lock_guard lock(mutex_);
-      if (count_ == 0) break;
+      if (!began) {
+        began = true;
+        left = count_;
+      }
+      if (left == 0 || count_ == 0) {
+        depth_.store(count_, std::memory_order_release);
+        // A connection pushed while this drain ran found the ring not empty and woke nobody; this
+        // drain stops at what was queued when it began. Wake the progress thread for it, as its
+        // push would have, or it waits for whatever pushes next onto an empty ring.
+        wake = count_ > requeued && fd_ >= 0;
+        break;
+      }
       connection = std::move(ring_[head_]);
       head_ = (head_ + 1) % ring_.size();
       --count_;
+      --left;
     }
     const bool ran = RunOne(*connection, consumer, ia_last_write_ns);
     any |= ran;
@@ -114,15 +126,6 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
       Requeue(std::move(connection));
       ++requeued;
     }
-  }
-  bool wake = false;
-  {
-    std::lock_guard lock(mutex_);
-    depth_.store(count_, std::memory_order_release);
-    // A connection pushed while this drain ran found the ring not empty and woke nobody; this
-    // drain stops at what was queued when it began. Wake the progress thread for it, as its push
-    // would have, or it waits for whatever pushes next onto an empty ring.
-    wake = count_ > requeued && fd_ >= 0;
   }
   if (wake && needs_wake_ && needs_wake_()) Wake();
   return any;
