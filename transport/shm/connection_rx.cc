@@ -105,11 +105,17 @@ Connection::Rx Connection::StartMessage(const RecordHeader& header, std::uint32_
     events_->OnRecvDone(header.msn, WorkStatus::kLocalLength, InfoOf(header, 0));
     return Fail("a Send longer than its receive buffer");
   }
-  rx_ = RxMessage{};
+  // Field by field: pull_from (1 KiB) is read only below pull_count, and zeroing it per message
+  // was most of this function's instructions.
   rx_.active = true;
+  rx_.awaiting_resend = false;
+  rx_.pulling = false;
   rx_.msn = header.msn;
   rx_.total = header.total;
+  rx_.received = 0;
   rx_.target = target;
+  rx_.cursor = SegmentCursor{};
+  rx_.pull_count = 0;
   return Rx::kDone;
 }
 

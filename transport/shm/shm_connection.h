@@ -184,6 +184,7 @@ class Connection final : private AccessWatch {
     std::uint64_t original = 0;  // an atomic's: the value before it
   };
   // The Send being received.
+  // StartMessage resets every field but pull_from, one by one: a field added here is reset there.
   struct RxMessage {
     bool active = false;
     bool awaiting_resend = false;  // its pull was refused: the bytes come through the ring
