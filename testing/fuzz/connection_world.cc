@@ -162,8 +162,9 @@ class AdoptedEndpoint final : public transport::Endpoint {
                  std::uint64_t) override {
     const int fd = transport_.TakeConnectSocket();
     if (fd < 0) return Status(Code::kInvalidState);
-    return transport::tcp::ConnectionTestAccess::ConnectOver(static_cast<transport::tcp::TcpEndpoint&>(*inner_).connection(), fd,
-                                                              private_data);
+    transport::tcp::Connection* connection = static_cast<transport::tcp::TcpEndpoint&>(*inner_).connection();
+    if (connection == nullptr) return Status(Code::kInsufficientResources);
+    return transport::tcp::ConnectionTestAccess::ConnectOver(*connection, fd, private_data);
   }
   Status Post(const transport::Work& work) override { return inner_->Post(work); }
   Status PostRecv(std::uint64_t id, std::span<const Segment> segments) override { return inner_->PostRecv(id, segments); }

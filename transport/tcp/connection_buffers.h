@@ -27,8 +27,11 @@ struct ConnectionBuffers {
   // many connections coalesces too (TxStream::Due).
   std::atomic<std::uint64_t> last_write_ns{0};
   // Connections not yet destroyed (a Connection outlives its endpoint while the progress context
-  // still holds it): what the kick ring must hold, since each may be queued once.
+  // still holds it), and endpoints (whose same-host connection may be queued instead, and which
+  // make their Connection only when TCP is chosen): what the kick ring must hold, since each may
+  // be queued once.
   std::atomic<std::uint32_t> live_connections{0};
+  std::atomic<std::uint32_t> live_endpoints{0};
   ConnectionBuffers();
 };
 

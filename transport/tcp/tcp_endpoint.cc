@@ -6,17 +6,33 @@
 
 namespace softdat::transport::tcp {
 
-TcpEndpoint::TcpEndpoint(std::shared_ptr<Connection> connection, LocalPaths* local, const EndpointConfig& config,
-                         EndpointEvents* events, std::uint32_t max_private_data)
-    : connection_(std::move(connection)),
+TcpEndpoint::TcpEndpoint(asio::io_context& io, const ConnectionOptions& options, LocalPaths* local,
+                         const EndpointConfig& config, EndpointEvents* events, std::uint32_t max_private_data)
+    : io_(io),
+      options_(options),
       paths_(local),
       config_(config),
       events_(events),
-      max_private_data_(max_private_data) {}
+      max_private_data_(max_private_data) {
+  options_.buffers->live_endpoints.fetch_add(1, std::memory_order_relaxed);
+}
 
 TcpEndpoint::~TcpEndpoint() {
   if (local_ != nullptr) local_->Detach();
-  connection_->Detach();
+  if (connection_ != nullptr) connection_->Detach();
+  options_.buffers->live_endpoints.fetch_sub(1, std::memory_order_relaxed);
+}
+
+Connection* TcpEndpoint::MakeConnection() {
+  if (Connection* made = tcp_connection()) return made;
+  try {
+    connection_ = std::make_shared<Connection>(io_, options_, config_, events_);
+  } catch (const std::bad_alloc&) {
+    SOFTDAT_LOG(kWarn, "tcp: no memory for a connection");
+    return nullptr;
+  }
+  tcp_ready_.store(connection_.get(), std::memory_order_release);
+  return connection_.get();
 }
 
 Status TcpEndpoint::Start(std::span<const std::uint8_t> private_data) {
@@ -38,13 +54,17 @@ Status TcpEndpoint::Connect(const sockaddr_in& remote, std::uint16_t port, std::
       return Status::Ok();
     }
   }
-  return connection_->Connect(remote, port, private_data, timeout_us);
+  Connection* tcp = MakeConnection();
+  if (tcp == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
+  return tcp->Connect(remote, port, private_data, timeout_us);
 }
 
 Status TcpEndpoint::AcceptTcp(asio::ip::tcp::socket socket, const wire::MpaFrame& request,
                               std::span<const std::uint8_t> private_data) {
   if (Status status = Start(private_data); !status.ok()) return status;
-  return connection_->Accept(std::move(socket), request, private_data);
+  Connection* tcp = MakeConnection();
+  if (tcp == nullptr) return Status(Code::kInsufficientResources, Detail::kMemory);
+  return tcp->Accept(std::move(socket), request, private_data);
 }
 
 Status TcpEndpoint::AcceptLocal(std::unique_ptr<shm::PassiveHandshake>& handshake,
@@ -62,17 +82,19 @@ Status TcpEndpoint::AcceptLocal(std::unique_ptr<shm::PassiveHandshake>& handshak
 
 void TcpEndpoint::Disconnect(bool graceful) {
   if (LocalConnection* local = local_connection()) return local->Disconnect(graceful);
-  connection_->Disconnect(graceful);
+  if (Connection* tcp = tcp_connection()) tcp->Disconnect(graceful);
 }
 
 sockaddr_in TcpEndpoint::local_address() const {
   if (LocalConnection* local = local_connection()) return local->local_address();
-  return connection_->local_address();
+  if (Connection* tcp = tcp_connection()) return tcp->local_address();
+  return sockaddr_in{};
 }
 
 sockaddr_in TcpEndpoint::remote_address() const {
   if (LocalConnection* local = local_connection()) return local->remote_address();
-  return connection_->remote_address();
+  if (Connection* tcp = tcp_connection()) return tcp->remote_address();
+  return sockaddr_in{};
 }
 
 }  // namespace softdat::transport::tcp

@@ -570,13 +570,13 @@ Status TcpTransport::CreateEndpoint(const EndpointConfig& config, EndpointEvents
                                     std::unique_ptr<Endpoint>& out) {
   if (config.datagram) return CreateDatagramEndpoint(io_, address_, events, out);
   ConnectionBuffers& shared = *connection_options_.buffers;
-  const std::uint32_t live = shared.live_connections.load(std::memory_order_relaxed) + 1;
+  const std::uint32_t live = shared.live_connections.load(std::memory_order_relaxed) +
+                             shared.live_endpoints.load(std::memory_order_relaxed) + 1;
   try {
     // Room in the kick ring for every connection alive, so a kick never falls back to an
     // allocation (KickQueue::RunLater).
     if (!kicks_.Reserve(live)) throw std::bad_alloc();
-    out = std::make_unique<TcpEndpoint>(std::make_shared<Connection>(io_, connection_options_, config, events),
-                                        local_.get(), config, events, kMaxPrivateData);
+    out = std::make_unique<TcpEndpoint>(io_, connection_options_, local_.get(), config, events, kMaxPrivateData);
   } catch (const std::bad_alloc&) {
     SOFTDAT_LOG(kWarn, "tcp: no memory for endpoint %u of this IA", live);
     return Status(Code::kInsufficientResources, Detail::kMemory);
