@@ -120,7 +120,7 @@ bool Connection::OnSocketReadable() {
   bool moved = false;
   if (!detached_ && phase_ != Phase::kEnded) {
     DrainSocket();
-    moved = PollLocked() || peer_eof_;
+    moved = PollLocked() || peer_eof_.load(std::memory_order_relaxed);
   }
   UnlockAndDeliver();
   return moved;
@@ -264,7 +264,7 @@ void Connection::MaybeFinishClose() {
     SendClose(CloseReason::kGraceful, 0);
     ::shutdown(socket_.get(), SHUT_WR);
   }
-  if (!peer_eof_) return;
+  if (!peer_eof_.load(std::memory_order_relaxed)) return;
   if (ready_deadline_ns_ != 0) {
     SOFTDAT_LOG(kInfo, "shm: process %d left before it finished the connection's setup (no Ready)",
                 static_cast<int>(peer_pid_));
@@ -346,8 +346,7 @@ void Connection::DrainSocket() {
       case Received::kNothing:
         return;
       case Received::kEnd:
-        peer_eof_ = true;
-        socket_done_.store(true, std::memory_order_release);
+        peer_eof_.store(true, std::memory_order_release);
         return;
       case Received::kBad:
         (void)Fail("a malformed message on the rendezvous socket");

@@ -111,7 +111,7 @@ class Connection final : private AccessWatch {
   // socket_done() it has nothing more to say either (the peer's EOF was read while its last Sends
   // wait for receive buffers): remove it then, or it is reported again and again.
   int socket_fd() const { return socket_.get(); }
-  bool socket_done() const { return socket_done_.load(std::memory_order_acquire); }
+  bool socket_done() const { return peer_eof_.load(std::memory_order_acquire); }
   bool ended() const { return ended_.load(std::memory_order_acquire); }
   // The endpoint goes away: when this returns no event is running and none will run. Ends the
   // connection (abruptly) if it has not ended.
@@ -293,7 +293,8 @@ class Connection final : private AccessWatch {
   std::atomic<std::uint32_t> notes_{0};
   std::atomic<bool> kick_pending_{false};
   std::atomic<bool> ended_{false};
-  std::atomic<bool> socket_done_{false};  // peer_eof_, for the poll set's owner
+  // The peer's EOF was read (written under io_mutex_; also read by the poll set's owner).
+  std::atomic<bool> peer_eof_{false};
   // Mirrors for HasWork (written under io_mutex_).
   std::atomic<const std::uint32_t*> head_word_{nullptr};
   std::atomic<bool> held_{false};         // a Send waits for a receive buffer
@@ -314,7 +315,6 @@ class Connection final : private AccessWatch {
   bool in_post_ = false;
   std::int64_t budget_ = 0;  // bytes the current pump may still move
   bool close_sent_ = false;
-  bool peer_eof_ = false;
   bool peer_closed_ = false;  // its close notice came (graceful or abrupt)
   bool peer_graceful_ = false;  // ... and it was graceful: its completed Sends count as delivered
   std::uint64_t close_deadline_ns_ = 0;

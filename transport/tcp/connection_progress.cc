@@ -157,7 +157,7 @@ bool Connection::EndIfPeerGone() {
   socklen_t length = sizeof error;
   (void)::getsockopt(fd(), SOL_SOCKET, SO_ERROR, &error, &length);
   if ((p.revents & POLLERR) == 0 && error == 0) {
-    (void)rx_.HoldAfterPeerClosed();
+    rx_.HoldAfterPeerClosed();
     SetWatch(PollSet::Watch::kFailure);
     return false;
   }

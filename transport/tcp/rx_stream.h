@@ -58,10 +58,9 @@ class RxStream {
   void ResumeIfPosted();
   // Held, and the peer closed its side (a FIN, no reset): the messages it sent before are whole in
   // the socket, and a graceful peer counts them delivered (its Sends completed as they were
-  // written). They wait for receive buffers until kCloseLinger after the FIN, then the connection
-  // breaks. True the first time (the caller stops watching for the FIN).
-  bool HoldAfterPeerClosed();
-  bool peer_closed() const { return peer_closed_; }
+  // written). They wait for receive buffers until kCloseLinger after the first FIN seen, then the
+  // connection breaks.
+  void HoldAfterPeerClosed();
   // The connection ended: nothing more is read; the block goes back once `release` runs (a
   // reject's private data lies in it until OnEnded has copied it).
   void End();
@@ -166,9 +165,9 @@ class RxStream {
   boost::asio::steady_timer rnr_timer_;
   bool rnr_armed_ = false;
   std::uint32_t rnr_generation_ = 0;
-  std::chrono::steady_clock::time_point rnr_until_{};  // when the armed timer fires
-  bool peer_closed_ = false;                           // HoldAfterPeerClosed happened
-  std::chrono::steady_clock::time_point hold_until_{};  // ... and the waiting messages' last moment
+  // Set by HoldAfterPeerClosed (the peer closed its side): the waiting messages' last moment.
+  std::chrono::steady_clock::time_point hold_until_{};
+  bool peer_closed() const { return hold_until_ != std::chrono::steady_clock::time_point{}; }
 };
 
 }  // namespace softdat::transport::tcp

@@ -136,26 +136,23 @@ void RxStream::Hold() {
 
 void RxStream::StartRnrTimer() {
   if (rnr_armed_) return;
-  if (peer_closed_) return ArmRnrTimer(hold_until_);
+  if (peer_closed()) return ArmRnrTimer(hold_until_);
   if (c_.options_.rnr_timeout_ms == 0) return;
   ArmRnrTimer(std::chrono::steady_clock::now() + std::chrono::milliseconds(c_.options_.rnr_timeout_ms));
 }
 
-bool RxStream::HoldAfterPeerClosed() {
-  if (peer_closed_) return false;
-  peer_closed_ = true;
+void RxStream::HoldAfterPeerClosed() {
+  if (peer_closed()) return;
   hold_until_ = std::chrono::steady_clock::now() + kCloseLinger;
   SOFTDAT_LOG(kInfo, "tcp %s: the peer closed its side while Send MSN %u waits for a receive buffer; the waiting "
               "messages get %lld ms to find buffers", c_.Describe().data(), expected_msn_,
               static_cast<long long>(kCloseLinger.count()));
   // An RNR timeout that ends sooner stands; otherwise the linger bounds the wait.
-  if (!rnr_armed_ || rnr_until_ > hold_until_) ArmRnrTimer(hold_until_);
-  return true;
+  if (!rnr_armed_ || rnr_timer_.expiry() > hold_until_) ArmRnrTimer(hold_until_);
 }
 
 void RxStream::ArmRnrTimer(std::chrono::steady_clock::time_point until) {
   rnr_armed_ = true;
-  rnr_until_ = until;
   const std::uint32_t generation = ++rnr_generation_;
   rnr_timer_.expires_at(until);
   rnr_timer_.async_wait([self = c_.shared_from_this(), generation](const boost::system::error_code& error) {
@@ -164,7 +161,7 @@ void RxStream::ArmRnrTimer(std::chrono::steady_clock::time_point until) {
     if (error || self->detached() || generation != rx.rnr_generation_ || !rx.rnr_armed_) return;
     rx.rnr_armed_ = false;
     if (!rx.held() || self->setup() == SetupState::kEnded) return;
-    if (rx.peer_closed_) {
+    if (rx.peer_closed()) {
       // No Terminate: the peer closed its side and waits only for ours (which the end sends).
       SOFTDAT_LOG(kInfo, "tcp %s: no receive buffer for Send MSN %u within %lld ms of the peer's close; the "
                   "waiting messages are discarded", self->Describe().data(), rx.expected_msn_,
