@@ -13,10 +13,25 @@
 namespace softdat::conformance {
 namespace {
 
-class Rnr : public ConformanceTest {
+// What both kinds of receiver-not-ready end check last: an EP that broke takes nothing any more,
+// so a buffer posted now stays on the SRQ.
+class RnrEndTest : public ConformanceTest {
+ protected:
+  void ExpectABufferPostedNowStaysOnTheSrq(DAT_SRQ_HANDLE srq, DAT_EVD_HANDLE recv_evd) {
+    Region region;
+    ASSERT_EQ(Register(region, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
+    DAT_LMR_TRIPLET iov = region.Triplet(0, 64);
+    ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(1)), DAT_SUCCESS);
+    DAT_EVENT event{};
+    EXPECT_EQ(DAT_GET_TYPE(Wait(recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
+    EXPECT_EQ(QuerySrq(srq).available_dto_count, 1);
+  }
+};
+
+class Rnr : public RnrEndTest {
  protected:
   void SetUp() override {
-    ConformanceTest::SetUp();
+    RnrEndTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     // iWARP has no receiver-not-ready wait: a Send that finds no buffer ends the connection.
     if (!ProviderSays("SOFTDAT_RNR_WAITS")) GTEST_SKIP() << "SOFTDAT_RNR_WAITS is not TRUE on this device";
@@ -224,21 +239,15 @@ TEST_F(RnrGracefulClose, SendsWaitingAtTheSendersCloseWithNoBufferEndBroken) {
   EXPECT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_BROKEN))
       << "a message that never finds a buffer after its sender closed must end the connection";
   EXPECT_TRUE(WaitConnectionEvent(pair.sender_connect_evd, DAT_CONNECTION_EVENT_DISCONNECTED));
-  Region region;
-  ASSERT_EQ(Register(region, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
-  DAT_LMR_TRIPLET iov = region.Triplet(0, 64);
-  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(1)), DAT_SUCCESS);
-  DAT_EVENT event{};
-  EXPECT_EQ(DAT_GET_TYPE(Wait(pair.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
-  EXPECT_EQ(QuerySrq(srq).available_dto_count, 1);
+  ASSERT_NO_FATAL_FAILURE(ExpectABufferPostedNowStaysOnTheSrq(srq, pair.receiver_recv_evd));
 }
 
-class RnrTimeout : public ConformanceTest {
+class RnrTimeout : public RnrEndTest {
  protected:
   void SetUp() override {
     // A device's RNR timer is its QP's rnr_retry (7: forever), not an IA option.
     if (!SuiteIsTcp()) GTEST_SKIP() << "rnr_timeout_ms is an IA option of softdat-tcp only";
-    ConformanceTest::SetUp();
+    RnrEndTest::SetUp();
   }
   const char* ia_name() const override { return "softdat-tcp-rnr"; }
 };
@@ -251,14 +260,7 @@ TEST_F(RnrTimeout, ConnectionBreaksWithConnectionEventBroken) {
   ASSERT_NO_FATAL_FAILURE(Send(pair, 8, 'A'));
   EXPECT_TRUE(WaitConnectionEvent(pair.receiver_connect_evd, DAT_CONNECTION_EVENT_BROKEN))
       << "rnr_timeout_ms=100 must break a connection whose message found no buffer";
-  // The broken EP takes nothing any more: a buffer posted now stays on the SRQ.
-  Region region;
-  ASSERT_EQ(Register(region, 64, DAT_MEM_PRIV_LOCAL_WRITE_FLAG), DAT_SUCCESS);
-  DAT_LMR_TRIPLET iov = region.Triplet(0, 64);
-  ASSERT_EQ(dat_srq_post_recv(srq, 1, &iov, Cookie(1)), DAT_SUCCESS);
-  DAT_EVENT event{};
-  EXPECT_EQ(DAT_GET_TYPE(Wait(pair.receiver_recv_evd, event, kQuietUs)), DAT_TIMEOUT_EXPIRED);
-  EXPECT_EQ(QuerySrq(srq).available_dto_count, 1);
+  ASSERT_NO_FATAL_FAILURE(ExpectABufferPostedNowStaysOnTheSrq(srq, pair.receiver_recv_evd));
 }
 
 using SrqEpDisconnect = ConformanceTest;

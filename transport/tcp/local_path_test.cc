@@ -34,9 +34,7 @@ class LocalPathTest : public ::testing::Test {
   void Open(ShmMode client_mode, ShmMode server_mode) {
     client_transport_ = Make(client_mode);
     server_transport_ = Make(server_mode);
-    ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
-    ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
-    ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+    ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
   }
   void TearDown() override {
     client_.reset();
@@ -59,11 +57,23 @@ class LocalPathTest : public ::testing::Test {
     return transport;
   }
 
-  void ConnectBoth(const std::vector<std::uint8_t>& hello = {}, const std::vector<std::uint8_t>& welcome = {}) {
+  // The server listens and both sides get an endpoint, on the transports the test made.
+  void ListenAndCreateEndpoints() {
+    ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+    ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
+    ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  }
+  // The client connects and the server accepts; nothing waits for the establishment (a side with
+  // progress=poll moves only when the test says).
+  void ConnectAndAccept(const std::vector<std::uint8_t>& hello = {}, const std::vector<std::uint8_t>& welcome = {}) {
     ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), hello, UINT64_MAX).ok());
     pending_ = requests_.Next();
     ASSERT_NE(pending_, nullptr);
     ASSERT_TRUE(pending_->Accept(*server_, welcome).ok());
+  }
+
+  void ConnectBoth(const std::vector<std::uint8_t>& hello = {}, const std::vector<std::uint8_t>& welcome = {}) {
+    ASSERT_NO_FATAL_FAILURE(ConnectAndAccept(hello, welcome));
     ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established == 1; }));
     ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }));
   }
@@ -252,13 +262,8 @@ TEST_F(LocalPathTest, ABurstOfRequestsLongerThanOneAcceptTurnIsReadWhole) {
 TEST_F(LocalPathTest, ThePassiveSideIsEstablishedAsItsAcceptGoesOutNotAtTheReady) {
   client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
   server_transport_ = Make(ShmMode::kAuto);
-  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
-  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
-  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
-  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
-  pending_ = requests_.Next();
-  ASSERT_NE(pending_, nullptr);
-  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
+  ASSERT_NO_FATAL_FAILURE(ConnectAndAccept());
   ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }))
       << "the server's ESTABLISHED waited for the client";
   EXPECT_EQ(client_events_.Get(client_events_.established), 0);
@@ -296,9 +301,7 @@ TEST_F(LocalPathTest, ThePassiveSideIsEstablishedAsItsAcceptGoesOutNotAtTheReady
 TEST_F(LocalPathTest, TheProgressThreadDoesNotSleepOnWorkAnotherThreadHolds) {
   client_transport_ = Make(ShmMode::kAuto);
   server_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
-  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
-  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
-  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
   auto& server = static_cast<TcpTransport&>(*server_transport_);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto progress_until = [&](const std::function<bool()>& done) {
@@ -353,13 +356,8 @@ TEST_F(LocalPathTest, ASpinningPollerRunsTheIoContextByTheClockOnlyWithSameHostC
   auto& client = static_cast<TcpTransport&>(*client_transport_);
   EXPECT_TRUE(TcpTransportTestAccess::AsioDue(client, 8, false)) << "no connections: every 8th idle poll";
   EXPECT_FALSE(TcpTransportTestAccess::AsioDue(client, 9, false));
-  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
-  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
-  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
-  ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
-  pending_ = requests_.Next();
-  ASSERT_NE(pending_, nullptr);
-  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
+  ASSERT_NO_FATAL_FAILURE(ConnectAndAccept());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (client_events_.Get(client_events_.established) == 0 && std::chrono::steady_clock::now() < until)
     (void)client.Progress();
@@ -466,9 +464,7 @@ TEST_F(LocalPathTest, WithManyConnectionsAPollFindsTheMarkedOnesAndTheRestInTurn
 TEST_F(LocalPathTest, AnEndpointThatGoesClosesItsDescriptorAtOnce) {
   client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
   server_transport_ = Make(ShmMode::kAuto);
-  ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
-  ASSERT_TRUE(client_transport_->CreateEndpoint(SmallEndpointConfig(), &client_events_, client_).ok());
-  ASSERT_TRUE(server_transport_->CreateEndpoint(SmallEndpointConfig(), &server_events_, server_).ok());
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
   auto& client = static_cast<TcpTransport&>(*client_transport_);
   ASSERT_TRUE(client_->Connect(server_transport_->address(), listener_->port(), {}, UINT64_MAX).ok());
   pending_ = requests_.Next();
