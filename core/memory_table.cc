@@ -11,7 +11,18 @@ MemoryTable::MemoryTable(std::uint32_t capacity, bool device_keys)
       generations_(new std::uint8_t[capacity]()) {
   free_.reserve(capacity);
   for (std::uint32_t i = capacity; i > 0; --i) free_.push_back(i - 1);
-  if (device_keys_) device_slots_.reserve(capacity);
+  if (device_keys_) {
+    device_slots_.reserve(capacity);
+    // As many hints as slots, up to 1,024 (8 KiB): a consumer posts from a handful of LMRs.
+    hint_bits_ = 1;
+    while (hint_bits_ < 10 && (1u << hint_bits_) < capacity) ++hint_bits_;
+    device_hints_.reset(new std::atomic<std::uint64_t>[std::size_t{1} << hint_bits_]());
+  }
+}
+
+std::uint32_t MemoryTable::HintIndex(std::uint32_t key) const {
+  // Fibonacci hashing: the device's keys differ in their low byte and in their index bits alike.
+  return static_cast<std::uint32_t>((std::uint64_t{key} * 0x9E3779B97F4A7C15ull) >> (64 - hint_bits_));
 }
 
 bool MemoryTable::SlotOf(std::uint32_t key, std::uint32_t& slot) const {
@@ -78,10 +89,19 @@ void MemoryTable::Release(std::uint32_t key) {
 }
 
 WindowView MemoryTable::Find(std::uint32_t key) const {
+  if (key == 0) return WindowView{};
+  if (device_keys_) {
+    const std::uint64_t hint = device_hints_[HintIndex(key)].load(std::memory_order_relaxed);
+    if (static_cast<std::uint32_t>(hint >> 32) == key) {
+      const WindowView view = windows_[static_cast<std::uint32_t>(hint)].Read();
+      if (view.key == key) return view;
+    }
+  }
   std::uint32_t slot = 0;
   if (!SlotOf(key, slot)) return WindowView{};
   WindowView view = windows_[slot].Read();
-  if (view.key != key || key == 0) return WindowView{};
+  if (view.key != key) return WindowView{};
+  if (device_keys_) device_hints_[HintIndex(key)].store(std::uint64_t{key} << 32 | slot, std::memory_order_relaxed);
   return view;
 }
 

@@ -104,6 +104,79 @@ TEST(MemoryTable, DeviceKeyGivenTwiceIsRefused) {
   EXPECT_EQ(table.ReserveDeviceKey(0x77).code(), Code::kInvalidParameter);
 }
 
+// A device key's lookup goes through a hint of where the key lived. A key the device gives again
+// after its release lands in another slot; the stale hint must not hide it, nor find the old one.
+TEST(MemoryTable, DeviceKeyGivenAgainInAnotherSlotIsFoundThere) {
+  MemoryTable table(4, /*device_keys=*/true);
+  constexpr std::uint32_t kKey = 0x0400a1;
+  ASSERT_TRUE(table.ReserveDeviceKey(0x0100b2).ok());  // takes a slot, so the key's next one differs
+  ASSERT_TRUE(table.ReserveDeviceKey(kKey).ok());
+  table.Publish(View(kKey, 0x1000, 64));
+  ASSERT_EQ(table.Find(kKey).address, 0x1000u);  // the hint now names the key's first slot
+  table.Release(kKey);
+  EXPECT_EQ(table.Find(kKey).key, 0u) << "released: the hint must not resurrect it";
+  ASSERT_TRUE(table.ReserveDeviceKey(0x0200c3).ok());  // takes the freed slot back
+  table.Publish(View(0x0200c3, 0x3000, 8));
+  ASSERT_TRUE(table.ReserveDeviceKey(kKey).ok());
+  table.Publish(View(kKey, 0x2000, 32));
+  const WindowView found = table.Find(kKey);
+  EXPECT_EQ(found.key, kKey);
+  EXPECT_EQ(found.address, 0x2000u);
+  EXPECT_EQ(table.Find(0x0200c3).address, 0x3000u) << "the old slot's new key";
+}
+
+// More keys than hints (1,024) and keys sharing a hint: each is still found, as itself.
+TEST(MemoryTable, DeviceKeysSharingAHintAreEachFound) {
+  constexpr std::uint32_t kKeys = 3000;
+  MemoryTable table(kKeys, /*device_keys=*/true);
+  for (std::uint32_t i = 1; i <= kKeys; ++i) {
+    ASSERT_TRUE(table.ReserveDeviceKey(i * 0x101).ok());
+    table.Publish(View(i * 0x101, std::uint64_t{i} << 12, 64));
+  }
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::uint32_t i = 1; i <= kKeys; ++i) {
+      const WindowView found = table.Find(i * 0x101);
+      ASSERT_EQ(found.key, i * 0x101);
+      ASSERT_EQ(found.address, std::uint64_t{i} << 12);
+    }
+  EXPECT_EQ(table.Find(0x101 * (kKeys + 1)).key, 0u);
+}
+
+// Posts look device keys up while the control path registers and releases others: every lookup
+// sees its own key's window or nothing, never another key's (TSan checks the hint's accesses).
+TEST(MemoryTable, DeviceKeyLookupsRacingRegistrationsSeeOnlyTheirOwnWindow) {
+  MemoryTable table(8, /*device_keys=*/true);
+  constexpr std::uint32_t kStable = 0x5501;
+  ASSERT_TRUE(table.ReserveDeviceKey(kStable).ok());
+  table.Publish(View(kStable, std::uint64_t{kStable} << 12, 64));
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::atomic<int> stable_missed{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t)
+    readers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (table.Find(kStable).key != kStable) stable_missed.fetch_add(1);
+        for (std::uint32_t key = 0x100; key < 0x104; ++key) {
+          const WindowView found = table.Find(key);
+          if (found.key != 0 && (found.key != key || found.address != std::uint64_t{key} << 12)) wrong.fetch_add(1);
+        }
+      }
+    });
+  // Freed slots are reused last-in first-out, so the four keys trade slots every round.
+  for (int round = 0; round < 2000; ++round) {
+    for (std::uint32_t key = 0x100; key < 0x104; ++key) {
+      ASSERT_TRUE(table.ReserveDeviceKey(key).ok());
+      table.Publish(View(key, std::uint64_t{key} << 12, 64));
+    }
+    for (std::uint32_t key = 0x100; key < 0x104; ++key) table.Release(key);
+  }
+  stop = true;
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(stable_missed.load(), 0);
+}
+
 // What the transport's key hook hears (core/ia.h forwards it): every key that starts granting,
 // and every key that stops, the revocation before its slot can be reissued.
 TEST(MemoryTable, ObserverHearsPublishReleaseAndInvalidateBeforeTheSlotIsReused) {
