@@ -23,9 +23,11 @@ namespace softdat::transport::verbs {
 
 class Turn {
  public:
+  // seq_cst: whoever waited the turn out (WaitUnlessMine) after a seq_cst store is seen by the
+  // next taker's seq_cst loads (VerbsCq's changes_). On x86 a locked cmpxchg either way.
   bool TryTake() {
     pthread_t expected = 0;
-    return holder_.compare_exchange_strong(expected, Self(), std::memory_order_acquire, std::memory_order_relaxed);
+    return holder_.compare_exchange_strong(expected, Self(), std::memory_order_seq_cst, std::memory_order_relaxed);
   }
 
   void Release() {

@@ -61,20 +61,28 @@ VerbsCq::~VerbsCq() {
 void VerbsCq::Add(std::uint32_t qp_num, VerbsEndpoint* endpoint) {
   std::lock_guard lock(table_mutex_);
   endpoints_[qp_num] = endpoint;
+  changes_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void VerbsCq::Remove(std::uint32_t qp_num) {
   {
     std::lock_guard lock(table_mutex_);
     endpoints_.erase(qp_num);
+    changes_.fetch_add(1, std::memory_order_seq_cst);
   }
   turn_.WaitUnlessMine();
 }
 
+// Under turn_.
 VerbsEndpoint* VerbsCq::Find(std::uint32_t qp_num) {
+  Hint& hint = hints_[qp_num % kHints];
+  if (hint.endpoint != nullptr && hint.qp_num == qp_num && hint.changes == changes_.load(std::memory_order_seq_cst))
+    return hint.endpoint;
   std::lock_guard lock(table_mutex_);
   const auto found = endpoints_.find(qp_num);
-  return found != endpoints_.end() ? found->second : nullptr;
+  if (found == endpoints_.end()) return nullptr;
+  hint = Hint{qp_num, changes_.load(std::memory_order_relaxed), found->second};
+  return found->second;
 }
 
 std::uint32_t VerbsCq::Poll(std::uint32_t max) noexcept {

@@ -11,7 +11,9 @@
 // Threads: Poll takes the queue's turn (turn.h), so one thread reports its completions at a time;
 // Add and Remove (the endpoints' QPs coming and going) take the table's mutex, which is never
 // held while an event runs. Remove returns once no other thread is inside a poll that may have
-// found the endpoint.
+// found the endpoint. A poll finds a completion's endpoint first in its hints (QPs it found
+// lately, under the turn), which every change of the table makes stale, so only the first find
+// of a QP after a change takes the mutex.
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -70,6 +72,16 @@ class VerbsCq final : public CompletionQueue, public AsyncTarget {
   bool watched_ = false;  // control path only
   softdat::Mutex table_mutex_;
   std::unordered_map<std::uint32_t, VerbsEndpoint*> endpoints_;  // by qp_num, under table_mutex_
+  // Bumped by every Add and Remove, under the mutex; a hint taken before is stale. seq_cst with
+  // the turn's taking (turn.h): a poll that takes the turn after Remove waited for it sees it.
+  std::atomic<std::uint64_t> changes_{0};
+  struct Hint {
+    std::uint32_t qp_num = 0;
+    std::uint64_t changes = 0;
+    VerbsEndpoint* endpoint = nullptr;
+  };
+  static constexpr std::uint32_t kHints = 64;  // direct-mapped by qp_num
+  Hint hints_[kHints];                         // under turn_
 };
 
 }  // namespace softdat::transport::verbs
