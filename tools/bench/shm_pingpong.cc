@@ -14,9 +14,14 @@
 //                       floor of a one-sided RDMA Write into memory the peer did not share
 //   put_lat ITERS       8-byte process_vm_writev ping-pong, each side spinning on its own word
 //                       (p50, p99 µs): the floor of an RDMA Write ping-pong
+//   fanin CONNS COUNT   COUNT 4 KiB messages in all, streamed over CONNS connections (4 in
+//                       flight on each, as datperf's SRQ fan-in), into one receiver that looks
+//                       at the connections in turn and copies each message into one of 256
+//                       buffers, an SRQ's worth (M msg/s): the floor of the SRQ fan-in, where
+//                       many rings' payloads come from memory rather than from cache
 // Both sides busy-poll. Every wait is bounded (10 s without progress ends the run).
 //
-//   shm_pingpong MODE ARGS... [--ring BYTES]
+//   shm_pingpong MODE ARGS... [--ring BYTES]   (fanin: the rings of 64 KiB by default, as softdat's)
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -220,25 +225,85 @@ void Put(End& e, bool client, std::uint32_t size, long count, pid_t peer, bool l
   std::printf("put_lat 8 B: p50 %.3f us p99 %.3f us\n", samples[samples.size() / 2], samples[samples.size() * 99 / 100]);
 }
 
+// The fan-in: `ends` are the connections' ends on this side. The sender keeps 4 messages in flight
+// per connection (by the bytes its receiver has not consumed); the receiver answers on the first
+// connection once it has all.
+void FanIn(std::vector<End>& ends, bool client, long count) {
+  constexpr std::uint32_t kSize = 4096;
+  constexpr std::uint64_t kWindowBytes = 4 * kSize;  // a fifth message's record would exceed it
+  constexpr std::size_t kBuffers = 256;
+  const std::size_t n = ends.size();
+  if (client) {
+    std::vector<std::uint8_t> source(kSize, 5);
+    const auto start = Clock::now();
+    Spin spin("no connection had room for 10 s");
+    for (long sent = 0; sent < count;) {
+      bool any = false;
+      for (std::size_t c = 0; c < n && sent < count; ++c) {
+        shm::RingWriter& out = ends[c].out;
+        if (out.written() - out.consumed() >= kWindowBytes && (!out.Refresh() || out.written() - out.consumed() >= kWindowBytes))
+          continue;
+        Write(out, shm::Opcode::kSend, source.data(), kSize);
+        ++sent;
+        any = true;
+      }
+      if (!any) spin.Again();
+    }
+    Read(ends[0].in, nullptr);
+    const double seconds = Seconds(Clock::now() - start);
+    std::printf("fanin %zu conns 4096 B: %.3f Mmsg/s\n", n, static_cast<double>(count) / seconds / 1e6);
+    return;
+  }
+  std::vector<std::uint8_t> buffers(kBuffers * kSize);
+  Spin spin("nothing arrived on any connection for 10 s");
+  long received = 0;
+  for (std::size_t c = 0; received < count; c = c + 1 == n ? 0 : c + 1) {
+    shm::RecordHeader header;
+    const std::uint8_t* payload = nullptr;
+    const shm::RingReader::Next next = ends[c].in.Peek(header, payload);
+    if (next == shm::RingReader::Next::kCorrupt) Die("a corrupt record");
+    if (next != shm::RingReader::Next::kRecord) {
+      spin.Again();
+      continue;
+    }
+    std::memcpy(&buffers[static_cast<std::size_t>(received % kBuffers) * kSize], payload, header.length);
+    ends[c].in.Consume(header);
+    ends[c].in.Publish();
+    ++received;
+  }
+  Write(ends[0].out, shm::Opcode::kSend, nullptr, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) Die("usage: shm_pingpong lat SIZE ITERS | rate COUNT | copy|pull|put SIZE COUNT | put_lat ITERS [--ring BYTES]");
+  if (argc < 3)
+    Die("usage: shm_pingpong lat SIZE ITERS | rate COUNT | copy|pull|put SIZE COUNT | put_lat ITERS | fanin CONNS COUNT "
+        "[--ring BYTES]");
   const char* mode = argv[1];
-  std::uint32_t ring = 1 << 20;
+  const bool fan_in = std::strcmp(mode, "fanin") == 0;
+  std::uint32_t ring = fan_in ? 1 << 16 : 1 << 20;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--ring") == 0) ring = static_cast<std::uint32_t>(std::atol(argv[i + 1]));
   shm::Geometry g{{ring, std::max<std::uint32_t>(ring, shm::kMinRingBytes)}};
   if (!shm::ValidGeometry(g)) Die("--ring: a power of two from 4096 to 16 MiB");
+  const long connections = fan_in ? std::atol(argv[2]) : 1;
+  if (connections < 1 || connections > 10000) Die("fanin: 1 to 10,000 connections");
+  // One segment per connection, all in one mapping (one fd, however many connections).
+  const std::size_t segment_bytes = shm::SegmentBytes(g);
   shm::UniqueFd fd;
   shm::Mapping segment;
-  if (!shm::CreateSharedMemory("shm_pingpong", shm::SegmentBytes(g), false, fd, segment).ok()) Die("no shared memory");
+  if (!shm::CreateSharedMemory("shm_pingpong", segment_bytes * static_cast<std::size_t>(connections), false, fd, segment).ok())
+    Die("no shared memory");
   const pid_t parent = ::getpid();
   std::fflush(nullptr);
   const pid_t child = ::fork();
   if (child < 0) Die("fork failed");
   const bool client = child != 0;
-  End e = Attach(segment.data(), g, client ? shm::kActive : shm::kPassive);
+  std::vector<End> ends;
+  for (long c = 0; c < connections; ++c)
+    ends.push_back(Attach(segment.data() + static_cast<std::size_t>(c) * segment_bytes, g, client ? shm::kActive : shm::kPassive));
+  End& e = ends[0];
   if (std::strcmp(mode, "lat") == 0 && argc >= 4) {
     Latency(e, client, static_cast<std::uint32_t>(std::atol(argv[2])), std::atol(argv[3]));
   } else if (std::strcmp(mode, "rate") == 0) {
@@ -249,6 +314,8 @@ int main(int argc, char** argv) {
     Put(e, client, static_cast<std::uint32_t>(std::atol(argv[2])), std::atol(argv[3]), child, false);
   } else if (std::strcmp(mode, "put_lat") == 0) {
     Put(e, client, 8, std::atol(argv[2]), child, true);
+  } else if (fan_in && argc >= 4) {
+    FanIn(ends, client, std::atol(argv[3]));
   } else {
     Die("unknown mode");
   }
