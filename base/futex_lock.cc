@@ -2,9 +2,7 @@
 // FutexLock's contended paths: a short spin, then sleeping on the futex word.
 #include "base/futex_lock.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+#include "base/futex.h"
 
 namespace softdat {
 namespace {
@@ -17,11 +15,6 @@ void Pause() {
 #elif defined(__aarch64__)
   asm volatile("yield");
 #endif
-}
-
-long Futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value) {
-  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
-                   nullptr, 0);
 }
 
 }  // namespace

@@ -2,21 +2,11 @@
 // FutexSharedLock's writer side and contended reader path: sleeping on the futex word.
 #include "base/futex_shared_lock.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <climits>
 
+#include "base/futex.h"
+
 namespace softdat {
-namespace {
-
-long Futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value) {
-  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op | FUTEX_PRIVATE_FLAG, value, nullptr,
-                   nullptr, 0);
-}
-
-}  // namespace
 
 void FutexSharedLock::LockSharedContended() {
   std::uint32_t state = state_.load(std::memory_order_relaxed);
