@@ -23,12 +23,9 @@ class FutexSharedLock {
   FutexSharedLock& operator=(const FutexSharedLock&) = delete;
 
   void lock_shared() {
-    std::uint32_t state = state_.load(std::memory_order_relaxed);
-    if ((state & kWriter) == 0 &&
-        state_.compare_exchange_weak(state, state + 1, std::memory_order_acquire, std::memory_order_relaxed))
-      return;
-    LockSharedContended();
+    if (!try_lock_shared()) LockSharedContended();
   }
+  // Fails only while a writer holds the lock or waits for it.
   bool try_lock_shared() {
     std::uint32_t state = state_.load(std::memory_order_relaxed);
     while ((state & kWriter) == 0)

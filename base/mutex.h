@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // softdat's mutexes: an exclusive lock (FutexLock) and a reader-writer lock (FutexSharedLock)
 // that, in debug builds (no NDEBUG), count how many softdat locks the calling thread holds, so
-// that code which must run with none held — an EVD post, which may trigger a CNO, and the CNO's proxy agent, which is
-// consumer code that may call straight back into softdat — can assert it (AssertNoLocksHeld).
-// Every lock of the library is one of these; the test suite runs debug builds, so every path it
-// exercises is checked. In optimized builds they are the bare locks with no extra work.
+// that code which must run with none held — an EVD post, which may trigger a CNO, and the CNO's
+// proxy agent, which is consumer code that may call straight back into softdat — can assert it
+// (AssertNoLocksHeld). Every lock of the library is one of these; the test suite runs debug
+// builds, so every path it exercises is checked. In optimized builds they are the bare locks
+// with no extra work.
 #pragma once
 
 #include <mutex>
