@@ -104,8 +104,12 @@ class EventQueueSource : public ::testing::Test {
     waiter_ = std::thread([this, threshold] { status_ = queue_->Wait(kLongTimeoutUs, threshold, &event_, &nmore_); });
     ASSERT_TRUE(Eventually([&] { return source_->arms_.load() > 0 && queue_->Query().waiter; }));
   }
+  // The waiter left Wait and its thread stored what Wait returned (joined: status_ and event_
+  // are written by that thread after Wait clears the waiter flag).
   bool WaiterReturned() {
-    return Eventually([&] { return !queue_->Query().waiter; });
+    if (!Eventually([&] { return !queue_->Query().waiter; })) return false;
+    waiter_.join();
+    return true;
   }
   void TearDown() override {
     if (waiter_.joinable()) {
@@ -149,6 +153,19 @@ TEST_F(EventQueueSource, DequeueQueuesTheRestOfTheBatchInOrder) {
     EXPECT_EQ(SeqOf(event), seq);
   }
   EXPECT_EQ(source_->polls_.load(), polls);  // the ring answered: no poll while it held events
+}
+
+// The EVD's posted-event counters (DCNT_EVD_DTO_CALLBACK and the rest) count the completion
+// written straight into the dequeue as well as those queued behind it.
+TEST_F(EventQueueSource, EveryPolledCompletionIsCountedAsPosted) {
+  Attach(8);
+  for (std::uint64_t seq = 1; seq <= 3; ++seq) source_->Complete(seq);
+  DAT_EVENT event{};
+  ASSERT_EQ(queue_->Dequeue(&event), Status::Ok());
+  EXPECT_EQ(QueuedEvents(*queue_), 2u);
+  EXPECT_EQ(queue_->Tally(false).other_posted, 3u);
+  EXPECT_EQ(queue_->Tally(true).other_posted, 3u);
+  EXPECT_EQ(queue_->Tally(false).other_posted, 0u) << "reset";
 }
 
 TEST_F(EventQueueSource, APollNeverBringsInMoreThanTheRingHolds) {

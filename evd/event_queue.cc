@@ -43,6 +43,13 @@ struct Capture {
 };
 thread_local Capture* t_capture = nullptr;
 
+// DTO completions (the IB extension's among them) and the rest, as an RNIC's EVD counts them.
+bool IsDtoTally(const DAT_EVENT& event) {
+  const auto number = static_cast<std::uint32_t>(event.event_number);
+  return number == DAT_DTO_COMPLETION_EVENT || number == DAT_RMR_BIND_COMPLETION_EVENT ||
+         number == static_cast<std::uint32_t>(DAT_IB_EXTENSION_RANGE_BASE);
+}
+
 // Allocation failure is a DAT status (DAT_INSUFFICIENT_RESOURCES), not an exception.
 std::unique_ptr<DAT_EVENT[]> AllocateRing(std::size_t capacity) {
   return std::unique_ptr<DAT_EVENT[]>(new (std::nothrow) DAT_EVENT[capacity]);
@@ -153,6 +160,7 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
                                     queued_.load(std::memory_order_acquire) == 0) {
     *capture->into = event;
     capture->taken = true;
+    (IsDtoTally(event) ? captured_dto_ : captured_other_).fetch_add(1, std::memory_order_relaxed);
     return Status::Ok();
   }
   Cno::AgentCall agent_call;
@@ -171,12 +179,7 @@ Status EventQueue::PostInternal(const DAT_EVENT& event, OnFull on_full, Notify n
       return Status(Code::kQueueFull);
     }
     in_overflow_episode_ = false;  // there was room again: a later drop is a new episode
-    // DTO completions (the IB extension's among them) and the rest, as an RNIC's EVD counts them.
-    const std::uint32_t number = static_cast<std::uint32_t>(event.event_number);
-    ++(number == DAT_DTO_COMPLETION_EVENT || number == DAT_RMR_BIND_COMPLETION_EVENT ||
-               number == static_cast<std::uint32_t>(DAT_IB_EXTENSION_RANGE_BASE)
-           ? tally_.dto_posted
-           : tally_.other_posted);
+    ++(IsDtoTally(event) ? tally_.dto_posted : tally_.other_posted);
     ring_[(head_ + count_) & (capacity_ - 1)] = event;
     ++count_;
     queued_.store(count_, std::memory_order_release);
@@ -456,7 +459,10 @@ Status EventQueue::CheckFree() const {
 
 EventQueueTally EventQueue::Tally(bool reset) {
   std::lock_guard lock(mutex_);
-  const EventQueueTally tally = tally_;
+  EventQueueTally tally = tally_;
+  // Events written straight into a consumer's dequeue were posted too.
+  tally.dto_posted += reset ? captured_dto_.exchange(0) : captured_dto_.load();
+  tally.other_posted += reset ? captured_other_.exchange(0) : captured_other_.load();
   if (reset) tally_ = EventQueueTally{};
   return tally;
 }

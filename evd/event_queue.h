@@ -215,6 +215,10 @@ class EventQueue {
   Cno* cno_ = nullptr;
   DAT_EVD_HANDLE owner_ = nullptr;
   ProgressHook* hook_ = nullptr;
+  // Events written into a consumer's dequeue (PollSource) rather than the ring:
+  // counted without mutex_, added to the tally when it is read.
+  std::atomic<std::uint64_t> captured_dto_{0};
+  std::atomic<std::uint64_t> captured_other_{0};
   EventQueueTally tally_;
   // Set on the control path only (SetCompletionSource), read by Dequeue without the lock.
   CompletionSource* source_ = nullptr;
