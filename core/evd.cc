@@ -111,7 +111,12 @@ Status Evd::Dequeue(DAT_EVENT& event) {
     // Nothing queued: move the transport on this thread, then look again. A consumer spinning on
     // dat_evd_dequeue thus drives its own progress and never waits for a thread it starves.
     counters_.Add(DCNT_EVD_DEQUEUE_POLL);
-    if (hook != nullptr && hook->Progress()) status = queue_->Dequeue(&event);
+    bool moved = false;
+    if (hook != nullptr && queue_->ProgressInto(*hook, &event, moved)) {
+      status = Status::Ok();  // the first event the progress made, written in place
+    } else if (moved) {
+      status = queue_->Dequeue(&event);
+    }
     if (status.ok()) counters_.Add(DCNT_EVD_DEQUEUE_POLL_FOUND);
   } else if (status.ok() && hook != nullptr && hook->ProgressDue()) {
     // Events queued, and the transport holds back much Work posted while reaping them (a consumer

@@ -106,6 +106,17 @@ bool EventQueue::PollSource(DAT_EVENT* into, std::uint32_t& polled) {
   return capture.taken;
 }
 
+bool EventQueue::ProgressInto(ProgressHook& hook, DAT_EVENT* into, bool& moved) {
+  // As PollSource: the consumer takes the first event the progress Posts here while the ring is
+  // empty, so it is written where the consumer wants it, not into the ring and out again.
+  Capture capture{this, into, false};
+  Capture* const outer = t_capture;
+  t_capture = into != nullptr ? &capture : nullptr;
+  moved = hook.Progress();
+  t_capture = outer;
+  return capture.taken;
+}
+
 bool EventQueue::PollForWaiter(std::unique_lock<softdat::Mutex>& lock, DAT_COUNT threshold, DAT_EVENT* event,
                                std::uint32_t& polled) {
   // Only a waiter that would take the first event anyway has it written in place.
@@ -293,10 +304,18 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
           if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
           break;
         }
-        // Unlocked: the hook Posts into this queue. No yield: the spin is what is asked for.
+        // Unlocked: the hook Posts into this queue. No yield: the spin is what is asked for. A
+        // waiter that would take the first event anyway has it written in place.
+        DAT_EVENT* const into = threshold == 1 && count_ == 0 ? event : nullptr;
         lock.unlock();
-        const bool moved = hook->Progress() || completions > 0;
+        bool progressed = false;
+        const bool captured = ProgressInto(*hook, into, progressed);
+        const bool moved = progressed || completions > 0;
         lock.lock();
+        if (captured) {
+          if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
+          break;
+        }
         polled = true;
         if (moved && spin_us != 0) spin_until = Deadline(spin_us);
         continue;

@@ -101,6 +101,11 @@ class EventQueue {
   // ring it polls the source first (a batch: what does not go to `event` is queued).
   Status Dequeue(DAT_EVENT* event);
 
+  // A consumer's dequeue that found the ring empty moves the transport on its thread (`hook`);
+  // the first event that Posts here while the ring is still empty goes straight to `into` (true
+  // when it did), the rest to the ring. `moved`: what the hook returned. Called without mutex_.
+  bool ProgressInto(ProgressHook& hook, DAT_EVENT* into, bool& moved);
+
   // dat_evd_wait: blocks until at least `threshold` events are queued, then dequeues the oldest
   // into *event and sets *nmore (if not null) to how many remain. timeout_us is in microseconds;
   // DAT_TIMEOUT_INFINITE waits forever and 0 polls. Failures, with outputs untouched:
@@ -215,7 +220,7 @@ class EventQueue {
   Cno* cno_ = nullptr;
   DAT_EVD_HANDLE owner_ = nullptr;
   ProgressHook* hook_ = nullptr;
-  // Events written into a consumer's dequeue (PollSource) rather than the ring:
+  // Events written into a consumer's dequeue (PollSource, ProgressInto) rather than the ring:
   // counted without mutex_, added to the tally when it is read.
   std::atomic<std::uint64_t> captured_dto_{0};
   std::atomic<std::uint64_t> captured_other_{0};
