@@ -30,8 +30,6 @@ namespace asio = boost::asio;
 // Each direction's ring. 64 KiB holds a pipeline of small Sends and Writes; a large Send goes by
 // cross-memory attach (its pull record is small) or through the ring in pieces.
 constexpr std::uint32_t kRingBytes = 64 * 1024;
-// Connections one scan moves; the next scan starts after the last one it took.
-constexpr std::size_t kReadyPerScan = 16;
 // Below this many live connections a poll looks at each; from it on, at those their peers marked
 // in the activity table and at kInTurn more in turn (deadlines, and bits a hostile peer cleared,
 // are seen within live / kInTurn polls).
@@ -108,49 +106,47 @@ void LocalPaths::Revoke(std::uint32_t key) { (void)keys_->Revoke(key); }
 bool LocalPaths::Poll(bool progress_thread) {
   if (progress_thread) keys_->EndSleep();  // awake and polling: peers need not ring
   if (live_count_.load(std::memory_order_relaxed) == 0) return false;
-  std::shared_ptr<LocalConnection> ready[kReadyPerScan];
-  std::size_t found = 0;
+  ReadyConnections ready;
   bool by_bits = false;
   {
     std::unique_lock lock(mutex_, std::try_to_lock);
     if (!lock.owns_lock()) return false;  // another poller looks now
     by_bits = activity_ != nullptr && live_.size() >= kLookAtAllBelow;
     if (by_bits) {
-      found = TakeMarkedLocked(ready, 0);
-      found = ScanLocked(ready, found, in_turn_);
+      TakeMarkedLocked(ready);
+      ScanLocked(ready, in_turn_);
     } else {
-      found = ScanLocked(ready, 0, live_.size());
+      ScanLocked(ready, live_.size());
     }
   }
   bool moved = false;
-  for (std::size_t i = 0; i < found; ++i) {
-    moved |= ready[i]->Poll();
+  for (std::size_t i = 0; i < ready.size(); ++i) {
+    LocalConnection& connection = ready[i];
+    moved |= connection.Poll();
     // Work left (a budget used up, a note left meanwhile): its bit again, for the next poll.
-    if (by_bits && ready[i]->HasWork() && ready[i]->activity_slot() != shm::kNoActivitySlot) {
-      const std::uint32_t slot = ready[i]->activity_slot();
+    if (by_bits && connection.HasWork() && connection.activity_slot() != shm::kNoActivitySlot) {
+      const std::uint32_t slot = connection.activity_slot();
       activity_->Give(slot / 64, std::uint64_t{1} << (slot % 64));
     }
-    ready[i].reset();
   }
   return moved;
 }
 
-std::size_t LocalPaths::ScanLocked(std::shared_ptr<LocalConnection>* ready, std::size_t found, std::size_t limit) {
+void LocalPaths::ScanLocked(ReadyConnections& ready, std::size_t limit) {
   const std::size_t count = live_.size();
   limit = std::min(limit, count);
   std::size_t looked = 0;
-  while (looked < limit && found < kReadyPerScan) {
+  while (looked < limit && !ready.full()) {
     const std::size_t at = (cursor_ + looked++) % count;
-    if (live_[at]->HasWork()) ready[found++] = live_[at];
+    if (live_[at]->HasWork()) ready.Add(live_[at]);
   }
   // The next scan starts after the last one looked at: a bounded scan treats all alike.
   if (count != 0) cursor_ = (cursor_ + looked) % count;
-  return found;
 }
 
-std::size_t LocalPaths::TakeMarkedLocked(std::shared_ptr<LocalConnection>* ready, std::size_t found) {
+void LocalPaths::TakeMarkedLocked(ReadyConnections& ready) {
   const std::size_t words = std::min((by_slot_.size() + 63) / 64, shm::kActivityWords);
-  for (std::size_t i = 0; i < words && found < kReadyPerScan; ++i) {
+  for (std::size_t i = 0; i < words && !ready.full(); ++i) {
     const std::size_t word = (word_cursor_ + i) % words;
     if (activity_->Peek(word) == 0) continue;
     std::uint64_t bits = activity_->Take(word);
@@ -158,15 +154,14 @@ std::size_t LocalPaths::TakeMarkedLocked(std::shared_ptr<LocalConnection>* ready
       const std::size_t slot = word * 64 + static_cast<std::size_t>(std::countr_zero(bits));
       bits &= bits - 1;
       // A bit of no live connection (one that ended, or a peer's stray mark) is dropped.
-      if (slot < by_slot_.size() && by_slot_[slot] != nullptr) ready[found++] = by_slot_[slot];
-      if (found == kReadyPerScan) {
+      if (slot < by_slot_.size() && by_slot_[slot] != nullptr) ready.Add(by_slot_[slot]);
+      if (ready.full()) {
         if (bits != 0) activity_->Give(word, bits);  // the rest, for the next poll
         word_cursor_ = (word + 1) % words;          // which starts after this word: all alike
-        return found;
+        return;
       }
     }
   }
-  return found;
 }
 
 bool LocalPaths::Scan(std::uint64_t* earliest) {
