@@ -431,7 +431,11 @@ void Ep::DeliverReceives() {
 // Request completions, in posting order.
 void Ep::DeliverRequests() {
   RequestQueue::Completion done{};
-  while (requests_->PopCompletion(done)) {
+  // As for receives: no second look under the queue's lock after the usual single completion. A
+  // request that finishes after the pop asks for another pass (Deliver).
+  bool more = true;
+  while (more && requests_->PopCompletion(done)) {
+    more = done.more;
     const DAT_DTO_COMPLETION_STATUS status = ToDtoStatus(done.status);
     if (status != DAT_DTO_SUCCESS) CountRequestError(ia_->counters(), status);
     if (status == DAT_DTO_SUCCESS && (done.flags & DAT_COMPLETION_SUPPRESS_FLAG)) continue;

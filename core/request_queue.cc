@@ -85,9 +85,10 @@ bool RequestQueue::PopCompletion(Completion& out) {
   Entry& entry = EntryOf(head_id_);
   if (entry.state != State::kFinished) return false;
   out = Completion{entry.request.cookie, entry.request.operation, entry.request.flags,
-                   entry.status, entry.length, entry.request.rmr};
+                   entry.status, entry.length, entry.request.rmr, false};
   entry.state = State::kFree;
   ++head_id_;
+  out.more = head_id_ != next_id_ && EntryOf(head_id_).state == State::kFinished;
   return true;
 }
 

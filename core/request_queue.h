@@ -48,6 +48,7 @@ class RequestQueue {
     transport::WorkStatus status;
     std::uint32_t length;
     DAT_HANDLE rmr;
+    bool more;  // the next request had finished too when this one was popped
   };
 
   // Room for `max_requests` outstanding requests of up to `max_iov` segments each. Out of range:

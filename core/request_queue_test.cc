@@ -61,6 +61,26 @@ TEST(RequestQueue, CompletionsFollowPostingOrder) {
   EXPECT_EQ(queue->count(), 0u);
 }
 
+// `more` lets the deliverer skip a second look under the lock after the usual single completion:
+// it must say whether the next request had finished when this one was popped.
+TEST(RequestQueue, APoppedCompletionSaysWhetherTheNextHasFinished) {
+  auto queue = MakeQueue(8);
+  const std::uint64_t first = PostTagged(*queue, 1);
+  const std::uint64_t second = PostTagged(*queue, 2);
+  const std::uint64_t third = PostTagged(*queue, 3);
+  ASSERT_TRUE(queue->Finish(first, WorkStatus::kSuccess, 8));
+  ASSERT_TRUE(queue->Finish(second, WorkStatus::kSuccess, 8));
+  RequestQueue::Completion completion{};
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_TRUE(completion.more) << "the second had finished";
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_FALSE(completion.more) << "the third is still out";
+  ASSERT_TRUE(queue->Finish(third, WorkStatus::kSuccess, 8));
+  ASSERT_TRUE(queue->PopCompletion(completion));
+  EXPECT_EQ(completion.cookie.as_64, 3u);
+  EXPECT_FALSE(completion.more) << "nothing is left";
+}
+
 TEST(RequestQueue, FullQueueReservesNothingUntilACompletionIsPopped) {
   auto queue = MakeQueue(2);
   const std::uint64_t first = PostTagged(*queue, 1);
