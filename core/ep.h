@@ -42,6 +42,7 @@
 #include "core/delivery_turn.h"
 #include "core/end_reports.h"
 #include "core/handle.h"
+#include "core/local_iov.h"
 #include "core/request_queue.h"
 #include "srq/buffer_waiter.h"
 #include "srq/receive_source.h"
@@ -355,6 +356,8 @@ class Ep : public HandleHeader {
 
   mutable softdat::SharedMutex resources_mutex_;
   softdat::Mutex post_mutex_;
+  LocalIovCache request_iov_cache_;  // under post_mutex_: the LMR the last request posted from
+  SharedLocalIovCache recv_iov_cache_;  // the LMR the last receive posted into
   mutable softdat::Mutex mutex_;
   std::atomic<DAT_EP_STATE> state_{DAT_EP_STATE_UNCONNECTED};
   bool connection_live_ = false;   // Connect/Accept called, OnEnded not yet

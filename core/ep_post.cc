@@ -55,7 +55,8 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
   Segment segments[srq::EpRecvQueue::kMaxRecvIov];
   CheckedIov checked;
   if (Status status = CheckLocalIov(ia_->memory(), pz_, {local_iov, static_cast<std::size_t>(num_segments)},
-                                    LocalUse::kReceive, Detail::kParamLocalIov, segments, checked);
+                                    LocalUse::kReceive, Detail::kParamLocalIov, segments, checked,
+                                    SharedLocalIovCache::Use(recv_iov_cache_).get());
       !status.ok())
     return status;
   const std::span<const Segment> posted_segments(segments, checked.count);
@@ -163,7 +164,7 @@ Status Ep::PostRequestLocked(const RequestSpec& spec, bool& deliver) {
   CheckedIov checked;
   if (Status status = CheckLocalIov(ia_->memory(), pz_, {spec.local_iov, static_cast<std::size_t>(spec.num_segments)},
                                     use, Detail::kParamLocalIov,
-                                    {request->segments, requests_->max_iov()}, checked);
+                                    {request->segments, requests_->max_iov()}, checked, &request_iov_cache_);
       !status.ok())
     return status;
   // The transport's limit, not the EP attribute: RNIC providers enforce only the device's

@@ -7,8 +7,23 @@
 
 namespace softdat::core {
 
+namespace {
+
+// What `key` grants, from `cache` while the table has not been written since it was filled.
+WindowView FindLmr(const MemoryTable& memory, std::uint32_t key, LocalIovCache* cache) {
+  if (cache == nullptr) return memory.Find(key);
+  const std::uint64_t writes = memory.writes();  // before the read: a write after it misses next time
+  if (key != 0 && cache->key == key && cache->writes == writes) return cache->view;
+  const WindowView view = memory.Find(key);
+  if (view.is_lmr) *cache = LocalIovCache{writes, key, view};
+  return view;
+}
+
+}  // namespace
+
 Status CheckLocalIov(const MemoryTable& memory, const Pz* pz, std::span<const DAT_LMR_TRIPLET> iov,
-                     LocalUse use, Detail iov_argument, std::span<Segment> out, CheckedIov& checked) {
+                     LocalUse use, Detail iov_argument, std::span<Segment> out, CheckedIov& checked,
+                     LocalIovCache* cache) {
   const bool receive = use == LocalUse::kReceive;
   // Local read is always granted, as on every RNIC (ibv_reg_mr has no local-read bit and the
   // reference provider drops DAT_MEM_PRIV_LOCAL_READ_FLAG): stock consumers such as dtest
@@ -16,7 +31,7 @@ Status CheckLocalIov(const MemoryTable& memory, const Pz* pz, std::span<const DA
   CheckedIov result;
   for (const DAT_LMR_TRIPLET& triplet : iov) {
     if (triplet.segment_length == 0) continue;
-    const WindowView lmr = memory.Find(triplet.lmr_context);
+    const WindowView lmr = FindLmr(memory, triplet.lmr_context, cache);
     if (!lmr.is_lmr || (receive && !lmr.Allows(DAT_MEM_PRIV_LOCAL_WRITE_FLAG)))
       return Status(Code::kPrivilegesViolation, receive ? Detail::kPrivilegesWrite : Detail::kPrivilegesRead);
     if (lmr.pz != pz)

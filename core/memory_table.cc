@@ -66,6 +66,7 @@ void MemoryTable::Publish(const WindowView& view) {
   {
     std::lock_guard lock(write_mutex_);
     windows_[slot].Write(view);
+    writes_.fetch_add(1, std::memory_order_release);
   }
   if (observer_ != nullptr) observer_->Published(view);
 }
@@ -76,6 +77,7 @@ void MemoryTable::Release(std::uint32_t key) {
   {
     std::lock_guard lock(write_mutex_);
     windows_[slot].Write(WindowView{});
+    writes_.fetch_add(1, std::memory_order_release);
   }
   // Before the slot is free: a key reissued from it is never published while the old one may
   // still be in use.

@@ -73,6 +73,7 @@ class MemoryTable {
       const WindowView view = windows_[slot].Read();
       if (view.key != key || key == 0 || !check(view)) return false;
       windows_[slot].Write(WindowView{});
+      writes_.fetch_add(1, std::memory_order_release);
     }
     if (observer_ != nullptr) observer_->Revoked(key);
     return true;
@@ -81,6 +82,10 @@ class MemoryTable {
   // What `key` grants now: a view whose key is 0 when nothing does (no such key, a stale
   // generation, a released slot). Lock-free; safe from progress threads.
   WindowView Find(std::uint32_t key) const;
+  // How many window writes (Publish, Release, Invalidate) have completed: a view read by Find
+  // after this returned `n` is still what its key grants for as long as writes() is still `n`
+  // (LocalIovCache).
+  std::uint64_t writes() const { return writes_.load(std::memory_order_acquire); }
 
  private:
   // Where `key` would live: its high bits for the table's own keys, the map for device keys.
@@ -93,6 +98,7 @@ class MemoryTable {
   std::unique_ptr<std::uint8_t[]> generations_;
   softdat::Mutex mutex_;        // guards free_ and generations_ (control path only)
   softdat::Mutex write_mutex_;  // one writer per window at a time (Publish, Release, Invalidate)
+  std::atomic<std::uint64_t> writes_{0};  // see writes(); bumped under write_mutex_ after each write
   std::vector<std::uint32_t> free_;
   mutable softdat::SharedMutex device_mutex_;  // guards device_slots_ (posts read it shared)
   std::unordered_map<std::uint32_t, std::uint32_t> device_slots_;  // device key -> slot

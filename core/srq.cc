@@ -118,7 +118,7 @@ Status Srq::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, D
   CheckedIov checked;
   const std::span<const DAT_LMR_TRIPLET> iov(local_iov, static_cast<std::size_t>(num_segments));
   if (Status status = CheckLocalIov(ia_->memory(), pz_, iov, LocalUse::kReceive, Detail::kParamLocalIov,
-                                    segments, checked);
+                                    segments, checked, SharedLocalIovCache::Use(iov_cache_).get());
       !status.ok())
     return status;
   const Status status = pool_->Post(cookie, std::span<const Segment>(segments, checked.count));

@@ -22,6 +22,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "core/handle.h"
+#include "core/local_iov.h"
 #include "srq/device_queue.h"
 #include "srq/low_watermark_listener.h"
 #include "srq/srq_pool.h"
@@ -127,6 +128,7 @@ class Srq : public HandleHeader {
   Ia* ia_;
   Pz* pz_;
   std::unique_ptr<srq::SrqPool> pool_;
+  SharedLocalIovCache iov_cache_;  // the LMR the last dat_srq_post_recv posted into
   const std::uint64_t serial_;
   mutable softdat::Mutex recv_evds_mutex_;
   std::vector<std::pair<Evd*, int>> recv_evds_;  // EVD, how many EPs of this SRQ name it
