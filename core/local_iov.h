@@ -34,8 +34,8 @@ struct CheckedIov {
 
 // The last LMR a posting path found, kept while the table has no write since it was read (see
 // MemoryTable::writes). A consumer posts from the same buffers again and again; the table's
-// lookup and consistent read cost about 140 instructions a segment, a third of a same-host
-// dat_ep_post_send's own work. One user at a time (the caller's lock guards it).
+// lookup and consistent read of the window cost about 140 instructions a segment on every post
+// (docs/PERFORMANCE.md, "Same host"). One user at a time (the caller's lock guards it).
 struct LocalIovCache {
   std::uint64_t writes = ~std::uint64_t{0};  // never a count the table reaches
   std::uint32_t key = 0;
