@@ -120,8 +120,8 @@ bool LocalPaths::Poll(bool progress_thread) {
     }
   }
   bool moved = false;
-  for (std::size_t i = 0; i < ready.size(); ++i) {
-    LocalConnection& connection = ready[i];
+  for (const std::shared_ptr<LocalConnection>& held : ready) {
+    LocalConnection& connection = *held;
     moved |= connection.Poll();
     // Work left (a budget used up, a note left meanwhile): its bit again, for the next poll.
     if (by_bits && connection.HasWork() && connection.activity_slot() != shm::kNoActivitySlot) {
@@ -136,9 +136,9 @@ void LocalPaths::ScanLocked(ReadyConnections& ready, std::size_t limit) {
   const std::size_t count = live_.size();
   limit = std::min(limit, count);
   std::size_t looked = 0;
-  while (looked < limit && !ready.full()) {
+  while (looked < limit && ready.size() < kReadyPerScan) {
     const std::size_t at = (cursor_ + looked++) % count;
-    if (live_[at]->HasWork()) ready.Add(live_[at]);
+    if (live_[at]->HasWork()) ready.push_back(live_[at]);
   }
   // The next scan starts after the last one looked at: a bounded scan treats all alike.
   if (count != 0) cursor_ = (cursor_ + looked) % count;
@@ -146,7 +146,7 @@ void LocalPaths::ScanLocked(ReadyConnections& ready, std::size_t limit) {
 
 void LocalPaths::TakeMarkedLocked(ReadyConnections& ready) {
   const std::size_t words = std::min((by_slot_.size() + 63) / 64, shm::kActivityWords);
-  for (std::size_t i = 0; i < words && !ready.full(); ++i) {
+  for (std::size_t i = 0; i < words && ready.size() < kReadyPerScan; ++i) {
     const std::size_t word = (word_cursor_ + i) % words;
     if (activity_->Peek(word) == 0) continue;
     std::uint64_t bits = activity_->Take(word);
@@ -154,8 +154,8 @@ void LocalPaths::TakeMarkedLocked(ReadyConnections& ready) {
       const std::size_t slot = word * 64 + static_cast<std::size_t>(std::countr_zero(bits));
       bits &= bits - 1;
       // A bit of no live connection (one that ended, or a peer's stray mark) is dropped.
-      if (slot < by_slot_.size() && by_slot_[slot] != nullptr) ready.Add(by_slot_[slot]);
-      if (ready.full()) {
+      if (slot < by_slot_.size() && by_slot_[slot] != nullptr) ready.push_back(by_slot_[slot]);
+      if (ready.size() == kReadyPerScan) {
         if (bits != 0) activity_->Give(word, bits);  // the rest, for the next poll
         word_cursor_ = (word + 1) % words;          // which starts after this word: all alike
         return;

@@ -23,9 +23,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/static_vector.hpp>
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <span>
 #include <vector>
 
@@ -130,29 +130,11 @@ class LocalPaths {
              std::unique_ptr<shm::KeyTable> keys);
   // Connections one poll moves; the next poll starts after the last one it took.
   static constexpr std::size_t kReadyPerScan = 16;
-  // The connections a poll found ready, each held (its own reference, the live list may drop it
-  // meanwhile) from when it is found: an array of kReadyPerScan shared_ptrs, built and destroyed
-  // on every poll, was about 100 instructions of a same-host round trip (shm_profile).
-  class ReadyConnections {
-   public:
-    ReadyConnections() {}
-    ~ReadyConnections() { std::destroy_n(at(0), count_); }
-    ReadyConnections(const ReadyConnections&) = delete;
-    ReadyConnections& operator=(const ReadyConnections&) = delete;
-    std::size_t size() const { return count_; }
-    bool full() const { return count_ == kReadyPerScan; }
-    void Add(const std::shared_ptr<LocalConnection>& connection) {
-      std::construct_at(at(count_++), connection);
-    }
-    LocalConnection& operator[](std::size_t i) { return **at(i); }
-
-   private:
-    std::shared_ptr<LocalConnection>* at(std::size_t i) {
-      return std::launder(reinterpret_cast<std::shared_ptr<LocalConnection>*>(storage_)) + i;
-    }
-    alignas(std::shared_ptr<LocalConnection>) unsigned char storage_[kReadyPerScan * sizeof(std::shared_ptr<LocalConnection>)];
-    std::size_t count_ = 0;
-  };
+  // The connections a poll found ready, each held (its own reference: the live list may drop it
+  // meanwhile) from when it is found. A fixed-capacity vector, not an array: an array of
+  // kReadyPerScan shared_ptrs, built and destroyed on every poll, was about 100 instructions of a
+  // same-host round trip (shm_profile).
+  using ReadyConnections = boost::container::static_vector<std::shared_ptr<LocalConnection>, kReadyPerScan>;
 
   // Whether a live connection has work; `earliest` (if given) gets the earliest deadline of those
   // that have none (0: no deadline).
