@@ -65,8 +65,7 @@ void MemoryTable::Publish(const WindowView& view) {
   if (!SlotOf(view.key, slot)) return;
   {
     std::lock_guard lock(write_mutex_);
-    windows_[slot].Write(view);
-    writes_.fetch_add(1, std::memory_order_release);
+    WriteLocked(slot, view);
   }
   if (observer_ != nullptr) observer_->Published(view);
 }
@@ -76,8 +75,7 @@ void MemoryTable::Release(std::uint32_t key) {
   if (!SlotOf(key, slot)) return;
   {
     std::lock_guard lock(write_mutex_);
-    windows_[slot].Write(WindowView{});
-    writes_.fetch_add(1, std::memory_order_release);
+    WriteLocked(slot, WindowView{});
   }
   // Before the slot is free: a key reissued from it is never published while the old one may
   // still be in use.

@@ -72,8 +72,7 @@ class MemoryTable {
       std::lock_guard lock(write_mutex_);
       const WindowView view = windows_[slot].Read();
       if (view.key != key || key == 0 || !check(view)) return false;
-      windows_[slot].Write(WindowView{});
-      writes_.fetch_add(1, std::memory_order_release);
+      WriteLocked(slot, WindowView{});
     }
     if (observer_ != nullptr) observer_->Revoked(key);
     return true;
@@ -88,6 +87,11 @@ class MemoryTable {
   std::uint64_t writes() const { return writes_.load(std::memory_order_acquire); }
 
  private:
+  // Under write_mutex_: `slot`'s window becomes `view`, and the write is counted (writes()).
+  void WriteLocked(std::uint32_t slot, const WindowView& view) {
+    windows_[slot].Write(view);
+    writes_.fetch_add(1, std::memory_order_release);
+  }
   // Where `key` would live: its high bits for the table's own keys, the map for device keys.
   bool SlotOf(std::uint32_t key, std::uint32_t& slot) const;
 
