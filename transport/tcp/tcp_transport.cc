@@ -199,6 +199,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
     local.address = address;
     local.rnr_timeout_ms = options.rnr_timeout_ms;
     local.max_private_data = kMaxPrivateData;
+    local.busy_poll = busy_poll_;
     local_ = LocalPaths::Create(io_, kicks_, poll_set_, local);
   }
   // Signals stay with the consumer's threads. progress=poll has no progress thread, only the

@@ -87,6 +87,10 @@ bool TcpTransportTestAccess::AsioDue(TcpTransport& transport, std::uint32_t call
   return transport.AsioDue(calls, any);
 }
 
+std::size_t TcpTransportTestAccess::QueuedKicks(TcpTransport& transport) { return transport.kicks_.depth(); }
+
+softdat::Mutex& TcpTransportTestAccess::LocalListLock(TcpTransport& transport) { return transport.local_->mutex_; }
+
 void TcpTransportTestAccess::ClearActivity(TcpTransport& transport) {
   for (std::size_t word = 0; word < shm::kActivityWords; ++word) (void)transport.local_->activity_->Take(word);
 }

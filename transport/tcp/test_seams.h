@@ -55,6 +55,11 @@ struct TcpTransportTestAccess {
   static void LookInTurn(TcpTransport& transport, std::size_t per_poll);
   // Clears every bit of the transport's activity table, as a hostile peer may.
   static void ClearActivity(TcpTransport& transport);
+  // How many connections wait in the transport's kick queue.
+  static std::size_t QueuedKicks(TcpTransport& transport);
+  // The lock of the transport's list of live same-host connections: a test holds it as another
+  // poller in its scan does.
+  static softdat::Mutex& LocalListLock(TcpTransport& transport);
   // Whether a consumer's `calls`th poll (`any`: it moved something) runs the io_context.
   static bool AsioDue(TcpTransport& transport, std::uint32_t calls, bool any);
 };
