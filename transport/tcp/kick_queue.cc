@@ -71,7 +71,7 @@ void KickQueue::Push(std::shared_ptr<ProgressTarget> connection) {
     return;
   }
   // One wake per batch of kicks, and none when a polling consumer will drain the ring itself.
-  if (first && needs_wake_ && needs_wake_()) Wake();
+  if (first && NeedsWake()) Wake();
 }
 
 void KickQueue::Wake() {
@@ -127,7 +127,7 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
       ++requeued;
     }
   }
-  if (wake && needs_wake_ && needs_wake_()) Wake();
+  if (wake && NeedsWake()) Wake();
   return any;
 }
 

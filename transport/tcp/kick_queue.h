@@ -51,6 +51,10 @@ class KickQueue {
   bool queued() const { return depth_.load(std::memory_order_relaxed) != 0; }
   // How many connections are queued (read without the lock: a hint, exact once posts stop).
   std::size_t depth() const { return depth_.load(std::memory_order_relaxed); }
+  // Whether a push now would wake the progress thread (the constructor's `needs_wake`): false
+  // while a consumer polls, which drains the ring, and always in busy-poll mode. The caller
+  // issued a seq_cst fence after what the push would announce.
+  bool NeedsWake() const { return needs_wake_ && needs_wake_(); }
   // Starts waiting on the eventfd (progress context, once).
   void Start();
 

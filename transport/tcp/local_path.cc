@@ -210,7 +210,6 @@ void LocalPaths::Mark(std::uint32_t slot) {
   // comes after this load (the bit is set, or the take sees it set) or the poll sees the note.
   // The load first: below kLookAtAllBelow nobody takes the bits, and a write to the shared word
   // on every Send would pull the line from the peers that mark it.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
   const std::size_t word = slot / 64;
   const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
   if ((activity_->Peek(word) & bit) == 0) activity_->Give(word, bit);
@@ -574,15 +573,20 @@ bool LocalConnection::OnKick(bool, std::uint64_t) {
 }
 
 void LocalConnection::Kick(shm::Connection&) {
-  // progress=poll: nobody but the consumers' polls moves the connection, and each of them looks at
-  // the live connections (LocalPaths::Poll, right after the kick queue): the note the engine left
-  // is found there, every connection looked at below kLookAtAllBelow live ones and the marked ones
-  // from then on. The kick queue's push and drain (a lock each, a reference taken and dropped)
-  // were about 300 instructions of a same-host 8 B round trip (shm_profile). A connection with no
-  // bit, or not yet or no longer in the live list, is kicked as in the default mode: there the
-  // kick wakes the progress thread, which may sleep.
-  if (paths_.options().busy_poll && activity_slot_ != shm::kNoActivitySlot &&
-      registered_.load(std::memory_order_acquire)) {
+  // While a consumer polls (always, in busy-poll mode), a kick wakes nobody: it waits in the ring
+  // for the consumer's next poll, which looks at the live connections right after the ring
+  // (LocalPaths::Poll: each of them below kLookAtAllBelow, the marked ones from then on) and finds
+  // the engine's note there anyway. So the note marks this connection's bit instead: the ring's
+  // push and drain (a lock each, a reference taken and dropped, the engine polled twice) were
+  // about 300 instructions of a same-host 8 B round trip (shm_profile). Should the consumer stop
+  // polling, the progress thread looks at every live connection before it sleeps
+  // (PrepareSleep), as it drains the ring at the spell's end: the same bound as a queued kick.
+  // The fence orders the note before the look at the consumers (a Dekker pair with the spell's
+  // end: TcpTransport::EndConsumerSpell). A connection with no bit, or not yet or no longer in
+  // the live list, is kicked.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (activity_slot_ != shm::kNoActivitySlot && registered_.load(std::memory_order_acquire) &&
+      !paths_.kicks().NeedsWake()) {
     paths_.Mark(activity_slot_);
     return;
   }

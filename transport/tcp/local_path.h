@@ -79,9 +79,6 @@ class LocalPaths {
     sockaddr_in address{};  // the IA's
     std::uint32_t rnr_timeout_ms = 0;
     std::uint32_t max_private_data = 0;
-    // progress=poll: every poll is a consumer's, and each looks at the live connections (Poll),
-    // so a connection's note marks its activity bit instead of queueing a kick (Mark).
-    bool busy_poll = false;
   };
   // Null (with a warning) when the key table cannot be made: the IA then uses TCP only.
   static std::unique_ptr<LocalPaths> Create(boost::asio::io_context& io, KickQueue& kicks, PollSet& poll_set,
@@ -113,7 +110,7 @@ class LocalPaths {
   const std::shared_ptr<ActivitySlots>& slots() const { return slots_; }
   const shm::ActivityTable* activity() const { return activity_.get(); }
   // Sets `slot`'s bit in the IA's own activity table (a note of ours, for the next poll by bits).
-  // The caller published what the poll must see (the note) before it.
+  // The caller issued a seq_cst fence after what the poll must see (the note).
   void Mark(std::uint32_t slot);
   void Add(const std::shared_ptr<LocalConnection>& connection);
   void Remove(const LocalConnection* connection);

@@ -46,12 +46,14 @@ class LocalPathTest : public ::testing::Test {
     server_transport_.reset();
   }
 
-  static std::unique_ptr<Transport> Make(ShmMode mode, ProgressMode progress = ProgressMode::kThread) {
+  static std::unique_ptr<Transport> Make(ShmMode mode, ProgressMode progress = ProgressMode::kThread,
+                                         std::uint32_t handoff_us = 200) {
     IaParams params;
     params.kind = TransportKind::kTcp;
     params.address = "127.0.0.1";
     params.options.shm = mode;
     params.options.progress = progress;
+    params.options.handoff_us = handoff_us;
     std::string why;
     std::unique_ptr<Transport> transport;
     EXPECT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
@@ -392,6 +394,40 @@ TEST_F(LocalPathTest, InPollModeANoteIsFoundByTheNextPollWithoutAKick) {
   holder.join();
   (void)client.Progress();
   EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 2u) << "the note was lost with the scan it missed";
+  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin()));
+  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8));
+}
+
+// The default mode, while a consumer polls: its kicks would wake nobody (its next poll drains
+// them), so a same-host connection's note queues none, and the consumer's next poll finds it in
+// the scan. When the consumer stops polling without a word, the progress thread ends the spell
+// handoff_us after its last poll and finds the note in its look before it sleeps. The hand-off
+// is a second here, so the posts come well inside the spell.
+TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTakesItWhenThePollsStop) {
+  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kThread, 1'000'000);
+  server_transport_ = Make(ShmMode::kAuto);
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
+  ASSERT_EQ(Local(client_transport_), 1u);
+
+  std::vector<std::uint8_t> message = Bytes(8, 9), sinks(16, 0);
+  std::vector<Segment> out = {SegmentOf(message)};
+  std::vector<Segment> first = {SegmentOf(sinks, 0, 8)}, second = {SegmentOf(sinks, 8, 8)};
+  server_events_.AddBuffer(first);
+  server_events_.AddBuffer(second);
+  for (int i = 0; i < 10; ++i) (void)client.Progress();  // a consumer polls: its spell begins
+  ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
+  EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(client), 0u) << "a note queued a kick while a consumer polled";
+  (void)client.Progress();
+  EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 1u) << "the consumer's next poll did not report the Send";
+
+  // The consumer posts and stops polling.
+  ASSERT_TRUE(Post(WorkKind::kSend, 2, out).ok());
+  EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(client), 0u);
+  EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }))
+      << "the note left in the consumer's spell waited for a poll that never came";
   EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
   EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin()));
   EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8));

@@ -199,7 +199,6 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
     local.address = address;
     local.rnr_timeout_ms = options.rnr_timeout_ms;
     local.max_private_data = kMaxPrivateData;
-    local.busy_poll = busy_poll_;
     local_ = LocalPaths::Create(io_, kicks_, poll_set_, local);
   }
   // Signals stay with the consumer's threads. progress=poll has no progress thread, only the
@@ -302,7 +301,10 @@ void TcpTransport::WatchConsumers() {
 
 void TcpTransport::EndConsumerSpell() {
   // Store, fence, then look at the ring; a Push writes the ring, then reads the flag (seq_cst):
-  // either this drain sees its connection or its push wakes the thread.
+  // either this drain sees its connection or its push wakes the thread. A same-host connection's
+  // note, which marks the connection instead of pushing while consumers poll
+  // (LocalConnection::Kick: note, fence, flag), is found by the look this thread takes at every
+  // live same-host connection before it sleeps (LocalPaths::PrepareSleep).
   consumers_active_.store(false, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   kicks_.Drain();
