@@ -34,6 +34,15 @@ inline constexpr std::uint32_t kNoActivitySlot = 0xffffffffu;  // the connection
 inline constexpr std::size_t kActivityWords = kActivitySlots / 64;
 inline constexpr std::size_t kActivityBytes = kActivityWords * sizeof(std::uint64_t);
 
+// Sets `slot`'s bit (slot < kActivitySlots) of the table at `words` unless it is set: the load
+// first, so a bit already set (nobody took it) costs no write to a line other processes read.
+// The caller issued a seq_cst fence after what it published.
+inline void MarkSlot(std::atomic<std::uint64_t>* words, std::uint32_t slot) {
+  std::atomic<std::uint64_t>& word = words[slot / 64];
+  const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
+  if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_release);
+}
+
 // The IA's table.
 class ActivityTable {
  public:
@@ -48,6 +57,8 @@ class ActivityTable {
   std::uint64_t Take(std::size_t word) { return Word(word).exchange(0, std::memory_order_seq_cst); }
   // Sets bits of word `word` again (what a poll took but left for later, or work left behind).
   void Give(std::size_t word, std::uint64_t bits) { Word(word).fetch_or(bits, std::memory_order_release); }
+  // Marks one of the IA's own connections, as a peer would (a note its consumer threads left).
+  void Mark(std::uint32_t slot) { MarkSlot(&Word(0), slot); }
 
  private:
   ActivityTable() = default;
@@ -65,11 +76,7 @@ class ActivityView {
   static Status Open(int fd, std::unique_ptr<ActivityView>& view);
   // Sets `slot`'s bit (slot < kActivitySlots) unless it is set. The caller issued a seq_cst fence
   // after what it published.
-  void Mark(std::uint32_t slot) {
-    auto& word = reinterpret_cast<std::atomic<std::uint64_t>*>(mapping_.data())[slot / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
-    if ((word.load(std::memory_order_relaxed) & bit) == 0) word.fetch_or(bit, std::memory_order_release);
-  }
+  void Mark(std::uint32_t slot) { MarkSlot(reinterpret_cast<std::atomic<std::uint64_t>*>(mapping_.data()), slot); }
 
  private:
   Mapping mapping_;

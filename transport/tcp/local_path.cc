@@ -204,17 +204,6 @@ bool LocalPaths::PrepareSleep() {
 
 void LocalPaths::EndSleep() { keys_->EndSleep(); }
 
-void LocalPaths::Mark(std::uint32_t slot) {
-  // The activity table's order (shm/activity.h): the note, a seq_cst fence, then the bit if clear;
-  // a poll takes the word (seq_cst) before it looks at the connection. Either the poll's take
-  // comes after this load (the bit is set, or the take sees it set) or the poll sees the note.
-  // The load first: below kLookAtAllBelow nobody takes the bits, and a write to the shared word
-  // on every Send would pull the line from the peers that mark it.
-  const std::size_t word = slot / 64;
-  const std::uint64_t bit = std::uint64_t{1} << (slot % 64);
-  if ((activity_->Peek(word) & bit) == 0) activity_->Give(word, bit);
-}
-
 std::uint32_t ActivitySlots::Allocate() {
   std::lock_guard lock(mutex_);
   if (!free_.empty()) {
@@ -587,7 +576,9 @@ void LocalConnection::Kick(shm::Connection&) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (activity_slot_ != shm::kNoActivitySlot && registered_.load(std::memory_order_acquire) &&
       !paths_.kicks().NeedsWake()) {
-    paths_.Mark(activity_slot_);
+    // The table's order (shm/activity.h): the note, the fence above, then the bit if clear; a
+    // poll takes the word (seq_cst) before it looks at the connection.
+    paths_.activity()->Mark(activity_slot_);
     return;
   }
   paths_.kicks().Push(shared_from_this());

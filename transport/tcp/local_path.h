@@ -108,10 +108,7 @@ class LocalPaths {
   // Connections (LocalConnection).
   // The bits of the IA's activity table (null: no table) and the table.
   const std::shared_ptr<ActivitySlots>& slots() const { return slots_; }
-  const shm::ActivityTable* activity() const { return activity_.get(); }
-  // Sets `slot`'s bit in the IA's own activity table (a note of ours, for the next poll by bits).
-  // The caller issued a seq_cst fence after what the poll must see (the note).
-  void Mark(std::uint32_t slot);
+  shm::ActivityTable* activity() const { return activity_.get(); }
   void Add(const std::shared_ptr<LocalConnection>& connection);
   void Remove(const LocalConnection* connection);
   // A port number for the active side of a connection (dat_cr_query shows it to the peer): the

@@ -75,6 +75,14 @@ class LocalPathTest : public ::testing::Test {
     ASSERT_TRUE(pending_->Accept(*server_, welcome).ok());
   }
 
+  // A client with progress=poll moves only when polled: polls it (bounded) until established.
+  void PollUntilEstablished(TcpTransport& client) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (client_events_.Get(client_events_.established) != 1 && std::chrono::steady_clock::now() < until)
+      (void)client.Progress();
+    ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  }
+
   void ConnectBoth(const std::vector<std::uint8_t>& hello = {}, const std::vector<std::uint8_t>& welcome = {}) {
     ASSERT_NO_FATAL_FAILURE(ConnectAndAccept(hello, welcome));
     ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established == 1; }));
@@ -360,10 +368,7 @@ TEST_F(LocalPathTest, InPollModeANoteIsFoundByTheNextPollWithoutAKick) {
   ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
   auto& client = static_cast<TcpTransport&>(*client_transport_);
   ASSERT_NO_FATAL_FAILURE(ConnectAndAccept());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.established) != 1 && std::chrono::steady_clock::now() < until)
-    (void)client.Progress();
-  ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  ASSERT_NO_FATAL_FAILURE(PollUntilEstablished(client));
   ASSERT_EQ(Local(client_transport_), 1u);
   for (int i = 0; i < 10; ++i) (void)client.Progress();  // the setup is behind it
 
@@ -445,10 +450,7 @@ TEST_F(LocalPathTest, ASpinningPollerRunsTheIoContextByTheClockOnlyWithSameHostC
   EXPECT_FALSE(TcpTransportTestAccess::AsioDue(client, 9, false));
   ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
   ASSERT_NO_FATAL_FAILURE(ConnectAndAccept());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.established) == 0 && std::chrono::steady_clock::now() < until)
-    (void)client.Progress();
-  ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  ASSERT_NO_FATAL_FAILURE(PollUntilEstablished(client));
   ASSERT_EQ(Local(client_transport_), 1u);
   EXPECT_FALSE(TcpTransportTestAccess::AsioDue(client, 8, false)) << "same-host connections alone: by the clock";
 }
@@ -574,10 +576,7 @@ TEST_F(LocalPathTest, AnEndpointThatGoesClosesItsDescriptorAtOnce) {
   pending_ = requests_.Next();
   ASSERT_NE(pending_, nullptr);
   ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.established) != 1 && std::chrono::steady_clock::now() < until)
-    (void)client.Progress();
-  ASSERT_EQ(client_events_.Get(client_events_.established), 1);
+  ASSERT_NO_FATAL_FAILURE(PollUntilEstablished(client));
   const int fd = TcpTransportTestAccess::LocalEngineSocket(client, 0);
   ASSERT_GE(fd, 0);
   struct stat before {};
