@@ -567,7 +567,7 @@ void LocalConnection::Kick(shm::Connection&) {
   // (LocalPaths::Poll: each of them below kLookAtAllBelow, the marked ones from then on) and finds
   // the engine's note there anyway. So the note marks this connection's bit instead: the ring's
   // push and drain (a lock each, a reference taken and dropped, the engine polled twice) were
-  // about 300 instructions of a same-host 8 B round trip (shm_profile). Should the consumer stop
+  // about 150 instructions of a same-host 8 B round trip (shm_profile). Should the consumer stop
   // polling, the progress thread looks at every live connection before it sleeps
   // (PrepareSleep), as it drains the ring at the spell's end: the same bound as a queued kick.
   // The fence orders the note before the look at the consumers (a Dekker pair with the spell's

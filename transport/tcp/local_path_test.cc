@@ -360,7 +360,7 @@ TEST_F(LocalPathTest, TheProgressThreadDoesNotSleepOnWorkAnotherThreadHolds) {
 // connections, so a connection's note (a Send written at post completes: its completion waits to
 // be reported) queues no kick: the next poll finds it in the scan. A note left while another
 // poller holds the list (the test holds it as that poller would, its scan past the connection)
-// is not lost: the first poll after finds it. The kick's push and drain were about 300
+// is not lost: the first poll after finds it. The kick's push and drain were about 150
 // instructions of a same-host round trip.
 TEST_F(LocalPathTest, InPollModeANoteIsFoundByTheNextPollWithoutAKick) {
   client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
