@@ -101,7 +101,7 @@ pair() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do client+=("$1"); shift; done
   [ $# -gt 0 ] && { shift; quit=("$@"); }
   local log=$work/$name.log cap=$work/$name.pcap t0=$SECONDS td=
-  rm -f "$cap"
+  rm -f "$cap" "$work/$name.sockets"
   : >"$log"
   # softdat-tcp and siw speak iWARP over TCP on siw0's address: capture it (loopback in the guest).
   if [[ "$sconf $cconf" == *tcp-* || "$sconf $cconf" == *-siw* ]]; then
@@ -115,6 +115,12 @@ pair() {
   wait_ready "$ready" "$log" $spid "$port" || echo "server never became ready" >>"$log"
   DAT_OVERRIDE=$work/$cconf.conf timeout 200 "${client[@]}" >>"$log" 2>&1
   local crc=$? qrc=0
+  if [ $crc != 0 ]; then
+    # The guest's TCP sockets as the client failed, while the server still runs: when rdma_cm's
+    # port for a siw connection is one another socket holds (docs/WIRE.md, "Ports": "Address
+    # already in use"), the holder is among them (listeners and sockets without SO_REUSEADDR).
+    ss -tanpe >"$work/$name.sockets" 2>&1
+  fi
   if [ ${#quit[@]} -gt 0 ]; then DAT_OVERRIDE=$work/$cconf.conf timeout 60 "${quit[@]}" >>"$log" 2>&1; qrc=$?; fi
   wait $spid
   local src=$? rc=0
@@ -141,6 +147,10 @@ pair() {
     fi
   fi
   record "$name" $rc "$log" $((SECONDS - t0))
+  if [ -s "$work/$name.sockets" ]; then
+    echo "   | TCP sockets when the client failed (ss -tanpe):"
+    head -n 80 "$work/$name.sockets" | sed 's/^/   | /'
+  fi
 }
 
 # The stock consumers between two providers. dtest: its default moves 1000 x 4 MiB each way
