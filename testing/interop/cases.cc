@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -387,15 +388,32 @@ bool LowWatermark(Peer& peer, const Setup& setup) {
   return c.Receive(Control::kDone, done) && peer.Disconnect(c.ep, true);
 }
 
+// One provider-specific IA attribute's value ("" when the provider has none by that name).
+std::string ProviderAttr(Peer& peer, const char* name) {
+  DAT_IA_ATTR attr{};
+  DAT_PROVIDER_ATTR provider{};
+  if (dat_ia_query(peer.ia(), nullptr, DAT_IA_ALL, &attr, DAT_PROVIDER_FIELD_ALL, &provider) != DAT_SUCCESS) return "";
+  for (DAT_COUNT i = 0; i < provider.num_provider_specific_attr; ++i)
+    if (std::strcmp(provider.provider_specific_attr[i].name, name) == 0) return provider.provider_specific_attr[i].value;
+  return "";
+}
+
 // Linux siw's zero-copy CRC race, provoked: the server rewrites the region the client reads,
 // without pause, while its stack serves the Reads with CRC on. A stack that checksums a Read
 // Response and then sends pages that changed meanwhile puts a wrong CRC on the wire; the client
 // (softdat-tcp, CRC on) must refuse that FPDU: the Read fails and the connection breaks (softdat
-// logs "FPDU CRC mismatch" and sends a Terminate). The client tries at most `attempts`
-// connections of `reads` Reads and passes once it has seen a refusal; a stack that checksums
-// what it sends never gives one, and then the case fails, saying so.
+// logs "FPDU CRC mismatch" and sends a Terminate). The race is not left to the guest's scheduler:
+// the client runs with progress=poll, so nothing reads its socket while it sleeps, and after each
+// Read it sleeps kHold before asking for the completion. The Response (256 KiB, four times the
+// client's first receive window) stops partway: what siw checksummed and queued waits in the
+// client's socket, the FPDU at the window's edge waits half-sent in siw, and the writer rewrites
+// the pages behind both many times meanwhile. (With 64 KiB Reads and no hold one full-suite
+// run saw no refusal in 500 Reads; with the hold and 256 KiB, 16 guest runs saw the refusal
+// within the first three Reads, mostly at the first.)
+// The client tries at most `attempts` connections of `reads` Reads and passes once it has seen a
+// refusal; a stack that checksums what it sends never gives one, and then the case fails, saying so.
 bool CrcRace(Peer& peer, const Setup& setup) {
-  constexpr std::size_t kRegion = 64 * 1024;  // many pages: siw sends it zero-copy
+  constexpr std::size_t kRegion = 256 * 1024;  // many pages, more than one receive window
   Region region;
   if (!peer.Register(kRegion, region)) return false;
   struct Cleanup {
@@ -442,6 +460,11 @@ bool CrcRace(Peer& peer, const Setup& setup) {
     }
     return Fail("more connections than the client may make");
   }
+  // Long against a 256 KiB memset even under TCG, short against the suite's bound (30 Reads).
+  constexpr auto kHold = std::chrono::milliseconds(20);
+  if (const std::string progress = ProviderAttr(peer, "SOFTDAT_PROGRESS"); progress != "poll")
+    return Fail("crc-race's client holds each Response in its socket: it needs softdat with progress=poll, got "
+                "SOFTDAT_PROGRESS \"%s\"", progress.c_str());
   int refusals = 0, reads = 0, connections = 0;
   for (int attempt = 0; attempt < setup.attempts && refusals == 0; ++attempt) {
     peer.NewCase();
@@ -464,6 +487,7 @@ bool CrcRace(Peer& peer, const Setup& setup) {
           s != DAT_SUCCESS)
         return Fail("dat_ep_post_rdma_read: %s", DatText(s).c_str());
       ++reads;
+      std::this_thread::sleep_for(kHold);  // progress=poll: the Response stays in the socket
       DAT_DTO_COMPLETION_EVENT_DATA done;
       if (!peer.WaitRequestDone(tag, done)) return false;
       if (done.status == DAT_DTO_SUCCESS) continue;

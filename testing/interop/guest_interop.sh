@@ -43,6 +43,7 @@ conf() {  # conf KIND LIBRARY PROVIDER_ID IA_PARAMS
   echo "interop u2.0 nonthreadsafe default $2 $3 \"$4\" \"\"" >"$work/$1.conf"
 }
 conf tcp-crc "$lib" softdat.2.0 "tcp $siw_ip crc=on"
+conf tcp-crc-poll "$lib" softdat.2.0 "tcp $siw_ip crc=on progress=poll"
 conf tcp-nocrc "$lib" softdat.2.0 "tcp $siw_ip crc=off"
 conf verbs-siw "$lib" softdat.2.0 "verbs siw0 1"
 conf verbs-rxe "$lib" softdat.2.0 "verbs rxe0 1"
@@ -238,16 +239,18 @@ done
 
 # --- C. the siw CRC race, provoked ------------------------------------------------------------------
 # OFED DAPL on siw0 serves Reads of a region its own thread rewrites without pause; softdat-tcp
-# (CRC on) reads it. At least one Read must fail with the connection broken (interop_peer checks),
-# softdat must have logged the CRC mismatch, and its LLP CRC Terminate must be on the wire.
+# (CRC on, progress=poll) reads it, leaving each 256 KiB Response unread for a while so the
+# rewrite lands between siw's CRC and the copy out of siw's pages (cases.cc, CrcRace). At least
+# one Read must fail with the connection broken (interop_peer checks), softdat must have logged the CRC mismatch, and its LLP CRC Terminate must be on the wire.
 # (Capturing siw's side would not show the bad CRC reliably anyway: on loopback tcpdump copies a
 # zero-copy page when it is sent, the receiver reads it later.)
 if [ -z "$only" ] || [[ C-crc-race =~ $only ]]; then
-  # Only softdat's direction is captured: the Read Requests and the Terminate. siw's 64 KiB Read
+  # Only softdat's direction is captured: the Read Requests and the Terminate. siw's 256 KiB Read
   # Responses, at full speed, make a TCG guest's tcpdump drop packets.
-  keep_capture=1 capture_filter="and dst port 47700" pair C-crc-race ofed-siw tcp-crc peer 0 \
+  keep_capture=1 capture_filter="and dst port 47700" pair C-crc-race ofed-siw tcp-crc-poll peer 0 \
     "$peer" server --ia interop --port 47700 --cases crc-race --iwarp -- \
-    "$peer" client --ia interop --port 47700 --host $siw_ip --cases crc-race --iwarp --attempts 10 --reads 50
+    "$peer" client --ia interop --port 47700 --host $siw_ip --cases crc-race --iwarp --attempts 3 --reads 10
+  grep 'crc-race: .* refusal' "$work/C-crc-race.log" | sed 's/^/   | /'  # how soon the race showed
   log=$work/C-crc-race-wire.log
   t0=$SECONDS
   "$dump" --port=47700 "$work/C-crc-race.pcap" >"$log" 2>&1
