@@ -9,8 +9,8 @@
 // On a device transport (Capabilities::receive_model kDevice) receives are also posted down and
 // the device picks the buffer a message lands in: the EP's own buffers are posted to its
 // transport endpoint under the recv_id the source gives them, SRQ buffers by the SRQ itself. A
-// device completion names its recv_id and the source takes exactly that buffer
-// (TakeDeviceChosen), so srq/ still orders, counts and flushes what the device completed.
+// device completion names its recv_id and the source takes and places exactly that buffer
+// (CompleteDeviceChosen), so srq/ still orders, counts and flushes what the device completed.
 //
 // Threads. Consumer calls may come from any thread (DAT marks most of them MT-unsafe per EP;
 // softdat makes them safe anyway). The transport calls the EndpointEvents from its progress

@@ -352,20 +352,14 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
                 static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
     return;
   }
+  // Taken and placed in one step (the receive source clamps the length to the buffer). An RDMA
+  // Write with immediate data placed nothing in it.
   std::uint32_t msn = 0;
-  srq::RecvBuffer buffer{};
-  if (receive_->TakeDeviceChosen(recv_id, msn, buffer) != srq::ReceiveSource::TakeResult::kTaken) {
+  const std::uint64_t length = info.extension.immediate ? 0 : info.length;
+  if (receive_->CompleteDeviceChosen(recv_id, length, ToDtoStatus(status), NotesOf(status, info), msn) !=
+      srq::ReceiveSource::TakeResult::kTaken) {
     SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, which names no buffer it holds",
                 static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
-    return;
-  }
-  // A device reports kLocalLength with what it could place at most; never more than the buffer.
-  // An RDMA Write with immediate data placed nothing in it.
-  const std::uint64_t length = info.extension.immediate ? 0 : std::min<std::uint64_t>(info.length, buffer.capacity);
-  const Status placed = receive_->Place(msn, length, ToDtoStatus(status), NotesOf(status, info));
-  if (!placed.ok()) {
-    SOFTDAT_LOG(kWarn, "EP %p: device receive %llu could not be placed (%s)", static_cast<void*>(this),
-                static_cast<unsigned long long>(recv_id), CodeName(placed.code()));
     return;
   }
   MarkReady(kDeliverReceives);

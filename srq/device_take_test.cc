@@ -134,5 +134,35 @@ TEST(EpRecvQueueDevice, DeviceCompletionsNameMessagesByPostingNumberFromTheConne
       << "a recv_id never posted names no buffer";
 }
 
+// The fused step every device receive takes (Ep::OnDeviceRecvDone): take and place under one
+// lock, the length clamped to the buffer; a refusal changes nothing.
+TEST(EpRecvQueueDevice, CompleteDeviceChosenTakesAndPlacesInOneStep) {
+  std::unique_ptr<EpRecvQueue> queue;
+  ASSERT_TRUE(EpRecvQueue::Create(8, 1, queue).ok());
+  for (std::uint64_t tag = 1; tag <= 3; ++tag) PostOwn(*queue, tag);  // 100 bytes each
+  ASSERT_TRUE(queue->BeginConnection().ok());
+  std::uint32_t msn = 0;
+  RecvNotes notes{};
+  notes.solicited = true;
+  ASSERT_EQ(queue->CompleteDeviceChosen(1, 40, DAT_DTO_SUCCESS, notes, msn), ReceiveSource::TakeResult::kTaken);
+  EXPECT_EQ(msn, 1u);
+  EXPECT_EQ(queue->CompleteDeviceChosen(9, 1, DAT_DTO_SUCCESS, {}, msn), ReceiveSource::TakeResult::kRefused)
+      << "a recv_id never posted names no buffer";
+  EXPECT_EQ(queue->CompleteDeviceChosen(1, 1, DAT_DTO_SUCCESS, {}, msn), ReceiveSource::TakeResult::kRefused)
+      << "placed already";
+  ASSERT_EQ(queue->CompleteDeviceChosen(2, 1 << 20, DAT_DTO_ERR_LOCAL_LENGTH, {}, msn),
+            ReceiveSource::TakeResult::kTaken);
+  EXPECT_EQ(msn, 2u);
+  EXPECT_TRUE(testing::PopsCompletion(*queue, 1, 40, DAT_DTO_SUCCESS, true));
+  EXPECT_TRUE(testing::PopsCompletion(*queue, 2, 100, DAT_DTO_ERR_LOCAL_LENGTH, false)) << "never more than the buffer";
+  RecvCompletion done{};
+  EXPECT_FALSE(queue->PopCompletion(done)) << "the third is not completed";
+  queue->Close();
+  EXPECT_EQ(queue->CompleteDeviceChosen(3, 1, DAT_DTO_SUCCESS, {}, msn), ReceiveSource::TakeResult::kRefused)
+      << "a closed queue takes no buffer";
+  ASSERT_TRUE(queue->PopCompletion(done));
+  EXPECT_EQ(done.status, DAT_DTO_ERR_FLUSHED);
+}
+
 }  // namespace
 }  // namespace softdat::srq

@@ -111,6 +111,27 @@ EpRecvQueue::TakeResult EpRecvQueue::TakeForMessage(std::uint32_t msn, RecvBuffe
 EpRecvQueue::TakeResult EpRecvQueue::TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn,
                                                       RecvBuffer& out) {
   std::lock_guard lock(mu_);
+  return TakeDeviceChosenLocked(recv_id, msn, out);
+}
+
+EpRecvQueue::TakeResult EpRecvQueue::CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length,
+                                                          DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes,
+                                                          std::uint32_t& msn) {
+  std::lock_guard lock(mu_);
+  RecvBuffer buffer;
+  const TakeResult taken = TakeDeviceChosenLocked(recv_id, msn, buffer);
+  if (taken != TakeResult::kTaken) return taken;
+  // What Place does, without its checks: the entry was taken just now, under this lock.
+  Entry& entry = At(msn - next_msn_);
+  entry.length = std::min(length, entry.capacity);
+  entry.status = status;
+  entry.notes = notes;
+  entry.state = State::kPlaced;
+  return TakeResult::kTaken;
+}
+
+EpRecvQueue::TakeResult EpRecvQueue::TakeDeviceChosenLocked(std::uint64_t recv_id, std::uint32_t& msn,
+                                                            RecvBuffer& out) {
   if (recv_id != recv_expected_) {
     SOFTDAT_LOG(kWarn, "receive queue %p: the device completed receive %llu, expected %llu: out of posting order",
                 static_cast<void*>(this), static_cast<unsigned long long>(recv_id),

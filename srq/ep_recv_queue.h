@@ -59,6 +59,8 @@ class EpRecvQueue final : public ReceiveSource {
   void Close() override;
   TakeResult TakeForMessage(std::uint32_t msn, RecvBuffer& out) override;
   TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) override;
+  TakeResult CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                                  const RecvNotes& notes, std::uint32_t& msn) override;
   Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                const RecvNotes& notes) override;
   // Its `slot` is meaningless here (nothing to reap): `pool` is null.
@@ -88,6 +90,8 @@ class EpRecvQueue final : public ReceiveSource {
 
   Entry& At(std::uint32_t offset) { return entries_[(head_ + offset) & (ring_size_ - 1)]; }
   TakeResult TakeLocked(std::uint32_t msn, RecvBuffer& out);
+  // TakeDeviceChosen with mu_ held.
+  TakeResult TakeDeviceChosenLocked(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out);
 
   const std::uint32_t limit_;
   const std::uint32_t max_iov_;

@@ -112,6 +112,10 @@ class CountOnlySource : public ReceiveSource {
   void Close() override {}
   TakeResult TakeForMessage(std::uint32_t, RecvBuffer&) override { return TakeResult::kRefused; }
   TakeResult TakeDeviceChosen(std::uint64_t, std::uint32_t&, RecvBuffer&) override { return TakeResult::kRefused; }
+  TakeResult CompleteDeviceChosen(std::uint64_t, std::uint64_t, DAT_DTO_COMPLETION_STATUS, const RecvNotes&,
+                                  std::uint32_t&) override {
+    return TakeResult::kRefused;
+  }
   Status Place(std::uint32_t, std::uint64_t, DAT_DTO_COMPLETION_STATUS, const RecvNotes&) override {
     return Status::Ok();
   }

@@ -86,6 +86,15 @@ class ReceiveSource {
   // SRQ slot): take exactly that buffer for this connection's next message, whose MSN is set.
   virtual TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) = 0;
 
+  // Device model, TakeDeviceChosen and Place as one step, what a device's receive completion
+  // is: the buffer posted as `recv_id` took this connection's next message (`msn` is set), and
+  // holds `length` bytes of it, at most its capacity (a device reports kLocalLength with what it
+  // could place at most), with `status`. One lock where the source allows: it is on every
+  // receive. kRefused as TakeDeviceChosen refuses; nothing changes then.
+  virtual TakeResult CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length,
+                                          DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes,
+                                          std::uint32_t& msn) = 0;
+
   // Message `msn` is placed (or failed with `status`). kInvalidParameter when `msn` holds no
   // unplaced buffer or `length` exceeds it; nothing changes then.
   virtual Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,

@@ -132,6 +132,25 @@ ReceiveSource::TakeResult SrqAccount::TakeDeviceChosen(std::uint64_t recv_id, st
   return TakeResult::kTaken;
 }
 
+ReceiveSource::TakeResult SrqAccount::CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length,
+                                                           DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes,
+                                                           std::uint32_t& msn) {
+  // As TakeDeviceChosen, with the placement in the pool's same locked step.
+  std::shared_ptr<MsnWindow> window;
+  {
+    std::lock_guard lock(mu_);
+    window = window_;
+    msn = device_completed_ + 1;
+  }
+  if (window == nullptr || recv_id > UINT32_MAX) return TakeResult::kRefused;
+  if (pool_.CompletePosted(*window, msn, static_cast<std::uint32_t>(recv_id), length, status, notes) !=
+      SrqPool::TakeResult::kTaken)
+    return TakeResult::kRefused;
+  std::lock_guard lock(mu_);
+  device_completed_ = msn;
+  return TakeResult::kTaken;
+}
+
 Status SrqAccount::Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                          const RecvNotes& notes) {
   std::shared_ptr<MsnWindow> window = Window();

@@ -42,6 +42,8 @@ class SrqAccount final : public ReceiveSource {
   void Close() override;
   TakeResult TakeForMessage(std::uint32_t msn, RecvBuffer& out) override;
   TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) override;
+  TakeResult CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                                  const RecvNotes& notes, std::uint32_t& msn) override;
   Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                const RecvNotes& notes) override;
   bool PopCompletion(RecvCompletion& out) override;

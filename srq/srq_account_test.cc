@@ -280,6 +280,33 @@ TEST(SrqAccountDevice, DeviceCompletionsBecomeMsnsInCompletionOrder) {
   EXPECT_EQ(msn, 2u) << "a stray completion opened no gap";
 }
 
+// The fused step every device receive takes (Ep::OnDeviceRecvDone): the completion is placed
+// with the take, its length clamped to the buffer, and comes out in completion order.
+TEST(SrqAccountDevice, CompleteDeviceChosenTakesAndPlacesInOneStep) {
+  auto pool = MakePool(8);
+  auto account = MakeAccount(*pool, nullptr, /*device=*/true);
+  std::uint32_t slots[2];
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const RecvSegment segment = testing::Segment(i + 1);  // 100 bytes each
+    ASSERT_TRUE(pool->Post(Cookie(i + 1), {&segment, 1}, &slots[i]).ok());
+  }
+  ASSERT_TRUE(account->BeginConnection().ok());
+  std::uint32_t msn = 0;
+  RecvNotes notes{};
+  notes.solicited = true;
+  ASSERT_EQ(account->CompleteDeviceChosen(slots[1], 40, DAT_DTO_SUCCESS, notes, msn), TakeResult::kTaken);
+  EXPECT_EQ(msn, 1u);
+  EXPECT_EQ(account->CompleteDeviceChosen(999, 1, DAT_DTO_SUCCESS, {}, msn), TakeResult::kRefused);
+  EXPECT_EQ(account->CompleteDeviceChosen(slots[1], 1, DAT_DTO_SUCCESS, {}, msn), TakeResult::kRefused)
+      << "held already";
+  ASSERT_EQ(account->CompleteDeviceChosen(slots[0], 1 << 20, DAT_DTO_ERR_LOCAL_LENGTH, {}, msn), TakeResult::kTaken);
+  EXPECT_EQ(msn, 2u) << "the refused completions opened no gap";
+  EXPECT_TRUE(testing::PopsCompletion(*account, 2, 40, DAT_DTO_SUCCESS, true));
+  EXPECT_TRUE(testing::PopsCompletion(*account, 1, 100, DAT_DTO_ERR_LOCAL_LENGTH, false)) << "never more than the buffer";
+  RecvCompletion done{};
+  EXPECT_FALSE(account->PopCompletion(done));
+}
+
 TEST(SrqAccountDevice, HoldingsAreUnknownWhileTheDeviceHasTheConnection) {
   auto pool = MakePool(8);
   auto account = MakeAccount(*pool, nullptr, /*device=*/true);

@@ -454,6 +454,21 @@ SrqPool::TakeResult SrqPool::TakeLocked(MsnWindow& ep, std::uint32_t msn, RecvBu
 SrqPool::TakeResult SrqPool::TakePosted(MsnWindow& ep, std::uint32_t msn,
                                         std::uint32_t slot, RecvBuffer& out) {
   std::lock_guard lock(mu_);
+  return TakePostedLocked(ep, msn, slot, out);
+}
+
+SrqPool::TakeResult SrqPool::CompletePosted(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot,
+                                            std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                                            const RecvNotes& notes) {
+  std::lock_guard lock(mu_);
+  RecvBuffer taken;
+  if (const TakeResult result = TakePostedLocked(ep, msn, slot, taken); result != TakeResult::kTaken) return result;
+  ep.Place(msn, std::min(length, taken.capacity), status, notes);
+  return TakeResult::kTaken;
+}
+
+SrqPool::TakeResult SrqPool::TakePostedLocked(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot,
+                                              RecvBuffer& out) {
   if (ep.pool_ != this || slot >= slots_.size() || slots_[slot].state != SlotState::kPosted)
     return TakeResult::kRefused;
   std::uint32_t held = 0;

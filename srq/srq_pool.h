@@ -155,6 +155,11 @@ class SrqPool {
   // event does.
   TakeResult TakePosted(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot,
                         RecvBuffer& out);
+  // TakePosted and Place in one step under one lock, what a device's receive completion is:
+  // `length` is clamped to the buffer's capacity (a device reports kLocalLength with what it
+  // could place at most). kRefused as TakePosted refuses; nothing changes then.
+  TakeResult CompletePosted(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot, std::uint64_t length,
+                            DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes);
 
   // Message `msn` on `ep` is fully placed (or failed with `status`). Its completion becomes
   // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing, all kInvalidParameter:
@@ -216,6 +221,7 @@ class SrqPool {
   RecvCompletion CompletionLocked(const MsnWindow::Ready& ready);
   // Take's buffer decision; `notify` gets the listener if the low watermark fired.
   TakeResult TakeLocked(MsnWindow& ep, std::uint32_t msn, RecvBuffer& out, LowWatermarkListener*& notify);
+  TakeResult TakePostedLocked(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot, RecvBuffer& out);
   // Takes posted slot `index` out of the FIFO wherever it is (the oldest in practice).
   bool RemovePostedLocked(std::uint32_t index);
   // The waiting endpoints, oldest first, under mu_. Settle: not queued and no wake-up pending.

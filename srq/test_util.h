@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "srq/msn_window.h"
+#include "srq/receive_source.h"
 #include "srq/low_watermark_listener.h"
 #include "srq/srq_pool.h"
 
@@ -71,6 +72,19 @@ inline Status FlushEndpoint(SrqPool& pool, MsnWindow& ep, std::span<RecvCompleti
 }
 
 // Posts one single-segment buffer tagged `tag` (cookie == tag).
+// What a fused device completion's tests (CompleteDeviceChosen) expect of the completion that
+// `source` hands out next.
+inline ::testing::AssertionResult PopsCompletion(ReceiveSource& source, std::uint64_t cookie, std::uint64_t length,
+                                                 DAT_DTO_COMPLETION_STATUS status, bool solicited) {
+  RecvCompletion done{};
+  if (!source.PopCompletion(done)) return ::testing::AssertionFailure() << "no completion";
+  if (done.cookie.as_64 != cookie || done.transferred_length != length || done.status != status ||
+      done.notes.solicited != solicited)
+    return ::testing::AssertionFailure() << "completion of cookie " << done.cookie.as_64 << ", " << done.transferred_length
+                                         << " bytes, status " << done.status << ", solicited " << done.notes.solicited;
+  return ::testing::AssertionSuccess();
+}
+
 inline Status PostTagged(SrqPool& pool, std::uint64_t tag, std::uint32_t length = 100) {
   const RecvSegment segment = Segment(tag, length);
   return pool.Post(Cookie(tag), {&segment, 1});
