@@ -408,8 +408,8 @@ std::string ProviderAttr(Peer& peer, const char* name) {
 // client's first receive window) stops partway: what siw checksummed and queued waits in the
 // client's socket, the FPDU at the window's edge waits half-sent in siw, and the writer rewrites
 // the pages behind both many times meanwhile. (With 64 KiB Reads and no hold one full-suite
-// run saw no refusal in 500 Reads; with the hold and 256 KiB, 16 guest runs saw the refusal
-// within the first three Reads, mostly at the first.)
+// run saw no refusal in 500 Reads; with the hold and 256 KiB, 18 guest runs saw the refusal
+// within the first four Reads, mostly at the first.)
 // The client tries at most `attempts` connections of `reads` Reads and passes once it has seen a
 // refusal; a stack that checksums what it sends never gives one, and then the case fails, saying so.
 bool CrcRace(Peer& peer, const Setup& setup) {
