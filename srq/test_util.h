@@ -71,7 +71,6 @@ inline Status FlushEndpoint(SrqPool& pool, MsnWindow& ep, std::span<RecvCompleti
   return Status::Ok();
 }
 
-// Posts one single-segment buffer tagged `tag` (cookie == tag).
 // What a fused device completion's tests (CompleteDeviceChosen) expect of the completion that
 // `source` hands out next.
 inline ::testing::AssertionResult PopsCompletion(ReceiveSource& source, std::uint64_t cookie, std::uint64_t length,
@@ -85,6 +84,7 @@ inline ::testing::AssertionResult PopsCompletion(ReceiveSource& source, std::uin
   return ::testing::AssertionSuccess();
 }
 
+// Posts one single-segment buffer tagged `tag` (cookie == tag).
 inline Status PostTagged(SrqPool& pool, std::uint64_t tag, std::uint32_t length = 100) {
   const RecvSegment segment = Segment(tag, length);
   return pool.Post(Cookie(tag), {&segment, 1});
