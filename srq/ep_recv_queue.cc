@@ -121,12 +121,9 @@ EpRecvQueue::TakeResult EpRecvQueue::CompleteDeviceChosen(std::uint64_t recv_id,
   RecvBuffer buffer;
   const TakeResult taken = TakeDeviceChosenLocked(recv_id, msn, buffer);
   if (taken != TakeResult::kTaken) return taken;
-  // What Place does, without its checks: the entry was taken just now, under this lock.
+  // Place without its checks: the entry was taken just now, under this lock.
   Entry& entry = At(msn - next_msn_);
-  entry.length = std::min(length, entry.capacity);
-  entry.status = status;
-  entry.notes = notes;
-  entry.state = State::kPlaced;
+  entry.MarkPlaced(std::min(length, entry.capacity), status, notes);
   return TakeResult::kTaken;
 }
 
@@ -154,10 +151,7 @@ Status EpRecvQueue::Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPL
     return Status(Code::kInvalidParameter, Detail::kNone);
   Entry& entry = At(offset);
   if (length > entry.capacity) return Status(Code::kInvalidParameter, Detail::kNone);
-  entry.length = length;
-  entry.status = status;
-  entry.notes = notes;
-  entry.state = State::kPlaced;
+  entry.MarkPlaced(length, status, notes);
   return Status::Ok();
 }
 

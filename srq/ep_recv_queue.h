@@ -84,6 +84,14 @@ class EpRecvQueue final : public ReceiveSource {
     DAT_COMPLETION_FLAGS flags;
     RecvNotes notes;
     State state;
+
+    // A taken entry's completion is filled in: Place and CompleteDeviceChosen end here.
+    void MarkPlaced(std::uint64_t placed_length, DAT_DTO_COMPLETION_STATUS placed_status, const RecvNotes& placed_notes) {
+      length = placed_length;
+      status = placed_status;
+      notes = placed_notes;
+      state = State::kPlaced;
+    }
   };
 
   EpRecvQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint32_t ring_size);
