@@ -277,7 +277,7 @@ void RunOne(Input& in) {
   events.set_region(region);
 
   static std::unique_ptr<shm::KeyTable> our_table;
-  if (our_table == nullptr) Check(shm::KeyTable::Create(16, our_table).ok());
+  if (our_table == nullptr) Check(shm::KeyTable::Create(16, false, our_table).ok());
   HostileTable hostile_table;
 
   shm::Established e;

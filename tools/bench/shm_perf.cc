@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
 
   Side me;
   me.sleep = o.sleep;
-  if (!shm::KeyTable::Create(16, me.table).ok()) Die("no key table");
+  if (!shm::KeyTable::Create(16, false, me.table).ok()) Die("no key table");
   me.events = std::make_unique<Counter>(o.size);
   Publish(me, region_bytes, binding);
   shm::LocalEnd local;

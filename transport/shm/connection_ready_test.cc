@@ -29,8 +29,8 @@ using transport::testing::SmallEndpointConfig;
 // The passive side accepted; the active side has not read the Accept (so sent no Ready).
 struct AcceptedNotReady {
   explicit AcceptedNotReady(ConnectionOptions options = ConnectionOptions()) {
-    EXPECT_TRUE(KeyTable::Create(8, active_table).ok());
-    EXPECT_TRUE(KeyTable::Create(8, passive_table).ok());
+    EXPECT_TRUE(KeyTable::Create(8, false, active_table).ok());
+    EXPECT_TRUE(KeyTable::Create(8, false, passive_table).ok());
     const std::uint16_t port = testing::NextPort();
     UniqueFd listener;
     EXPECT_TRUE(ListenRendezvous(Loopback(), port, listener).ok());

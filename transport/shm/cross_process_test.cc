@@ -97,7 +97,7 @@ Work MakeWork(std::uint64_t id, WorkKind kind, std::span<const Segment> local, s
 int ChildScenario(std::uint16_t port, bool as_other_user) {
   if (as_other_user && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return 90;
   std::unique_ptr<KeyTable> table;
-  if (!KeyTable::Create(16, table).ok()) return 91;
+  if (!KeyTable::Create(16, false, table).ok()) return 91;
   RecordingEvents events;
   std::vector<std::uint8_t> region(kRegion, 0);
   PublishRegion(*table, events, region, testing::kActiveBinding);
@@ -136,7 +136,7 @@ int ChildScenario(std::uint16_t port, bool as_other_user) {
 // Writes 1 MiB into the child's region, and waits for the child's disconnect.
 void ParentScenario(bool child_is_other_user) {
   std::unique_ptr<KeyTable> table;
-  ASSERT_TRUE(KeyTable::Create(16, table).ok());
+  ASSERT_TRUE(KeyTable::Create(16, false, table).ok());
   RecordingEvents events;
   std::vector<std::uint8_t> region(kRegion, 0);
   PublishRegion(*table, events, region, testing::kPassiveBinding);
@@ -202,7 +202,7 @@ bool HoldsASegment() {
 // dies by SIGKILL: the parent sees the end through the socket.
 ConnectionEnd PeerKilled(bool mid_message) {
   std::unique_ptr<KeyTable> table;
-  EXPECT_TRUE(KeyTable::Create(16, table).ok());
+  EXPECT_TRUE(KeyTable::Create(16, false, table).ok());
   RecordingEvents events;
   const std::uint16_t port = testing::NextPort();
   UniqueFd listener;
@@ -210,7 +210,7 @@ ConnectionEnd PeerKilled(bool mid_message) {
   const pid_t child = Fork([&] {
     listener.Reset();
     std::unique_ptr<KeyTable> child_table;
-    if (!KeyTable::Create(16, child_table).ok()) return 1;
+    if (!KeyTable::Create(16, false, child_table).ok()) return 1;
     Established established;
     if (!ActiveHalf(port, kGeometry, LocalEndOf(child_table.get(), testing::kActiveBinding, true), {}, established)) return 2;
     if (mid_message) {

@@ -183,8 +183,8 @@ bool ReadReady(int fd) {
 // Both sides in this thread, each side's key table its own.
 struct Sides {
   Sides() {
-    EXPECT_TRUE(KeyTable::Create(8, active_table).ok());
-    EXPECT_TRUE(KeyTable::Create(8, passive_table).ok());
+    EXPECT_TRUE(KeyTable::Create(8, false, active_table).ok());
+    EXPECT_TRUE(KeyTable::Create(8, false, passive_table).ok());
     EXPECT_TRUE(ActivityTable::Create(active_activity).ok());
     EXPECT_TRUE(ActivityTable::Create(passive_activity).ok());
     EXPECT_TRUE(ListenRendezvous(Loopback(), port, listener).ok());
@@ -330,7 +330,7 @@ TEST(Handshake, AHostileRequestFailsWithoutLeaks) {
   request.geometry = kGeometry;
   const std::size_t n = Encode(request, bytes);
   std::unique_ptr<KeyTable> table;
-  ASSERT_TRUE(KeyTable::Create(8, table).ok());
+  ASSERT_TRUE(KeyTable::Create(8, false, table).ok());
   UniqueFd good_fd;
   Mapping good;
   ASSERT_TRUE(CreateSharedMemory("good", SegmentBytes(kGeometry), false, good_fd, good).ok());

@@ -27,7 +27,11 @@ struct TableHeader {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t capacity;
+  // kOwnerThreadReads or 0, written before the fd is passed. A table from a build without the
+  // word has 0 there (a memfd starts zeroed): its peers take the one-sided path, as before.
+  std::uint32_t flags;
 };
+constexpr std::uint32_t kOwnerThreadReads = 1;
 
 struct alignas(kLine) Entry {
   std::uint32_t sequence;  // odd while the owner writes the entry
@@ -75,7 +79,7 @@ bool WaitForAccess(const std::uint64_t* word, std::chrono::nanoseconds bound) {
   }
 }
 
-Status KeyTable::Create(std::uint32_t capacity, std::unique_ptr<KeyTable>& table) {
+Status KeyTable::Create(std::uint32_t capacity, bool owner_thread_reads, std::unique_ptr<KeyTable>& table) {
   if (capacity == 0 || capacity > kMaxCapacity) return Status(Code::kInvalidParameter);
   std::unique_ptr<KeyTable> made(new KeyTable);
   if (Status status = CreateSharedMemory("softdat-shm-keys", TableBytes(capacity), true, made->fd_, made->mapping_);
@@ -85,6 +89,7 @@ Status KeyTable::Create(std::uint32_t capacity, std::unique_ptr<KeyTable>& table
   auto* header = reinterpret_cast<TableHeader*>(made->mapping_.data());
   header->version = kTableVersion;
   header->capacity = capacity;
+  header->flags = owner_thread_reads ? kOwnerThreadReads : 0;
   StoreRelease(&header->magic, kTableMagic);
   table = std::move(made);
   return Status::Ok();
@@ -178,6 +183,7 @@ Status KeyTableView::Open(int fd, std::unique_ptr<KeyTableView>& view) {
     return Status(Code::kInvalidParameter);
   }
   made->capacity_ = header.capacity;
+  made->owner_thread_reads_ = (LoadRelaxed(&shared->flags) & kOwnerThreadReads) != 0;
   view = std::move(made);
   return Status::Ok();
 }

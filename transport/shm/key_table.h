@@ -6,7 +6,7 @@
 // before it attaches to the IA's memory (cma.h). The table's first lines also hold the IA's sleep
 // word: odd while nobody polls the IA's connections, when a peer must ring a doorbell.
 //
-// Layout: line 0 magic, version, capacity; line 1 the sleep epoch; then one line per key slot
+// Layout: line 0 magic, version, capacity, flags; line 1 the sleep epoch; then one line per key slot
 // (slot = key >> 8, as core's keys), each behind a sequence lock: the owner writes with the
 // sequence odd, readers copy and retry (a bounded number of times: a table that never settles
 // grants nothing).
@@ -80,9 +80,12 @@ class KeyTable {
   static constexpr std::uint32_t kMaxCapacity = 1u << 20;
   static constexpr std::chrono::milliseconds kDefaultFenceBound{2000};
 
-  // A table of `capacity` key slots (1 to kMaxCapacity). kInsufficientResources when the memfd
-  // cannot be made.
-  static Status Create(std::uint32_t capacity, std::unique_ptr<KeyTable>& table);
+  // A table of `capacity` key slots (1 to kMaxCapacity). `owner_thread_reads`: the owner has a
+  // thread that reads its rings whenever the sleep epoch is even (the IA's progress thread), so a
+  // record published then is read within that thread's bound with no call of the owner's
+  // consumer (peers may then send small RDMA Writes through the ring: KeyTableView::ReadsRingsNow).
+  // kInsufficientResources when the memfd cannot be made.
+  static Status Create(std::uint32_t capacity, bool owner_thread_reads, std::unique_ptr<KeyTable>& table);
   ~KeyTable();
 
   // The memfd a peer maps read-only (pass it over the rendezvous socket; it stays ours).
@@ -136,11 +139,18 @@ class KeyTableView {
                     const Binding& binding) const;
   // The owner's sleep epoch (odd: ring its doorbell).
   std::uint64_t SleepEpoch() const;
+  // Whether a record published now will be read with no call of the owner's consumer, soon: the
+  // owner said it has a thread that reads while awake (KeyTable::Create), and the epoch is even.
+  // Were the owner about to sleep, it looks at its rings after making the epoch odd (BeginSleep),
+  // so what is published now is read either way; a parked thread takes its rings back within
+  // its hand-off bound. An owner that lies only delays what its own peers send it.
+  bool ReadsRingsNow() const { return owner_thread_reads_ && (SleepEpoch() & 1) == 0; }
   std::uint32_t capacity() const { return capacity_; }
 
  private:
   Mapping mapping_;
   std::uint32_t capacity_ = 0;
+  bool owner_thread_reads_ = false;
 };
 
 }  // namespace softdat::transport::shm

@@ -38,7 +38,7 @@ KeyGrant Grant(std::uint32_t key = kKey) {
 
 struct Tables {
   Tables() {
-    EXPECT_TRUE(KeyTable::Create(16, owner).ok());
+    EXPECT_TRUE(KeyTable::Create(16, false, owner).ok());
     EXPECT_TRUE(KeyTableView::Open(owner->fd(), view).ok());
   }
   std::unique_ptr<KeyTable> owner;

@@ -54,6 +54,9 @@ struct PairConfig {
   bool passive_refuses_pulls = false;
   // Events the passive connection reports to instead of its recorder (a test's wrapper).
   EndpointEvents* passive_events = nullptr;
+  // The passive side's table says a thread of its owner reads its rings while awake, as an IA
+  // with a progress thread says (KeyTable::Create).
+  bool passive_thread_reads = false;
 };
 
 inline bool WaitReadable(int fd, int timeout_ms = 30000) {
@@ -104,7 +107,9 @@ inline LocalEnd LocalEndOf(KeyTable* table, const Binding& binding, bool attach)
 
 // Both ends in this process; false (with a test failure) when the handshake failed.
 inline bool MakePair(const PairConfig& c, Side& active, Side& passive) {
-  if (!KeyTable::Create(64, active.table).ok() || !KeyTable::Create(64, passive.table).ok()) return false;
+  if (!KeyTable::Create(64, false, active.table).ok() ||
+      !KeyTable::Create(64, c.passive_thread_reads, passive.table).ok())
+    return false;
   const std::uint16_t port = NextPort();
   UniqueFd listener;
   if (!ListenRendezvous(Loopback(), port, listener).ok()) return false;

@@ -57,7 +57,7 @@ std::uint32_t PzNumber(const ProtectionDomain* pd) {
 std::unique_ptr<LocalPaths> LocalPaths::Create(asio::io_context& io, KickQueue& kicks, PollSet& poll_set,
                                                const Options& options) {
   std::unique_ptr<shm::KeyTable> keys;
-  if (Status status = shm::KeyTable::Create(kMaxMemoryKeys, keys); !status.ok()) {
+  if (Status status = shm::KeyTable::Create(kMaxMemoryKeys, options.progress_thread, keys); !status.ok()) {
     char ip[INET_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET, &options.address.sin_addr, ip, sizeof ip);
     SOFTDAT_LOG(kWarn, "tcp IA %s: cannot make the shared-memory key table (%s): connections to this host's IAs go "

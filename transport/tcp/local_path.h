@@ -79,6 +79,8 @@ class LocalPaths {
     sockaddr_in address{};  // the IA's
     std::uint32_t rnr_timeout_ms = 0;
     std::uint32_t max_private_data = 0;
+    // The IA has a progress thread (not progress=poll): peers are told so in the key table.
+    bool progress_thread = false;
   };
   // Null (with a warning) when the key table cannot be made: the IA then uses TCP only.
   static std::unique_ptr<LocalPaths> Create(boost::asio::io_context& io, KickQueue& kicks, PollSet& poll_set,

@@ -4,7 +4,8 @@
 // dat_cr_query shows them, a consumer's reject with its private data, a graceful close), and
 // move Sends (small, and large ones pulled in several pieces), RDMA Writes and Reads; a listener
 // without a rendezvous (shm=off here, as siw or OFED DAPL: nobody answers on it) or a client with
-// shm=off gets iWARP over TCP. The other network namespace is testing/netns's.
+// shm=off gets iWARP over TCP; what an IA's key table tells peers about who reads its rings. The
+// other network namespace is testing/netns's.
 #include <arpa/inet.h>
 #include <sys/stat.h>
 #include <gtest/gtest.h>
@@ -564,6 +565,38 @@ TEST_F(LocalPathTest, WithManyConnectionsAPollFindsTheMarkedOnesAndTheRestInTurn
   const int polls = server_polls_until_received(6, 5);
   EXPECT_GE(polls, 1) << "not found within 5 polls of 4 connections each";
   EXPECT_EQ(sinks[6], message);
+}
+
+// What an IA tells its same-host peers about reading its rings (shm::KeyTableView::ReadsRingsNow,
+// which sends their short RDMA Writes through the ring): with progress=poll nothing reads between
+// the consumer's calls, so never; with a progress thread, not while it sleeps in epoll, and yes
+// while it is parked for a polling consumer. Regression: the park runs as a handler inside the
+// thread's epoll wait, after PrepareSleep made the sleep word odd, and left it odd for the whole
+// spell: peers sent their short Writes one-sided, at 4x the ring's latency (PERFORMANCE.md). The
+// hand-off is 10 s, so a thread that parked stays parked while the test looks.
+TEST_F(LocalPathTest, PeersAreToldTheRingsAreReadOnlyWhileAThreadReadsThem) {
+  std::unique_ptr<Transport> poll_mode = Make(ShmMode::kAuto, ProgressMode::kPoll);
+  ASSERT_NE(poll_mode, nullptr);
+  EXPECT_FALSE(TcpTransportTestAccess::ReadsRingsNow(static_cast<TcpTransport&>(*poll_mode)));
+  (void)poll_mode->Progress();
+  EXPECT_FALSE(TcpTransportTestAccess::ReadsRingsNow(static_cast<TcpTransport&>(*poll_mode)));
+
+  std::unique_ptr<Transport> threaded = Make(ShmMode::kAuto, ProgressMode::kThread, 10'000'000);
+  ASSERT_NE(threaded, nullptr);
+  auto& transport = static_cast<TcpTransport&>(*threaded);
+  // Idle, the thread sleeps in the io_context's wait, the word odd.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (TcpTransportTestAccess::ReadsRingsNow(transport) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_FALSE(TcpTransportTestAccess::ReadsRingsNow(transport)) << "an idle progress thread sleeps";
+  // The park is the next handler that wait runs.
+  TcpTransportTestAccess::ParkAsAfterAPoll(transport);
+  bool reads = false;
+  while (!reads && std::chrono::steady_clock::now() < until + std::chrono::seconds(2)) {
+    reads = TcpTransportTestAccess::ReadsRingsNow(transport);
+    if (!reads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(reads) << "parked, the thread hands the rings to the consumers, not to doorbells";
 }
 
 // An endpoint that goes (dat_ep_free) takes its same-host connection's descriptor with it at once,

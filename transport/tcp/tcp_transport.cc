@@ -199,6 +199,7 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
     local.address = address;
     local.rnr_timeout_ms = options.rnr_timeout_ms;
     local.max_private_data = kMaxPrivateData;
+    local.progress_thread = !busy_poll_;
     local_ = LocalPaths::Create(io_, kicks_, poll_set_, local);
   }
   // Signals stay with the consumer's threads. progress=poll has no progress thread, only the
@@ -324,6 +325,11 @@ void TcpTransport::Park() {
     park_armed_.store(false, std::memory_order_release);  // a consumer ran it: ask again later
     return;
   }
+  // Parked is not asleep: the consumers read the same-host rings, and this thread takes them back
+  // within handoff_us. This handler may run inside the io_context's wait, after PrepareSleep made
+  // the sleep word odd; left odd, peers would ring doorbells nobody needs and send their short
+  // RDMA Writes the slow way, one-sided (KeyTableView::ReadsRingsNow).
+  if (local_ != nullptr) local_->EndSleep();
   {
     std::unique_lock lock(park_mutex_);
     parked_.store(true, std::memory_order_release);

@@ -8,6 +8,7 @@
 
 #include "transport/shm/shm_connection.h"
 #include "transport/tcp/connection.h"
+#include "transport/tcp/mono_clock.h"
 #include "transport/tcp/tcp_listener.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -85,6 +86,17 @@ void TcpTransportTestAccess::LookInTurn(TcpTransport& transport, std::size_t per
 
 bool TcpTransportTestAccess::AsioDue(TcpTransport& transport, std::uint32_t calls, bool any) {
   return transport.AsioDue(calls, any);
+}
+
+bool TcpTransportTestAccess::ReadsRingsNow(TcpTransport& transport) {
+  if (transport.local_ == nullptr) return false;
+  std::unique_ptr<shm::KeyTableView> view;
+  return shm::KeyTableView::Open(transport.local_->keys().fd(), view).ok() && view->ReadsRingsNow();
+}
+
+void TcpTransportTestAccess::ParkAsAfterAPoll(TcpTransport& transport) {
+  transport.last_poll_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+  transport.ArmParkFromConsumer();
 }
 
 std::size_t TcpTransportTestAccess::QueuedKicks(TcpTransport& transport) { return transport.kicks_.depth(); }

@@ -62,6 +62,13 @@ struct TcpTransportTestAccess {
   static softdat::Mutex& LocalListLock(TcpTransport& transport);
   // Whether a consumer's `calls`th poll (`any`: it moved something) runs the io_context.
   static bool AsioDue(TcpTransport& transport, std::uint32_t calls, bool any);
+  // What the transport's key table tells same-host peers now: a thread of the IA reads its rings
+  // (shm::KeyTableView::ReadsRingsNow, through a view of the table as a peer maps it). False
+  // without shared memory.
+  static bool ReadsRingsNow(TcpTransport& transport);
+  // Parks the progress thread as a consumer's streak of polls does, as if a consumer had polled
+  // just now and nothing else: no spell begins, so no other handler wakes the thread first.
+  static void ParkAsAfterAPoll(TcpTransport& transport);
 };
 
 }  // namespace softdat::transport::tcp
