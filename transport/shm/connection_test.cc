@@ -3,7 +3,8 @@
 // establishment with private data; Sends of every size through the ring and by pull, with their
 // flags, in order; a Send with no receive buffer held in the ring while the sender waits, then
 // delivered (or the RNR timeout); RDMA Writes and Reads one-sided (the target never polls) and
-// through the ring, with the remote-key checks either way; a pull the receiver's kernel refuses,
+// through the ring, with the remote-key checks either way, and short Writes through the ring
+// while the target's own thread reads it; a pull the receiver's kernel refuses,
 // resent through the ring; the IB extensions (RDMA Write with immediate data both ways, atomics
 // executed by the target, a refused atomic, a datagram Send refused); graceful and abrupt ends; the access rule at revocation and at the
 // end; doorbells only while the peer sleeps; and a peer that writes garbage or lies.
@@ -343,11 +344,76 @@ TEST(ShmConnection, OneSidedWritesAndReadsNeedNoTargetPoll) {
   EXPECT_EQ(f.active.events->Get(f.active.events->work_done)[2].length, 2u << 20);
 }
 
+// A short RDMA Write to a target whose own thread reads its rings while awake (an IA with a
+// progress thread) goes through the ring: it completes at the initiator and lands when the target
+// reads. A longer one, or one while the target sleeps, lands one-sided with no read by the target.
+TEST(ShmConnection, AShortWriteGoesThroughTheRingWhileTheTargetsThreadReads) {
+  PairConfig config;
+  config.passive_thread_reads = true;
+  Fixture f(config);
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> region(16384, 0);
+  Publish(f.passive, region);
+  const auto base = reinterpret_cast<std::uint64_t>(region.data());
+  std::vector<std::uint8_t> awake = Bytes(8, 1), asleep = Bytes(8, 2), longer = Bytes(8192, 3);
+  const Segment awake_out[] = {SegmentOver(awake)}, asleep_out[] = {SegmentOver(asleep)},
+                longer_out[] = {SegmentOver(longer)};
+  auto done = [&] { return f.active.events->Get(f.active.events->work_done).size(); };
+  auto lands = [&](const std::vector<std::uint8_t>& data, std::size_t at) {
+    return std::equal(data.begin(), data.end(), region.begin() + static_cast<std::ptrdiff_t>(at));
+  };
+
+  ASSERT_TRUE(f.active->Post(RdmaOf(1, WorkKind::kRdmaWrite, awake_out, base)).ok());
+  ASSERT_TRUE(Drive({f.active.connection.get()}, [&] { return done() == 1; }));
+  EXPECT_FALSE(lands(awake, 0)) << "through the ring: not there before the target reads";
+  EXPECT_TRUE(f.passive->HasWork());
+  ASSERT_TRUE(Drive({f.passive.connection.get()}, [&] { return lands(awake, 0); }));
+
+  ASSERT_TRUE(f.active->Post(RdmaOf(2, WorkKind::kRdmaWrite, longer_out, base + 4096)).ok());
+  ASSERT_TRUE(Drive({f.active.connection.get()}, [&] { return done() == 2; }));
+  EXPECT_TRUE(lands(longer, 4096)) << "longer than a ring Write: one-sided";
+
+  f.passive.table->BeginSleep();
+  ASSERT_TRUE(f.active->Post(RdmaOf(3, WorkKind::kRdmaWrite, asleep_out, base + 100)).ok());
+  ASSERT_TRUE(Drive({f.active.connection.get()}, [&] { return done() == 3; }));
+  EXPECT_TRUE(lands(asleep, 100)) << "the target sleeps: one-sided";
+  EXPECT_FALSE(f.passive->HasWork());
+  f.passive.table->EndSleep();
+  for (const auto& d : f.active.events->Get(f.active.events->work_done)) EXPECT_EQ(d.status, WorkStatus::kSuccess);
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->ended_count), 0);
+}
+
+// A Write through the ring, then a one-sided Write over the same bytes and a one-sided Read of
+// them: the one-sided accesses wait until the ring Write is placed, so the later Write wins and
+// the Read sees it, as on the wire.
+TEST(ShmConnection, OneSidedAccessesAfterARingWriteKeepTheirOrder) {
+  PairConfig config;
+  config.passive_thread_reads = true;
+  Fixture f(config);
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> region(200000, 0);
+  Publish(f.passive, region);
+  const auto base = reinterpret_cast<std::uint64_t>(region.data());
+  std::vector<std::uint8_t> first = Bytes(64, 1), second = Bytes(100000, 2), back(64, 0);
+  const Segment first_out[] = {SegmentOver(first)}, second_out[] = {SegmentOver(second)}, back_in[] = {SegmentOver(back)};
+  ASSERT_TRUE(f.active->Post(RdmaOf(1, WorkKind::kRdmaWrite, first_out, base)).ok());
+  ASSERT_TRUE(f.active->Post(RdmaOf(2, WorkKind::kRdmaWrite, second_out, base)).ok());
+  ASSERT_TRUE(f.active->Post(RdmaOf(3, WorkKind::kRdmaRead, back_in, base)).ok());
+  ASSERT_TRUE(f.Until([&] { return f.active.events->Get(f.active.events->work_done).size() == 3; }));
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), region.begin()));
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), second.begin()));
+  for (const auto& d : f.active.events->Get(f.active.events->work_done)) EXPECT_EQ(d.status, WorkStatus::kSuccess);
+}
+
 // A one-sided access the table refuses fails the Work with a remote access error and ends the
-// connection at both ends, as a Terminate does on the wire.
-void OneSidedRefused(WorkKind kind, std::uint64_t offset, std::uint32_t key, std::uint32_t access, const char* what) {
+// connection at both ends, as a Terminate does on the wire. The same when the target's thread
+// reads its rings (a short Write would go through the ring): the refusal does not depend on it.
+void OneSidedRefused(WorkKind kind, std::uint64_t offset, std::uint32_t key, std::uint32_t access, const char* what,
+                     bool target_thread_reads = false) {
   SCOPED_TRACE(what);
-  Fixture f;
+  PairConfig config;
+  config.passive_thread_reads = target_thread_reads;
+  Fixture f(config);
   ASSERT_TRUE(f.Established());
   std::vector<std::uint8_t> region(4096, 0x11);
   Publish(f.passive, region, access);
@@ -368,6 +434,12 @@ TEST(ShmConnection, OneSidedAccessIsCheckedAgainstTheTargetsTable) {
   OneSidedRefused(WorkKind::kRdmaWrite, 4090, kKey, kRemoteWrite, "past the end");
   OneSidedRefused(WorkKind::kRdmaWrite, 0, kKey, kRemoteRead, "no remote write");
   OneSidedRefused(WorkKind::kRdmaRead, 0, kKey, kRemoteWrite, "no remote read");
+}
+
+TEST(ShmConnection, AWriteTheTableRefusesFailsTheSameWhileTheTargetsThreadReads) {
+  OneSidedRefused(WorkKind::kRdmaWrite, 0, kKey + 1, kRemoteWrite, "a stale generation", true);
+  OneSidedRefused(WorkKind::kRdmaWrite, 4090, kKey, kRemoteWrite, "past the end", true);
+  OneSidedRefused(WorkKind::kRdmaWrite, 0, kKey, kRemoteRead, "no remote write", true);
 }
 
 TEST(ShmConnection, OneSidedAccessIsCheckedAgainstTheTargetEndpoint) {

@@ -32,7 +32,8 @@
 //    refused the pull it says so and the bytes follow through the ring.
 //  - RDMA Write and Read: when we can attach to the peer, one-sided (the target's CPU is not
 //    involved) once every earlier record of ours is consumed (placement order); else records
-//    the target places after checking the key itself (EndpointEvents::ResolveRemote).
+//    the target places after checking the key itself (EndpointEvents::ResolveRemote). A short
+//    Write goes through the ring also while the target's own thread reads its rings (RingWriteNow).
 //  - A Send with no receive buffer stays in the ring (AcquireRecv said kNotReady): the sender
 //    runs out of room and waits, until RecvBuffersAvailable or the RNR timeout.
 #pragma once
@@ -229,6 +230,7 @@ class Connection final : private AccessWatch {
   // the peer; kFailed: failure_ says why.
   enum class Pump : std::uint8_t { kDone, kIdle, kMore, kRoom, kInbound, kFailed };
   Pump NextWork();    // starts the oldest posted Work: kDone, or why none may start
+  bool RingWriteNow(const Work& work) const;  // an RDMA Write we could attach for goes through the ring
   Pump PumpMessage();
   Pump PumpRecords(Opcode opcode, std::uint8_t flags, std::uint32_t key, std::uint64_t base);
   Pump PumpPull();
