@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "transport/names.h"
 #include "transport/shm/shm_connection.h"
+#include "transport/shm/tsan_sync.h"
 
 namespace softdat::transport::shm {
 namespace {
@@ -54,8 +55,11 @@ Connection::Connection(Established&& established, const EndpointConfig& config, 
   my_control_ = &controls[side_];
   peer_control_ = &controls[1 - side_];
   // Ring r carries records from side r.
-  writer_.Attach(segment_.data() + RingOffset(g, side_), g.ring_bytes[side_], &peer_control_->consumed);
-  reader_.Attach(segment_.data() + RingOffset(g, 1 - side_), g.ring_bytes[1 - side_], &my_control_->consumed);
+  const std::uint64_t nonce = LoadRelaxed(&reinterpret_cast<const SegmentHeader*>(segment_.data())->nonce);
+  writer_.Attach(segment_.data() + RingOffset(g, side_), g.ring_bytes[side_], &peer_control_->consumed,
+                 TsanRingSync(nonce, side_));
+  reader_.Attach(segment_.data() + RingOffset(g, 1 - side_), g.ring_bytes[1 - side_], &my_control_->consumed,
+                 TsanRingSync(nonce, 1 - side_));
   head_word_.store(reader_.SizeWord(), std::memory_order_relaxed);
   notes_.store(kNoteStart, std::memory_order_release);
   table_.AddWatch(this);

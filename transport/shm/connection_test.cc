@@ -405,6 +405,39 @@ TEST(ShmConnection, OneSidedAccessesAfterARingWriteKeepTheirOrder) {
   for (const auto& d : f.active.events->Get(f.active.events->work_done)) EXPECT_EQ(d.status, WorkStatus::kSuccess);
 }
 
+// A ring Write placed by the target's own thread, then a one-sided Read behind it: once the Read
+// completes the Write's bytes are in place, and the initiator's thread may read them. Both ends
+// in one process map the segment at two addresses, so ThreadSanitizer sees that order only
+// through tsan_sync.h's annotation; without it, the read of the region below is a reported race
+// (as it was in ep_post_completion_flags_test_shm, where the Read is the test's fence).
+TEST(ShmConnection, ARingWriteFencedByAReadIsSeenByTheInitiatorsThread) {
+  PairConfig config;
+  config.passive_thread_reads = true;
+  Fixture f(config);
+  ASSERT_TRUE(f.Established());
+  std::vector<std::uint8_t> region(64, 0);
+  Publish(f.passive, region);
+  const auto base = reinterpret_cast<std::uint64_t>(region.data());
+  std::vector<std::uint8_t> data = Bytes(8, 7), back(8, 0);
+  const Segment out[] = {SegmentOver(data)}, in[] = {SegmentOver(back)};
+  std::atomic<bool> stop{false};
+  std::thread target([&] {
+    while (!stop.load(std::memory_order_relaxed)) (void)f.passive->Poll();
+  });
+  ASSERT_TRUE(f.active->Post(RdmaOf(1, WorkKind::kRdmaWrite, out, base)).ok());
+  ASSERT_TRUE(f.active->Post(RdmaOf(2, WorkKind::kRdmaRead, in, base)).ok());
+  const bool done =
+      Drive({f.active.connection.get()}, [&] { return f.active.events->Get(f.active.events->work_done).size() == 2; });
+  // Read while the target's thread still runs: its end (the join) would order everything it did
+  // before this read, annotation or not.
+  const bool landed = done && std::equal(data.begin(), data.end(), region.begin());
+  stop.store(true, std::memory_order_relaxed);
+  target.join();
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(landed);
+  EXPECT_EQ(back, data);
+}
+
 // A one-sided access the table refuses fails the Work with a remote access error and ends the
 // connection at both ends, as a Terminate does on the wire. The same when the target's thread
 // reads its rings (a short Write would go through the ring): the refusal does not depend on it.

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "transport/shm/layout.h"
+#include "transport/shm/tsan_sync.h"
 
 namespace softdat::transport::shm {
 
@@ -24,7 +25,9 @@ class RingWriter {
  public:
   // `ring`: the ring's `bytes` in the segment (a valid ring size); `peer_consumed`: the
   // receiver's consumed word.
-  void Attach(std::uint8_t* ring, std::uint32_t bytes, const std::uint64_t* peer_consumed) {
+  // `tsan_sync`: TsanRingSync's address for this ring (tsan_sync.h), or null.
+  void Attach(std::uint8_t* ring, std::uint32_t bytes, const std::uint64_t* peer_consumed, void* tsan_sync = nullptr) {
+    tsan_sync_ = tsan_sync;
     ring_ = ring;
     bytes_ = bytes;
     mask_ = bytes - 1;
@@ -78,6 +81,7 @@ class RingWriter {
   bool Refresh() {
     if (broken_) return false;
     const std::uint64_t seen = LoadAcquire(peer_consumed_);
+    TsanAcquire(tsan_sync_);
     if (seen < consumed_ || seen > tail_) {
       broken_ = true;
       return false;
@@ -95,6 +99,7 @@ class RingWriter {
   std::uint32_t bytes_ = 0;
   std::uint32_t mask_ = 0;
   const std::uint64_t* peer_consumed_ = nullptr;
+  void* tsan_sync_ = nullptr;
   std::uint64_t tail_ = 0;
   std::uint64_t consumed_ = 0;
   bool broken_ = false;
@@ -105,7 +110,8 @@ class RingReader {
   enum class Next : std::uint8_t { kEmpty, kRecord, kCorrupt };
 
   // `ring`: the ring's `bytes` in the segment; `my_consumed`: this side's consumed word.
-  void Attach(const std::uint8_t* ring, std::uint32_t bytes, std::uint64_t* my_consumed) {
+  void Attach(const std::uint8_t* ring, std::uint32_t bytes, std::uint64_t* my_consumed, void* tsan_sync = nullptr) {
+    tsan_sync_ = tsan_sync;
     ring_ = ring;
     bytes_ = bytes;
     mask_ = bytes - 1;
@@ -151,6 +157,7 @@ class RingReader {
   bool Publish() {
     if (published_ == head_) return false;
     published_ = head_;
+    TsanRelease(tsan_sync_);
     StoreRelease(my_consumed_, head_);
     return true;
   }
@@ -162,6 +169,7 @@ class RingReader {
   std::uint32_t bytes_ = 0;
   std::uint32_t mask_ = 0;
   std::uint64_t* my_consumed_ = nullptr;
+  void* tsan_sync_ = nullptr;
   std::uint64_t head_ = 0;
   std::uint64_t published_ = 0;
 };
