@@ -19,11 +19,14 @@ class Deadline {
   explicit Deadline(DAT_TIMEOUT timeout_us)
       : infinite_(timeout_us == DAT_TIMEOUT_INFINITE),
         at_(std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us)) {}
+  // From a clock reading the caller already took.
+  Deadline(DAT_TIMEOUT timeout_us, std::chrono::steady_clock::time_point now)
+      : infinite_(timeout_us == DAT_TIMEOUT_INFINITE), at_(now + std::chrono::microseconds(timeout_us)) {}
 
   bool infinite() const { return infinite_; }
   std::chrono::steady_clock::time_point at() const { return at_; }
   bool Expired() const { return !infinite_ && std::chrono::steady_clock::now() >= at_; }
-  // Against a clock reading the caller already took (a spin reads the clock once per turn).
+  // Against a clock reading the caller already took (a spin reads the clock every few turns).
   bool ExpiredAt(std::chrono::steady_clock::time_point now) const { return !infinite_ && now >= at_; }
 
   // Sleeps on `cv` until notified (or spuriously woken) or the deadline passes. Callers recheck

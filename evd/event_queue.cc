@@ -33,6 +33,8 @@ std::size_t RoundUpToPowerOfTwo(DAT_COUNT qlen) {
 // Most completions one poll of a completion source takes: enough to batch what a burst left,
 // few enough to keep the ring's room and the stack frame small.
 constexpr std::uint32_t kPollBatch = 16;
+// A spinning waiter's idle turns per clock read (Wait).
+constexpr std::uint32_t kIdleTurnsPerClockRead = 8;
 
 // A consumer's dequeue polling its queue's completion source on this thread: the first event
 // that poll Posts to that queue while its ring is empty goes to `into` (see PollSource).
@@ -284,6 +286,14 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   Deadline spin_until(spin_us);
   bool spinning = hook != nullptr;
   bool polled = false;  // a waiter with a hook polls at least once, even for a zero timeout
+  // The spin reads the clock after its first turn (a zero timeout polls once), after a turn that
+  // moved the transport (it may have taken long, and the spin restarts from its end), and every
+  // kIdleTurnsPerClockRead idle turns otherwise: a read cost about 25 ns on the development VM, a
+  // quarter of a default-mode waiter's samples at two reads a turn (perf; PERFORMANCE.md,
+  // "Progress"). The timeout and the spin's end are late by that many idle turns at most.
+  bool clock_due = true;
+  bool moved_before = false;  // the turn before this clock read moved the transport
+  std::uint32_t idle_turns = 0;
   Status status;
   for (;;) {
     // An interruption wins over events that arrived with it: set_unwaitable is the consumer
@@ -305,14 +315,20 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       break;
     }
     if (spinning) {
-      // One clock reading per turn: on some virtual machines a clock read costs as much as a
-      // short syscall, and the spin is there to be quick.
-      const auto now = polled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      if (polled && deadline.ExpiredAt(now)) {
-        status = Status(Code::kTimeout);
-        break;
+      bool spin_over = false;
+      if (polled && (clock_due || idle_turns >= kIdleTurnsPerClockRead)) {
+        const auto now = std::chrono::steady_clock::now();
+        if (deadline.ExpiredAt(now)) {
+          status = Status(Code::kTimeout);
+          break;
+        }
+        if (spin_us != 0 && moved_before) spin_until = Deadline(spin_us, now);
+        spin_over = spin_us != 0 && spin_until.ExpiredAt(now);
+        clock_due = false;
+        moved_before = false;
+        idle_turns = 0;
       }
-      if (spin_us == 0 || !polled || !spin_until.ExpiredAt(now)) {
+      if (!spin_over) {
         std::uint32_t completions = 0;
         if (source != nullptr && PollForWaiter(lock, threshold, event, completions)) {
           if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
@@ -322,16 +338,29 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
         // waiter that would take the first event anyway has it written in place.
         DAT_EVENT* const into = threshold == 1 && count_ == 0 ? event : nullptr;
         lock.unlock();
-        bool progressed = false;
-        const bool captured = ProgressInto(*hook, into, progressed);
-        const bool moved = progressed || completions > 0;
+        bool captured = false;
+        bool moved = false;
+        // Idle turns run on without the queue's lock, up to the next clock read: a Post wakes no
+        // spinning waiter, so nothing but the queue's count and an interruption (both atomics)
+        // can end the spin meanwhile. A completion source is polled under the lock's protocol
+        // (PollForWaiter), one turn at a time.
+        for (;;) {
+          bool progressed = false;
+          captured = ProgressInto(*hook, into, progressed);
+          moved = progressed || completions > 0;
+          if (captured || moved || source != nullptr) break;
+          if (clock_due || ++idle_turns >= kIdleTurnsPerClockRead) break;
+          if (queued_.load(std::memory_order_acquire) >= static_cast<std::size_t>(threshold) ||
+              waiter_interrupted_.load(std::memory_order_relaxed))
+            break;
+        }
         lock.lock();
         if (captured) {
           if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
           break;
         }
         polled = true;
-        if (moved && spin_us != 0) spin_until = Deadline(spin_us);
+        if (moved) clock_due = moved_before = true;
         continue;
       }
       // The spin is over: hand the transport to whoever else drives it, then look once more

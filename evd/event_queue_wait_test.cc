@@ -401,8 +401,19 @@ TEST(EventQueue, BusyPollTimesOutAndIsInterruptible) {
   EXPECT_EQ(queue->Wait(kLongTimeoutUs, 1, &event, nullptr), Status(Code::kInterrupted));
   EXPECT_EQ(interrupting.calls, 3);
 
-  // Back to sleeping waits once the hook is removed.
   queue->ClearUnwaitable();
+  // A spin reads the clock every few idle turns, but always after its first: a zero timeout polls
+  // once, in busy-poll and in the default mode alike.
+  for (const std::uint32_t spin : {0u, 60'000'000u}) {
+    ScriptedHook once(queue.get(), {});
+    once.spin = spin;
+    queue->SetProgressHook(&once);
+    EXPECT_EQ(queue->Wait(0, 1, &event, nullptr), Status(Code::kTimeout));
+    EXPECT_EQ(once.calls, 1) << "spin_us " << spin;
+    EXPECT_EQ(once.pauses.load(), 0);
+  }
+
+  // Back to sleeping waits once the hook is removed.
   queue->SetProgressHook(nullptr);
   EXPECT_EQ(queue->Wait(0, 1, &event, nullptr), Status(Code::kTimeout));
   EXPECT_EQ(interrupting.calls, 3);
