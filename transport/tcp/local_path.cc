@@ -135,13 +135,14 @@ bool LocalPaths::Poll(bool progress_thread) {
 void LocalPaths::ScanLocked(ReadyConnections& ready, std::size_t limit) {
   const std::size_t count = live_.size();
   limit = std::min(limit, count);
-  std::size_t looked = 0;
-  while (looked < limit && ready.size() < kReadyPerScan) {
-    const std::size_t at = (cursor_ + looked++) % count;
+  // No division per connection looked at: this runs in every poll of a spinning consumer.
+  std::size_t at = cursor_ < count ? cursor_ : 0;
+  for (std::size_t looked = 0; looked < limit && ready.size() < kReadyPerScan; ++looked) {
     if (live_[at]->HasWork()) ready.push_back(live_[at]);
+    if (++at == count) at = 0;
   }
   // The next scan starts after the last one looked at: a bounded scan treats all alike.
-  if (count != 0) cursor_ = (cursor_ + looked) % count;
+  cursor_ = at;
 }
 
 void LocalPaths::TakeMarkedLocked(ReadyConnections& ready) {

@@ -71,6 +71,8 @@ constexpr std::uint32_t kMaxPrivateData = 252;
 // consumer, spinning on memory meanwhile, would not.
 constexpr std::uint32_t kStreakToPark = 32;
 constexpr std::uint64_t kStreakGapNs = 5'000;
+// Calls per time stamp of a consumer's poll once the park is armed (Progress); a power of two.
+constexpr std::uint32_t kCallsPerPollStamp = 8;
 // With only same-host connections, a spinning consumer's polls look at what needs a syscall but
 // rarely carries anything (the io_context's ready handlers: timers, accepts, handshakes;
 // same-host sockets: doorbells and ends) at most once per this long. Counted in polls alone
@@ -362,7 +364,7 @@ bool TcpTransport::PollReady(bool wait) noexcept {
     // data, so a spinning consumer looks at them by the clock (kIdleLookNs), not with a syscall
     // each time.
     if (local_ != nullptr && poll_set_.direct_count() == 0 &&
-        ((indirect_polls_.fetch_add(1, std::memory_order_relaxed) & 63) != 0 || !LookDue(last_indirect_look_ns_, NowNs())))
+        ((CountCall(indirect_polls_) & 63) != 0 || !LookDue(last_indirect_look_ns_, NowNs())))
       return any;
   }
   std::shared_ptr<ProgressTarget> ready[kReadyPerCall];
@@ -486,18 +488,28 @@ bool TcpTransport::Progress() noexcept {
     // that spins on the sockets (polls kStreakToPark times, each within kStreakGapNs of the last)
     // parks it, and keeps it parked while it polls (the time is what the parked thread looks at);
     // a consumer that polls now and then (one dequeue per round trip) leaves it watching.
-    const std::uint64_t now = NowNs();
-    const std::uint64_t previous = last_poll_ns_.load(std::memory_order_relaxed);
-    last_poll_ns_.store(now, std::memory_order_relaxed);
-    const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
-    if (!consumers_active_.load(std::memory_order_relaxed)) BeginConsumerSpell();
-    if (!park_armed_.load(std::memory_order_relaxed)) {
-      if (now - previous >= kStreakGapNs) {
-        poll_streak_.store(0, std::memory_order_relaxed);
-      } else if (poll_streak_.fetch_add(1, std::memory_order_relaxed) + 1 >= kStreakToPark) {
-        ArmParkFromConsumer();
+    const std::uint32_t calls = CountCall(progress_calls_);
+    const bool active = consumers_active_.load(std::memory_order_relaxed);
+    const bool armed = park_armed_.load(std::memory_order_relaxed);
+    // Once the park is armed, the time only tells the parked thread (and the spell's watch) that
+    // consumers still poll: every kCallsPerPollStamp-th call stamps it, not every call. A clock
+    // read was a quarter of a default-mode waiter's samples (perf; PERFORMANCE.md, "Progress").
+    // A stamp a few calls old hands the rings back sooner, never later; a consumer whose calls
+    // come handoff_us / kCallsPerPollStamp apart or more leaves the thread watching, as one that
+    // polls now and then always did.
+    if (!armed || !active || (calls & (kCallsPerPollStamp - 1)) == 0) {
+      const std::uint64_t now = NowNs();
+      const std::uint64_t previous = last_poll_ns_.load(std::memory_order_relaxed);
+      last_poll_ns_.store(now, std::memory_order_relaxed);
+      if (!armed) {
+        if (now - previous >= kStreakGapNs) {
+          poll_streak_.store(0, std::memory_order_relaxed);
+        } else if (poll_streak_.fetch_add(1, std::memory_order_relaxed) + 1 >= kStreakToPark) {
+          ArmParkFromConsumer();
+        }
       }
     }
+    if (!active) BeginConsumerSpell();
     // The parked thread runs no handler (timers, accepts, waits for socket room): the consumers
     // do, as in busy-poll.
     if (parked_.load(std::memory_order_relaxed) && AsioDue(calls, any)) any |= RunAsio();
@@ -505,7 +517,7 @@ bool TcpTransport::Progress() noexcept {
   }
   // Busy-poll: nobody else runs the io_context. Its ready handlers now and then (every call
   // would add a syscall to every spin).
-  const std::uint32_t calls = progress_calls_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint32_t calls = CountCall(progress_calls_);
   if (AsioDue(calls, any)) any |= RunAsio();
   return any;
 }
@@ -518,6 +530,15 @@ bool TcpTransport::AsioDue(std::uint32_t calls, bool any) noexcept {
   if (local_ == nullptr || local_->live() == 0 || poll_set_.direct_count() != 0)
     return (calls & 63) == 0 || (!any && (calls & 7) == 0);
   return (calls & 63) == 0 && LookDue(last_asio_ns_, NowNs());
+}
+
+std::uint32_t TcpTransport::CountCall(std::atomic<std::uint32_t>& calls) noexcept {
+  // A load and a store, not a locked read-modify-write on every poll: two consumers polling at
+  // once may count one call, which only moves when "every Nth call" comes, and the watchdog sees
+  // a change all the same.
+  const std::uint32_t before = calls.load(std::memory_order_relaxed);
+  calls.store(before + 1, std::memory_order_relaxed);
+  return before;
 }
 
 bool TcpTransport::LookDue(std::atomic<std::uint64_t>& last, std::uint64_t now) noexcept {

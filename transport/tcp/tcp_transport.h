@@ -106,6 +106,8 @@ class TcpTransport final : public Transport {
   bool RunAsio() noexcept;
   // Whether a consumer's poll (the `calls`th; `any`: it moved something) runs the io_context.
   bool AsioDue(std::uint32_t calls, bool any) noexcept;
+  // Counts a consumer's poll in `calls`; the count before it.
+  static std::uint32_t CountCall(std::atomic<std::uint32_t>& calls) noexcept;
   // Whether kIdleLookNs passed since `last` (then `last` becomes `now`).
   static bool LookDue(std::atomic<std::uint64_t>& last, std::uint64_t now) noexcept;
 
