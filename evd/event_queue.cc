@@ -263,7 +263,12 @@ Status EventQueue::Dequeue(DAT_EVENT* event) {
 
 Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* event,
                         DAT_COUNT* nmore) {
-  const Deadline deadline(timeout_us);  // the timeout runs from the call, not from the lock
+  // The timeout runs from the call, not from the lock. A wait that finds its events queued reads
+  // no clock at all: in a Send ping-pong the Send's completion waits so, and its two clock reads
+  // were about a tenth of the default mode's round trip (perf).
+  const bool queued_enough = threshold >= 1 && queued_.load(std::memory_order_acquire) >= static_cast<std::size_t>(threshold);
+  std::chrono::steady_clock::time_point start{};
+  if (!queued_enough) start = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
   if (threshold < 1 || static_cast<std::size_t>(threshold) > capacity_)
     return Status(Code::kInvalidParameter, Detail::kParamThreshold);
@@ -283,15 +288,20 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   // does not count: a waiter that handed over then would pay a wake-up for the completion it was
   // itself producing.
   const std::uint32_t spin_us = hook != nullptr ? hook->spin_us() : 0;
-  Deadline spin_until(spin_us);
+  // Queued when looked at, but not now (another thread dequeued meanwhile): the clock after all.
+  if (queued_enough && count_ < static_cast<std::size_t>(threshold)) start = std::chrono::steady_clock::now();
+  // Not read when the events are queued: the loop's first turn takes them and uses neither.
+  const Deadline deadline(timeout_us, start);
+  Deadline spin_until(spin_us, start);
   bool spinning = hook != nullptr;
   bool polled = false;  // a waiter with a hook polls at least once, even for a zero timeout
-  // The spin reads the clock after its first turn (a zero timeout polls once), after a turn that
-  // moved the transport (it may have taken long, and the spin restarts from its end), and every
-  // kIdleTurnsPerClockRead idle turns otherwise: a read cost about 25 ns on the development VM, a
-  // quarter of a default-mode waiter's samples at two reads a turn (perf; PERFORMANCE.md,
-  // "Progress"). The timeout and the spin's end are late by that many idle turns at most.
-  bool clock_due = true;
+  // The spin reads the clock after a turn that moved the transport (it may have taken long, and
+  // the spin restarts from its end), and every kIdleTurnsPerClockRead idle turns otherwise, and
+  // after the first turn of a zero timeout (which polls once): a read cost about 25 ns on the
+  // development VM, a quarter of a default-mode waiter's samples at two reads a turn (perf;
+  // PERFORMANCE.md, "Progress"). The timeout and the spin's end are late by that many idle turns
+  // at most.
+  bool clock_due = timeout_us == 0;
   bool moved_before = false;  // the turn before this clock read moved the transport
   std::uint32_t idle_turns = 0;
   Status status;

@@ -402,7 +402,7 @@ TEST(EventQueue, BusyPollTimesOutAndIsInterruptible) {
   EXPECT_EQ(interrupting.calls, 3);
 
   queue->ClearUnwaitable();
-  // A spin reads the clock every few idle turns, but always after its first: a zero timeout polls
+  // A spin reads the clock every few idle turns, but a zero timeout's after its first: it polls
   // once, in busy-poll and in the default mode alike.
   for (const std::uint32_t spin : {0u, 60'000'000u}) {
     ScriptedHook once(queue.get(), {});
