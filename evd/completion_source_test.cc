@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "evd/cno.h"
 #include "evd/completion_source.h"
 #include "evd/event_queue.h"
+#include "evd/progress_hook.h"
 #include "evd/test_support.h"
 
 namespace softdat::evd {
@@ -241,6 +243,51 @@ TEST_F(EventQueueSource, AWaitTimesOutWhileSleepingOnTheSource) {
   DAT_EVENT event{};
   EXPECT_EQ(queue_->Wait(20'000, 1, &event, nullptr).code(), Code::kTimeout);
   EXPECT_GT(source_->arms_.load(), 0);
+}
+
+// A transport that never moves, each call taking a while; should a waiter still spin at its
+// kRescueCall-th call (far past any timeout below), it posts an event so that the test fails
+// instead of hanging.
+class IdleHook final : public ProgressHook {
+ public:
+  static constexpr int kRescueCall = 4000;  // 50 us each: at least 200 ms
+  IdleHook(EventQueue& queue, std::uint32_t spin) : queue_(queue), spin_(spin) {}
+  bool Progress() noexcept override {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (++calls == kRescueCall) {
+      EXPECT_EQ(queue_.Post(MakeEvent(0, 77)), Status::Ok());
+    }
+    return false;
+  }
+  bool ProgressDue() const noexcept override { return false; }
+  std::uint32_t spin_us() const noexcept override { return spin_; }
+  void Pause() noexcept override { ++pauses; }
+
+  int calls = 0;
+  int pauses = 0;
+
+ private:
+  EventQueue& queue_;
+  std::uint32_t spin_;
+};
+
+// Regression: a spinning waiter counted its idle turns (which bring the clock: the timeout, the
+// spin's end) only without a completion source, so a waiter on a device's EVD never timed out
+// and never handed over: stock consumers on rxe and siw hung in dat_evd_wait.
+TEST_F(EventQueueSource, ASpinningWaiterWithASourceTimesOutAndHandsOver) {
+  Attach(8);
+  DAT_EVENT event{};
+  IdleHook busy(*queue_, 0);  // busy-poll: spins until the timeout
+  queue_->SetProgressHook(&busy);
+  EXPECT_EQ(queue_->Wait(2'000, 1, &event, nullptr).code(), Code::kTimeout);
+  EXPECT_LT(busy.calls, IdleHook::kRescueCall);
+
+  IdleHook spinning(*queue_, 1'000);  // the default mode: spins 1 ms, hands over, sleeps
+  queue_->SetProgressHook(&spinning);
+  EXPECT_EQ(queue_->Wait(50'000, 1, &event, nullptr).code(), Code::kTimeout);
+  EXPECT_LT(spinning.calls, IdleHook::kRescueCall);
+  EXPECT_EQ(spinning.pauses, 1);
+  queue_->SetProgressHook(nullptr);
 }
 
 TEST_F(EventQueueSource, ACnoMakesTheSourceWatched) {

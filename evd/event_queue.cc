@@ -358,9 +358,11 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
           bool progressed = false;
           captured = ProgressInto(*hook, into, progressed);
           moved = progressed || completions > 0;
-          if (captured || moved || source != nullptr) break;
+          if (captured || moved) break;
+          // Counted before the source's break: a waiter with a completion source turns once per
+          // pass, and its idle turns must bring the clock (the timeout, the spin's end) all the same.
           if (clock_due || ++idle_turns >= kIdleTurnsPerClockRead) break;
-          if (queued_.load(std::memory_order_acquire) >= static_cast<std::size_t>(threshold) ||
+          if (source != nullptr || queued_.load(std::memory_order_acquire) >= static_cast<std::size_t>(threshold) ||
               waiter_interrupted_.load(std::memory_order_relaxed))
             break;
         }
