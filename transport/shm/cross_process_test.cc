@@ -92,9 +92,10 @@ Work MakeWork(std::uint64_t id, WorkKind kind, std::span<const Segment> local, s
 
 // What the child does: connects to `port`, exposes its own region (its address as the
 // Request's private data), sends an 8-byte and a 1 MiB Send, Writes 1 MiB into the parent's
-// region and Reads it back, receives the parent's 1 MiB Send, then disconnects. Returns 0 when
-// all went as expected, else a code saying what failed.
-int ChildScenario(std::uint16_t port, bool as_other_user) {
+// region and Reads it back, receives the parent's 1 MiB Send, then disconnects. Once its four
+// Works are posted it writes a byte to `posted_fd`. Returns 0 when all went as expected, else a
+// code saying what failed.
+int ChildScenario(std::uint16_t port, bool as_other_user, int posted_fd) {
   if (as_other_user && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return 90;
   std::unique_ptr<KeyTable> table;
   if (!KeyTable::Create(16, false, table).ok()) return 91;
@@ -116,6 +117,8 @@ int ChildScenario(std::uint16_t port, bool as_other_user) {
   if (!connection.Post(MakeWork(2, WorkKind::kSend, large_out)).ok()) return 94;
   if (!connection.Post(MakeWork(3, WorkKind::kRdmaWrite, large_out, parent_region)).ok()) return 94;
   if (!connection.Post(MakeWork(4, WorkKind::kRdmaRead, back_in, parent_region)).ok()) return 94;
+  const char posted = 1;
+  if (::write(posted_fd, &posted, 1) != 1) return 94;
   // Done when our four Works completed, the parent's Send arrived and its one-sided Write landed.
   const std::vector<std::uint8_t> parent_write = Bytes(4096, 4);
   if (!Drive({&connection}, [&] {
@@ -133,7 +136,10 @@ int ChildScenario(std::uint16_t port, bool as_other_user) {
 }
 
 // The parent's half of ChildScenario: accepts, receives the two Sends, sends its own 1 MiB Send,
-// Writes 1 MiB into the child's region, and waits for the child's disconnect.
+// Writes 1 MiB into the child's region, and waits for the child's disconnect. Its first poll
+// comes only after the child's Sends are in the ring (the order in which a poll finds a Send
+// before the consumer's buffers, and holds it until RecvBuffersAvailable): the parent's buffers
+// are there before that poll, as a consumer posts its receives before it connects.
 void ParentScenario(bool child_is_other_user) {
   std::unique_ptr<KeyTable> table;
   ASSERT_TRUE(KeyTable::Create(16, false, table).ok());
@@ -143,11 +149,16 @@ void ParentScenario(bool child_is_other_user) {
   const std::uint16_t port = testing::NextPort();
   UniqueFd listener;
   ASSERT_TRUE(ListenRendezvous(testing::Loopback(), port, listener).ok());
+  int posted_pipe[2];
+  ASSERT_EQ(::pipe(posted_pipe), 0);
+  UniqueFd posted(posted_pipe[0]), posted_write(posted_pipe[1]);
   const pid_t child = Fork([&] {
     listener.Reset();
-    return ChildScenario(port, child_is_other_user);
+    posted.Reset();
+    return ChildScenario(port, child_is_other_user, posted_write.get());
   });
   ASSERT_GT(child, 0);
+  posted_write.Reset();
   Established established;
   ASSERT_TRUE(PassiveHalf(listener.get(), LocalEndOf(table.get(), testing::kPassiveBinding, true),
                           AddressBytes(region.data()), established));
@@ -156,16 +167,17 @@ void ParentScenario(bool child_is_other_user) {
   const std::uint64_t child_region = AddressOf(established.peer_private_data.view());
   {
     Connection connection(std::move(established), SmallEndpointConfig(), ConnectionOptions(), *table, &events, nullptr);
-    // The child's Ready says whether it attaches to us: taken before our large Send is posted,
-    // so that the Send is pulled (the path under test) where the child may pull.
-    ASSERT_TRUE(testing::WaitReadable(connection.socket_fd()));
-    connection.OnSocketReadable();
-    EXPECT_EQ(connection.peer_attaches(), !child_is_other_user);
     std::vector<std::uint8_t> small_sink(8), large_sink(kRegion), mine = Bytes(kRegion, 3), child_bytes = Bytes(4096, 4);
     const Segment small_in[] = {SegmentOver(small_sink)}, large_in[] = {SegmentOver(large_sink)};
     const Segment mine_out[] = {SegmentOver(mine)}, child_out[] = {SegmentOver(child_bytes)};
     events.AddBuffer(small_in);
     events.AddBuffer(large_in);
+    ASSERT_TRUE(testing::WaitReadable(posted.get())) << "the child posts its Works";
+    // The child's Ready says whether it attaches to us: taken before our large Send is posted,
+    // so that the Send is pulled (the path under test) where the child may pull.
+    ASSERT_TRUE(testing::WaitReadable(connection.socket_fd()));
+    connection.OnSocketReadable();
+    EXPECT_EQ(connection.peer_attaches(), !child_is_other_user);
     ASSERT_TRUE(connection.Post(MakeWork(1, WorkKind::kSend, mine_out)).ok());
     ASSERT_TRUE(connection.Post(MakeWork(2, WorkKind::kRdmaWrite, child_out, child_region + 4096)).ok());
     ASSERT_TRUE(Drive({&connection}, [&] { return events.Get(events.ended_count) == 1; }));
