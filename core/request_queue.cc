@@ -30,9 +30,10 @@ RequestQueue::RequestQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint
 }
 
 RequestQueue::Request* RequestQueue::Reserve() {
-  std::lock_guard lock(mu_);
-  if (next_id_ - head_id_ >= limit_) return nullptr;
-  Entry& entry = EntryOf(next_id_);
+  const std::uint64_t next = next_id_.load(std::memory_order_relaxed);
+  // Acquire: the pop that freed this entry read it before it moved the head.
+  if (next - head_id_.load(std::memory_order_acquire) >= limit_) return nullptr;
+  Entry& entry = EntryOf(next);
   Segment* storage = entry.request.segments;
   entry.request = Request{};
   entry.request.segments = storage;
@@ -40,61 +41,60 @@ RequestQueue::Request* RequestQueue::Reserve() {
 }
 
 std::uint64_t RequestQueue::Commit() {
-  std::lock_guard lock(mu_);
-  const std::uint64_t id = next_id_++;
-  Entry& entry = EntryOf(id);
-  entry.id = id;
-  entry.status = transport::WorkStatus::kSuccess;
-  entry.length = 0;
-  entry.state = State::kOutstanding;
+  const std::uint64_t id = next_id_.load(std::memory_order_relaxed);
+  // Release: a Finish or a pop that sees the word sees the request written before it.
+  EntryOf(id).word.store(Word(id, kOutstanding), std::memory_order_release);
+  next_id_.store(id + 1, std::memory_order_release);
   return id;
 }
 
 void RequestQueue::Abandon(std::uint64_t id) {
-  std::lock_guard lock(mu_);
-  if (id + 1 != next_id_) return;
-  EntryOf(id).state = State::kFree;
-  --next_id_;
+  // The transport never saw the request, and core's flushes run under the lock the poster holds:
+  // nobody finishes it meanwhile.
+  if (id + 1 != next_id_.load(std::memory_order_relaxed)) return;
+  EntryOf(id).word.store(Word(0, kFree), std::memory_order_relaxed);
+  next_id_.store(id, std::memory_order_release);
 }
 
-bool RequestQueue::Finish(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
-  std::lock_guard lock(mu_);
-  if (id < head_id_ || id >= next_id_) return false;
+bool RequestQueue::FinishEntry(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
   Entry& entry = EntryOf(id);
-  if (entry.id != id || entry.state != State::kOutstanding) return false;
+  // The word holds the id: a stale Finish of an entry reused for a later request fails here.
+  std::uint64_t expected = Word(id, kOutstanding);
+  if (!entry.word.compare_exchange_strong(expected, Word(id, kFinishing), std::memory_order_acquire,
+                                          std::memory_order_relaxed))
+    return false;
   entry.status = status;
   entry.length = length;
-  entry.state = State::kFinished;
+  entry.word.store(Word(id, kFinished), std::memory_order_release);  // the pop reads the status after this
   return true;
 }
 
+bool RequestQueue::Finish(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
+  if (id == 0 || id >= next_id_.load(std::memory_order_acquire)) return false;
+  return FinishEntry(id, status, length);
+}
+
 void RequestQueue::FlushAll() {
-  std::lock_guard lock(mu_);
-  for (std::uint64_t id = head_id_; id != next_id_; ++id) {
-    Entry& entry = EntryOf(id);
-    if (entry.state != State::kOutstanding) continue;
-    entry.status = transport::WorkStatus::kFlushed;
-    entry.length = 0;
-    entry.state = State::kFinished;
-  }
+  const std::uint64_t next = next_id_.load(std::memory_order_acquire);
+  for (std::uint64_t id = head_id_.load(std::memory_order_acquire); id < next; ++id)
+    (void)FinishEntry(id, transport::WorkStatus::kFlushed, 0);  // finished ones keep their status
 }
 
 bool RequestQueue::PopCompletion(Completion& out) {
-  std::lock_guard lock(mu_);
-  if (head_id_ == next_id_) return false;
-  Entry& entry = EntryOf(head_id_);
-  if (entry.state != State::kFinished) return false;
+  const std::uint64_t head = head_id_.load(std::memory_order_relaxed);
+  Entry& entry = EntryOf(head);
+  if (entry.word.load(std::memory_order_acquire) != Word(head, kFinished)) return false;  // none, or still out
   out = Completion{entry.request.cookie, entry.request.operation, entry.request.flags,
                    entry.status, entry.length, entry.request.rmr, false};
-  entry.state = State::kFree;
-  ++head_id_;
-  out.more = head_id_ != next_id_ && EntryOf(head_id_).state == State::kFinished;
+  entry.word.store(Word(0, kFree), std::memory_order_relaxed);
+  head_id_.store(head + 1, std::memory_order_release);  // the entry is the poster's again
+  out.more = EntryOf(head + 1).word.load(std::memory_order_acquire) == Word(head + 1, kFinished);
   return true;
 }
 
 std::uint32_t RequestQueue::count() const {
-  std::lock_guard lock(mu_);
-  return static_cast<std::uint32_t>(next_id_ - head_id_);
+  const std::uint64_t head = head_id_.load(std::memory_order_acquire);
+  return static_cast<std::uint32_t>(next_id_.load(std::memory_order_acquire) - head);
 }
 
 }  // namespace softdat::core

@@ -4,18 +4,22 @@
 // consumer in posting order whatever order the transport finishes them in (an RDMA Read ends
 // when its response arrives, after Sends posted behind it have left).
 //
-// Threads: posting is serialized by the caller (the EP's post lock) and is the only writer of
-// the tail; Finish comes from the transport's progress context; PopCompletion from whoever holds
-// the EP's delivery turn. An internal mutex orders them. Nothing allocates after Create.
+// Threads: posting (Reserve, Commit, Abandon) is serialized by the caller (the EP's post lock)
+// and is the only writer of the tail; Finish and FlushAll come from any thread (the transport's
+// progress context, core's flushes); PopCompletion from whoever holds the EP's delivery turn,
+// one at a time, and is the only writer of the head. No lock: each entry's id and state are one
+// atomic word, which Finish moves from outstanding with a compare-and-swap (exactly once, and
+// never for a later request that reuses the entry), and the head and tail are atomics their one
+// writer publishes. A Send's post and completion execute one locked instruction here, where a
+// mutex took eight (docs/PERFORMANCE.md, "Locked instructions"). Nothing allocates after Create.
 #pragma once
 
 #include <dat2/udat.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
-#include "base/mutex.h"
 #include "base/segment.h"
 #include "base/status.h"
 #include "transport/work.h"
@@ -81,14 +85,18 @@ class RequestQueue {
   std::uint32_t count() const;
 
  private:
-  enum class State : std::uint8_t { kFree, kOutstanding, kFinished };
+  // An entry's state, in the low bits of its word beside the id (word = id << 2 | state).
+  // kFinishing: a Finish won the entry and is writing its status; nobody else touches it.
+  enum State : std::uint64_t { kFree = 0, kOutstanding = 1, kFinishing = 2, kFinished = 3 };
+  static constexpr std::uint64_t Word(std::uint64_t id, State state) { return id << 2 | state; }
   struct Entry {
-    Request request;
-    std::uint64_t id = 0;
-    transport::WorkStatus status = transport::WorkStatus::kSuccess;
+    Request request;  // the poster's until Commit, then read-only until the pop frees it
+    transport::WorkStatus status = transport::WorkStatus::kSuccess;  // the winning Finish's
     std::uint32_t length = 0;
-    State state = State::kFree;
+    std::atomic<std::uint64_t> word{0};
   };
+  // Moves request `id` from outstanding to finished with `status`; false if it was not outstanding.
+  bool FinishEntry(std::uint64_t id, transport::WorkStatus status, std::uint32_t length);
 
   RequestQueue(std::uint32_t limit, std::uint32_t max_iov, std::uint32_t ring_size);
   Entry& EntryOf(std::uint64_t id) { return entries_[id & (ring_size_ - 1)]; }
@@ -99,9 +107,8 @@ class RequestQueue {
   std::unique_ptr<Entry[]> entries_;
   std::unique_ptr<Segment[]> segment_storage_;
 
-  mutable softdat::Mutex mu_;
-  std::uint64_t head_id_ = 1;  // the oldest outstanding (ids start at 1: 0 means none)
-  std::uint64_t next_id_ = 1;  // the id the next Commit gives
+  std::atomic<std::uint64_t> head_id_{1};  // the oldest not popped (ids start at 1: 0 means none); the popper's
+  std::atomic<std::uint64_t> next_id_{1};  // the id the next Commit gives; the poster's
 };
 
 }  // namespace softdat::core
