@@ -15,7 +15,9 @@
 //  - The destructor may be called from any thread except from inside this endpoint's own events;
 //    when it returns, no event of this endpoint is running and none will run. Callers must not
 //    hold a lock that the events take.
-//  - Calls into an Endpoint are safe from any thread, concurrently with its events.
+//  - Calls into an Endpoint are safe from any thread, concurrently with its events. Post calls
+//    on one endpoint never overlap one another: core makes them under the EP's post lock, so a
+//    transport needs no lock of its own to order them.
 //  - Post, PostRecv and RecvBuffersAvailable never allocate and never block.
 #pragma once
 

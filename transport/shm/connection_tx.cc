@@ -45,7 +45,7 @@ Status Connection::Post(const Work& work) {
   // this call, so it has not run yet): the Work is left for that end to flush, as core promises.
   if (ended_.load(std::memory_order_acquire)) return Status::Ok();
   {
-    std::lock_guard lock(post_mutex_);
+    // No lock: Post calls never overlap (endpoint.h), so this is the queue's one producer.
     const std::uint64_t tail = post_tail_.load(std::memory_order_relaxed);
     if (tail - post_head_.load(std::memory_order_acquire) >= posted_.size()) return Status(Code::kQueueFull);
     posted_[tail % posted_.size()] = work;

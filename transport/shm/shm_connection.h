@@ -286,11 +286,10 @@ class Connection final : private AccessWatch {
   std::uint64_t ready_deadline_ns_ = 0;
   PrivateData peer_private_data_;
 
-  // Consumer side: posted Work waiting for the pump (single producer under post_mutex_, single
-  // consumer under io_mutex_).
-  softdat::Mutex post_mutex_;
+  // Consumer side: posted Work waiting for the pump (single producer: Post calls never overlap,
+  // endpoint.h; single consumer under io_mutex_).
   std::vector<Work> posted_;
-  std::atomic<std::uint64_t> post_tail_{0};   // written under post_mutex_
+  std::atomic<std::uint64_t> post_tail_{0};   // written by Post
   std::atomic<std::uint64_t> post_head_{0};   // written under io_mutex_
   std::atomic<std::uint32_t> notes_{0};
   std::atomic<bool> kick_pending_{false};
