@@ -348,8 +348,9 @@ void Ep::GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* req
 
 void Ep::Deliver(std::uint8_t kinds) {
   // Said before the turn is asked for: a pass running now goes round again (DeliveryTurn) and
-  // its next exchange sees these kinds.
-  deliver_kinds_.fetch_or(kinds, std::memory_order_acq_rel);
+  // its next exchange sees these kinds. The transport's Deliver names none (its reports marked
+  // theirs already): no locked instruction for nothing.
+  if (kinds != 0) deliver_kinds_.fetch_or(kinds, std::memory_order_acq_rel);
   if (!turn_.Request()) return;
   do {
     DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 namespace softdat::core {
@@ -130,6 +132,70 @@ TEST(RequestQueue, UnknownOrRepeatedFinishIsIgnored) {
   EXPECT_FALSE(queue->Finish(id, WorkStatus::kFlushed, 0)) << "exactly once";
   EXPECT_EQ(PopTags(*queue).size(), 1u);
   EXPECT_FALSE(queue->Finish(id, WorkStatus::kSuccess, 0)) << "popped";
+}
+
+// The queue takes no lock: a poster, two finishers (each finishing every id it sees, so every
+// request is finished twice, in either order) and a popper at once, over a ring that wraps many
+// times. Each request completes exactly once, in posting order, with the status of the Finish
+// that won; a stale Finish never finishes the later request that reuses its entry. Bounded by
+// count; tsan checks the ordering.
+TEST(RequestQueue, PostFinishAndPopFromFourThreadsAtOnce) {
+  constexpr std::uint64_t kRequests = 20000;
+  auto queue = MakeQueue(8);
+  std::atomic<std::uint64_t> posted{0};  // ids committed so far (ids are 1..posted)
+  std::atomic<bool> popping_done{false};
+  std::thread poster([&] {
+    for (std::uint64_t tag = 1; tag <= kRequests;) {
+      RequestQueue::Request* request = queue->Reserve();
+      if (request == nullptr) {
+        if (popping_done.load()) return;
+        std::this_thread::yield();
+        continue;
+      }
+      request->cookie.as_64 = tag;
+      request->num_segments = 0;
+      const std::uint64_t id = queue->Commit();
+      EXPECT_EQ(id, tag);
+      posted.store(id, std::memory_order_release);
+      ++tag;
+    }
+  });
+  // Finisher `which` finishes every id up to `posted` with a status that names it; a late one
+  // sometimes goes back to an id already popped (a stale completion after a flush).
+  std::atomic<std::uint64_t> won[2] = {0, 0};
+  auto finisher = [&](int which) {
+    const WorkStatus mine = which == 0 ? WorkStatus::kSuccess : WorkStatus::kFlushed;
+    for (std::uint64_t id = 1; id <= kRequests;) {
+      if (id > posted.load(std::memory_order_acquire)) {
+        if (popping_done.load()) return;
+        std::this_thread::yield();
+        continue;
+      }
+      if (queue->Finish(id, mine, static_cast<std::uint32_t>(id))) won[which].fetch_add(1);
+      if (id > 20 && id % 7 == 0) {
+        EXPECT_FALSE(queue->Finish(id - 20, mine, 0)) << "popped long ago";
+      }
+      ++id;
+    }
+  };
+  std::thread first(finisher, 0), second(finisher, 1);
+  std::uint64_t expected = 1;
+  std::uint64_t spins = 0;
+  RequestQueue::Completion completion{};
+  while (expected <= kRequests && ++spins < 2'000'000'000) {
+    if (!queue->PopCompletion(completion)) continue;
+    ASSERT_EQ(completion.cookie.as_64, expected) << "in posting order, each once";
+    EXPECT_TRUE(completion.status == WorkStatus::kSuccess || completion.status == WorkStatus::kFlushed);
+    EXPECT_EQ(completion.length, expected) << "the winning Finish's length";
+    ++expected;
+  }
+  popping_done.store(true);
+  poster.join();
+  first.join();
+  second.join();
+  EXPECT_EQ(expected, kRequests + 1) << "every request completed";
+  EXPECT_EQ(won[0].load() + won[1].load(), kRequests) << "one Finish won each";
+  EXPECT_EQ(queue->count(), 0u);
 }
 
 }  // namespace
