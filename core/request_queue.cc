@@ -49,8 +49,9 @@ std::uint64_t RequestQueue::Commit() {
 }
 
 void RequestQueue::Abandon(std::uint64_t id) {
-  // The transport never saw the request, and core's flushes run under the lock the poster holds:
-  // nobody finishes it meanwhile.
+  // Nobody finishes it meanwhile: the transport refused it, and a flush of the connection's end
+  // comes after the poster releases the EP's state lock (the end is set under it, and a post that
+  // finds it flushes its own request and abandons nothing).
   if (id + 1 != next_id_.load(std::memory_order_relaxed)) return;
   EntryOf(id).word.store(Word(0, kFree), std::memory_order_relaxed);
   next_id_.store(id, std::memory_order_release);
