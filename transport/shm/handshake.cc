@@ -316,7 +316,9 @@ Dial ActiveHandshake::Start(in_addr address, std::uint16_t port, const Geometry&
 }
 
 ActiveHandshake::Step ActiveHandshake::Fail(const char* why) {
-  SOFTDAT_LOG(kInfo, "shm: connection setup with process %d failed: %s", static_cast<int>(peer_pid_), why);
+  // At the default level: the consumer's dat_ep_connect ends NON_PEER_REJECTED, and this line is
+  // all that says why.
+  SOFTDAT_LOG(kWarn, "shm: connection setup with process %d failed: %s", static_cast<int>(peer_pid_), why);
   done_ = true;
   socket_.Reset();
   return Step::kFailed;

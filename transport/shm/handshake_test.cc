@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -303,6 +304,23 @@ TEST(Handshake, ThePassiveSideGoingAwayFailsTheActiveOne) {
   passive.reset();
   ASSERT_TRUE(WaitReadable(active.fd()));
   EXPECT_EQ(active.OnReadable(), ActiveHandshake::Step::kFailed);
+}
+
+// The consumer's connect ends NON_PEER_REJECTED: a line at the default level says why (a CI run
+// once showed the event and nothing else).
+TEST(Handshake, AFailedActiveSideSaysWhyAtTheDefaultLevel) {
+  EXPECT_EXIT(
+      {
+        ::unsetenv("SOFTDAT_LOG");
+        Sides s;
+        ActiveHandshake active;
+        auto passive = s.Dial(active, "x");
+        passive.reset();
+        if (!WaitReadable(active.fd()) || active.OnReadable() != ActiveHandshake::Step::kFailed) std::_Exit(1);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "softdat: warn: shm: connection setup with process [0-9]+ failed: the peer closed the rendezvous socket");
 }
 
 // A hostile process dials the listener and sends `bytes` with `fds`: the passive side fails the
