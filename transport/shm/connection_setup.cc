@@ -24,10 +24,24 @@ std::uint64_t NowNs() {
 
 std::uint32_t AtLeastOne(std::uint32_t n) { return std::max<std::uint32_t>(n, 1); }
 
+// `queues` as given when MakeQueues(config) made them, else made now.
+Connection::Queues QueuesFor(const EndpointConfig& config, Connection::Queues&& queues) {
+  if (queues.posted.size() == AtLeastOne(config.max_send_work) && queues.done.size() == queues.posted.size() + 1)
+    return std::move(queues);
+  return Connection::MakeQueues(config);
+}
+
 }  // namespace
 
+Connection::Queues Connection::MakeQueues(const EndpointConfig& config) {
+  Queues queues;
+  queues.posted.resize(AtLeastOne(config.max_send_work));
+  queues.done.resize(queues.posted.size() + 1);
+  return queues;
+}
+
 Connection::Connection(Established&& established, const EndpointConfig& config, const ConnectionOptions& options,
-                       KeyTable& table, EndpointEvents* events, Kicker* kicker)
+                       KeyTable& table, EndpointEvents* events, Kicker* kicker, Queues queues)
     : config_(config),
       options_(options),
       table_(table),
@@ -43,11 +57,12 @@ Connection::Connection(Established&& established, const EndpointConfig& config, 
       peer_activity_slot_(established.peer_activity_slot),
       attach_(established.attach),
       peer_attaches_(established.peer_attaches),
-      posted_(AtLeastOne(config.max_send_work)),
       events_(events),
-      done_(AtLeastOne(config.max_send_work) + 1),
       reads_(AtLeastOne(config.max_rdma_read_out)),
       responses_(AtLeastOne(config.max_rdma_read_in)) {
+  Queues made = QueuesFor(config, std::move(queues));
+  posted_ = std::move(made.posted);
+  done_ = std::move(made.done);
   if (side_ == kActive) peer_private_data_ = established.peer_private_data;
   if (established.await_ready) ready_deadline_ns_ = NowNs() + std::uint64_t{options.ready_timeout_ms} * 1'000'000;
   const Geometry& g = established.geometry;

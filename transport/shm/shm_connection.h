@@ -86,11 +86,29 @@ class Kicker {
 class Connection final : private AccessWatch {
  public:
   friend struct ConnectionTestAccess;
+  struct Done {
+    std::uint64_t id;
+    WorkStatus status;
+    std::uint32_t length;
+  };
+  // The queues sized by the endpoint's max_send_work: the posted Works and their completions,
+  // about 112 bytes a Work (a megabyte for a queue 10,000 deep, as stock dtestsrq asks). The
+  // caller makes them in the consumer's own call (dat_ep_connect, dat_cr_accept), as the TCP path
+  // makes its connection there. Made at the establishment they would cost the progress thread,
+  // one connection after another, while the passive side counts its connection established from
+  // its Accept on.
+  struct Queues {
+    std::vector<Work> posted;
+    std::vector<Done> done;
+  };
+  static Queues MakeQueues(const EndpointConfig& config);
+
   // `table`: our IA's published keys (the peer's one-sided accesses are checked there; our
   // revocations wait for them); it must outlive the connection. `kicker` may be null when the
-  // caller polls anyway (tests, benchmarks).
+  // caller polls anyway (tests, benchmarks). `queues`: from MakeQueues(config); made here when
+  // empty.
   Connection(Established&& established, const EndpointConfig& config, const ConnectionOptions& options,
-             KeyTable& table, EndpointEvents* events, Kicker* kicker);
+             KeyTable& table, EndpointEvents* events, Kicker* kicker, Queues queues = {});
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -143,11 +161,6 @@ class Connection final : private AccessWatch {
   // the head and the next poll goes on with it.
   enum class Rx : std::uint8_t { kDone, kHeld, kPartial, kEnded };
 
-  struct Done {
-    std::uint64_t id;
-    WorkStatus status;
-    std::uint32_t length;
-  };
   // The message being written.
   // kImmediate: the Immediate record of an RDMA Write with immediate data, once its Write is placed;
   // kAtomic: an atomic request (always through the ring: the target executes it).

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
 // The TCP transport's data path allocates nothing per message, over TCP and over the same-host
 // shared-memory path: after a warm-up, Sends (inline and gathered, one FPDU and several), RDMA
-// Writes and RDMA Reads with their completions run with zero calls to operator new. This binary replaces the global operator new/delete with counting ones;
-// the events sink below is allocation-free itself (fixed buffers, counters). Poll mode: the test's
-// thread drives everything, so nothing else allocates meanwhile.
+// Writes and RDMA Reads with their completions run with zero calls to operator new. And a
+// same-host connection's queues are made in the consumer's calls, not as it is established. This
+// binary replaces the global operator new/delete with counting ones; the events sink below is
+// allocation-free itself (fixed buffers, counters). Poll mode: the test's thread drives
+// everything, so nothing else allocates meanwhile.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,16 +25,23 @@
 namespace {
 std::atomic<bool> counting{false};
 std::atomic<std::uint64_t> allocations{0};
+std::atomic<std::uint64_t> allocated_bytes{0};
+
+void Count(std::size_t size) {
+  if (!counting.load(std::memory_order_relaxed)) return;
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  allocated_bytes.fetch_add(size, std::memory_order_relaxed);
+}
 }  // namespace
 
 void* operator new(std::size_t size) {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  Count(size);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t size) { return operator new(size); }
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  Count(size);
   return std::malloc(size == 0 ? 1 : size);
 }
 void operator delete(void* p) noexcept { std::free(p); }
@@ -90,37 +99,68 @@ class CountingRequests final : public ListenEvents {
   std::unique_ptr<PendingConnection> pending;
 };
 
+// One poll-mode IA with a listener and two endpoints, the client's connected to the server's.
+// The test's thread moves everything (Progress).
+struct PollModePair {
+  explicit PollModePair(std::size_t buffer) : client_events(buffer), server_events(buffer) {}
+  ~PollModePair() {
+    client.reset();
+    server.reset();
+    requests.pending.reset();
+    listener.reset();
+  }
+  void Open(ShmMode shm, const EndpointConfig& config) {
+    IaParams params;
+    params.kind = TransportKind::kTcp;
+    params.address = "127.0.0.1";
+    params.options.progress = ProgressMode::kPoll;
+    params.options.shm = shm;
+    std::string why;
+    ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+    ASSERT_TRUE(transport->Listen(0, &requests, listener).ok());
+    ASSERT_TRUE(transport->CreateEndpoint(config, &client_events, client).ok());
+    ASSERT_TRUE(transport->CreateEndpoint(config, &server_events, server).ok());
+  }
+  // Connect and Accept, the consumer's calls; the establishment is left to PollUntil.
+  void ConnectAndAccept() {
+    ASSERT_TRUE(client->Connect(transport->address(), listener->port(), {}, UINT64_MAX).ok());
+    ASSERT_TRUE(PollUntil([&] { return requests.pending != nullptr; }));
+    ASSERT_TRUE(requests.pending->Accept(*server, {}).ok());
+  }
+  bool Established() { return PollUntil([&] { return client_events.established && server_events.established; }); }
+  // A template, not std::function: the counted rounds call it, and must allocate nothing.
+  template <typename Done>
+  bool PollUntil(Done done) {
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (!done() && std::chrono::steady_clock::now() < until) (void)transport->Progress();
+    return done();
+  }
+  std::size_t LocalConnections() {
+    return TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport));
+  }
+
+  std::unique_ptr<Transport> transport;
+  CountingRequests requests;
+  CountingEvents client_events, server_events;
+  std::unique_ptr<Listener> listener;
+  std::unique_ptr<Endpoint> client, server;
+};
+
 class TcpDataPath : public ::testing::TestWithParam<ShmMode> {};
 
 TEST_P(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   constexpr std::size_t kLarge = 200 * 1024;  // several FPDUs
-  IaParams params;
-  params.kind = TransportKind::kTcp;
-  params.address = "127.0.0.1";
-  params.options.progress = ProgressMode::kPoll;
-  params.options.shm = GetParam();
-  std::string why;
-  std::unique_ptr<Transport> transport;
-  ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
-  const EndpointConfig config = testing::SmallEndpointConfig();
-  CountingRequests requests;
-  CountingEvents client_events(kLarge), server_events(kLarge);
-  std::unique_ptr<Listener> listener;
-  std::unique_ptr<Endpoint> client, server;
-  ASSERT_TRUE(transport->Listen(0, &requests, listener).ok());
-  ASSERT_TRUE(transport->CreateEndpoint(config, &client_events, client).ok());
-  ASSERT_TRUE(transport->CreateEndpoint(config, &server_events, server).ok());
-  const auto poll_until = [&](auto done) {
-    const auto until = std::chrono::steady_clock::now() + 30s;
-    while (!done() && std::chrono::steady_clock::now() < until) (void)transport->Progress();
-    return done();
-  };
-  ASSERT_TRUE(client->Connect(transport->address(), listener->port(), {}, UINT64_MAX).ok());
-  ASSERT_TRUE(poll_until([&] { return requests.pending != nullptr; }));
-  ASSERT_TRUE(requests.pending->Accept(*server, {}).ok());
-  ASSERT_TRUE(poll_until([&] { return client_events.established && server_events.established; }));
+  PollModePair pair(kLarge);
+  ASSERT_NO_FATAL_FAILURE(pair.Open(GetParam(), testing::SmallEndpointConfig()));
+  ASSERT_NO_FATAL_FAILURE(pair.ConnectAndAccept());
+  ASSERT_TRUE(pair.Established());
+  auto& transport = pair.transport;
+  auto& client = pair.client;
+  CountingEvents& client_events = pair.client_events;
+  CountingEvents& server_events = pair.server_events;
+  const auto poll_until = [&](auto done) { return pair.PollUntil(done); };
   const bool local = GetParam() == ShmMode::kAuto;
-  ASSERT_EQ(TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport)), local ? 2u : 0u);
+  ASSERT_EQ(pair.LocalConnections(), local ? 2u : 0u);
   if (local) {
     // The same-host path checks a peer's one-sided RDMA against the keys the target published.
     PublishedKey key;
@@ -168,6 +208,7 @@ TEST_P(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(round()) << "warm-up round " << i;
 
   // The counter itself counts (so a zero below means something).
+  allocations.store(0);
   counting.store(true);
   int* volatile probe = new int(1);  // volatile: the pair may not be elided
   delete probe;
@@ -182,10 +223,30 @@ TEST_P(TcpDataPath, SendsWritesReadsAndTheirCompletionsAllocateNothing) {
   EXPECT_EQ(allocations.load(), 0u) << "heap allocations in 200 rounds of 4 operations";
   EXPECT_EQ(client_events.errors + server_events.errors, 0u);
   EXPECT_FALSE(client_events.ended || server_events.ended);
-  client.reset();
-  server.reset();
-  requests.pending.reset();
-  listener.reset();
+}
+
+// A same-host connection's queues sized by max_send_work (shm::Connection::Queues) are made in the
+// consumer's Connect and Accept, as the TCP path's connection is, not as the progress thread
+// establishes it. Made there, stock dtestsrq's client (100 connections of 10,000-deep queues)
+// took 7 s under TSan to establish what the server had counted established within 1.3 s, and the
+// server's 5 s DTO timeout ran out first. Poll mode: the establishment runs in the test's Progress
+// calls, and only there is the counter on.
+TEST(SameHostEstablishment, TheQueuesAreMadeInTheConsumersCallsNotOnTheProgressPath) {
+  constexpr std::uint32_t kDeep = 100000;  // Works: about 11 MB of queues
+  EndpointConfig config = testing::SmallEndpointConfig();
+  config.max_send_work = kDeep;
+  PollModePair pair(64);
+  ASSERT_NO_FATAL_FAILURE(pair.Open(ShmMode::kAuto, config));
+  ASSERT_NO_FATAL_FAILURE(pair.ConnectAndAccept());
+  allocations.store(0);
+  allocated_bytes.store(0);
+  counting.store(true);
+  const bool established = pair.Established();
+  counting.store(false);
+  ASSERT_TRUE(established);
+  ASSERT_EQ(pair.LocalConnections(), 2u);
+  EXPECT_LT(allocated_bytes.load(), std::uint64_t{kDeep} * sizeof(Work) / 4)
+      << "bytes allocated while the progress path established both sides";
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, TcpDataPath, ::testing::Values(ShmMode::kOff, ShmMode::kAuto),

@@ -340,6 +340,13 @@ LocalConnection::Dialed LocalConnection::Dial(const sockaddr_in& remote, std::ui
   sockaddr_in to = remote;
   to.sin_family = AF_INET;
   to.sin_port = htons(port);
+  try {
+    // Before the Request goes out: the peer counts the connection established from its Accept on.
+    queues_ = shm::Connection::MakeQueues(config_);
+  } catch (const std::bad_alloc&) {
+    SOFTDAT_LOG(kWarn, "tcp -> port %u: no memory for the shared-memory connection's queues: over TCP", port);
+    return Dialed::kNobody;
+  }
   auto handshake = std::make_unique<shm::ActiveHandshake>();
   const shm::Dial dial = handshake->Start(remote.sin_addr, port, paths_.geometry(), local, private_data, LocalEndOf());
   if (dial != shm::Dial::kConnected) {
@@ -381,6 +388,11 @@ LocalConnection::Dialed LocalConnection::Dial(const sockaddr_in& remote, std::ui
 void LocalConnection::Accept(std::unique_ptr<shm::PassiveHandshake> handshake,
                              std::span<const std::uint8_t> private_data, const sockaddr_in& local,
                              const sockaddr_in& remote) {
+  try {
+    queues_ = shm::Connection::MakeQueues(config_);
+  } catch (const std::bad_alloc&) {
+    // Left empty: the engine tries again as it is made, and says so if that fails too.
+  }
   {
     std::lock_guard lock(address_mutex_);
     local_ = local;
@@ -479,7 +491,7 @@ shm::Connection* LocalConnection::Establish(shm::Established&& established) {
   const pid_t peer = established.peer_pid;
   try {
     engine_ = std::make_unique<shm::Connection>(std::move(established), config_, paths_.connection_options(),
-                                                paths_.keys(), events_, this);
+                                                paths_.keys(), events_, this, std::move(queues_));
   } catch (const std::bad_alloc&) {
     SOFTDAT_LOG(kWarn, "tcp %s: no memory for the shared-memory connection", Describe().data());
     EndHandshake(phase_ == Phase::kDialed ? ConnectionEnd::kNonPeerRejected : ConnectionEnd::kAcceptFailed);

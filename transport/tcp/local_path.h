@@ -250,6 +250,9 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   boost::asio::steady_timer timer_;
   std::vector<std::uint8_t> private_data_;  // the active side's, kept for a dial's life
 
+  // The engine's queues, made in the consumer's Dial or Accept and handed to the engine at the
+  // establishment (shm::Connection::Queues says why).
+  shm::Connection::Queues queues_;
   // The engine, once established (set once, before engine_ready_).
   std::unique_ptr<shm::Connection> engine_;
   std::atomic<shm::Connection*> engine_ready_{nullptr};
