@@ -156,9 +156,7 @@ Connection::Pump Connection::NextWork() {
     case WorkKind::kSendDatagram:
       break;  // refused by Post
   }
-  tx_ = TxMessage{};
-  tx_.mode = mode;
-  tx_.work = work;
+  tx_.Start(mode, work);
   // A Write with immediate data takes a receive buffer at the peer: it is numbered with the Sends.
   if (work.kind == WorkKind::kSend || work.kind == WorkKind::kRdmaWriteImmediate) tx_.msn = send_msn_++;
   post_head_.store(head + 1, std::memory_order_release);

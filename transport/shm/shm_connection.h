@@ -166,6 +166,15 @@ class Connection final : private AccessWatch {
   // kAtomic: an atomic request (always through the ring: the target executes it).
   enum class TxMode : std::uint8_t { kNone, kInline, kPull, kOneSided, kRingWrite, kReadRequest, kResend, kImmediate, kAtomic };
   struct TxMessage {
+    // Every field, in place: a fresh TxMessage assigned over this one copied the Work twice, per
+    // message (callgrind, an 8 B Send stream: NextWork 92 instructions a message, 54 in place).
+    void Start(TxMode start_mode, const Work& start_work) {
+      mode = start_mode;
+      work = start_work;
+      msn = 0;
+      offset = 0;
+      cursor = SegmentCursor{};
+    }
     TxMode mode = TxMode::kNone;
     Work work;
     std::uint32_t msn = 0;
