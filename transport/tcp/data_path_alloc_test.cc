@@ -99,6 +99,17 @@ class CountingRequests final : public ListenEvents {
   std::unique_ptr<PendingConnection> pending;
 };
 
+// A TCP transport on loopback with progress=poll.
+void MakePollModeTransport(ShmMode shm, std::unique_ptr<Transport>& transport) {
+  IaParams params;
+  params.kind = TransportKind::kTcp;
+  params.address = "127.0.0.1";
+  params.options.progress = ProgressMode::kPoll;
+  params.options.shm = shm;
+  std::string why;
+  ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+}
+
 // One poll-mode IA with a listener and two endpoints, the client's connected to the server's.
 // The test's thread moves everything (Progress).
 struct PollModePair {
@@ -110,13 +121,7 @@ struct PollModePair {
     listener.reset();
   }
   void Open(ShmMode shm, const EndpointConfig& config) {
-    IaParams params;
-    params.kind = TransportKind::kTcp;
-    params.address = "127.0.0.1";
-    params.options.progress = ProgressMode::kPoll;
-    params.options.shm = shm;
-    std::string why;
-    ASSERT_TRUE(CreateTcpTransport(params, why, transport).ok()) << why;
+    ASSERT_NO_FATAL_FAILURE(MakePollModeTransport(shm, transport));
     ASSERT_TRUE(transport->Listen(0, &requests, listener).ok());
     ASSERT_TRUE(transport->CreateEndpoint(config, &client_events, client).ok());
     ASSERT_TRUE(transport->CreateEndpoint(config, &server_events, server).ok());
@@ -247,6 +252,38 @@ TEST(SameHostEstablishment, TheQueuesAreMadeInTheConsumersCallsNotOnTheProgressP
   ASSERT_EQ(pair.LocalConnections(), 2u);
   EXPECT_LT(allocated_bytes.load(), std::uint64_t{kDeep} * sizeof(Work) / 4)
       << "bytes allocated while the progress path established both sides";
+}
+
+// ... and only when a rendezvous answered: a connect to a listener that has none (another host,
+// siw, OFED DAPL; here an IA with shm=off) makes no shared-memory queues, only TCP's connection.
+// The bytes a shm=auto client's Connect allocates there are those of a shm=off client's.
+TEST(SameHostEstablishment, AConnectThatNobodyAnswersOnTheRendezvousMakesNoQueues) {
+  constexpr std::uint32_t kDeep = 100000;
+  EndpointConfig config = testing::SmallEndpointConfig();
+  config.max_send_work = kDeep;
+  PollModePair tcp_only(64);
+  ASSERT_NO_FATAL_FAILURE(tcp_only.Open(ShmMode::kOff, config));
+  const auto connect_bytes = [&](ShmMode client_mode) {
+    std::unique_ptr<Transport> client_transport;
+    MakePollModeTransport(client_mode, client_transport);
+    CountingEvents events(64);
+    std::unique_ptr<Endpoint> client;
+    if (client_transport == nullptr || !client_transport->CreateEndpoint(config, &events, client).ok()) {
+      ADD_FAILURE() << "no client endpoint";
+      return std::uint64_t{0};
+    }
+    allocated_bytes.store(0);
+    counting.store(true);
+    const bool started = client->Connect(tcp_only.transport->address(), tcp_only.listener->port(), {}, UINT64_MAX).ok();
+    counting.store(false);
+    EXPECT_TRUE(started);
+    client.reset();
+    return allocated_bytes.load();
+  };
+  const std::uint64_t over_tcp = connect_bytes(ShmMode::kOff);
+  const std::uint64_t tried_first = connect_bytes(ShmMode::kAuto);
+  EXPECT_LT(tried_first, over_tcp + std::uint64_t{kDeep} * sizeof(Work) / 4)
+      << "a shm=auto connect allocated " << tried_first << " bytes where a shm=off one took " << over_tcp;
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, TcpDataPath, ::testing::Values(ShmMode::kOff, ShmMode::kAuto),

@@ -340,16 +340,23 @@ LocalConnection::Dialed LocalConnection::Dial(const sockaddr_in& remote, std::ui
   sockaddr_in to = remote;
   to.sin_family = AF_INET;
   to.sin_port = htons(port);
-  try {
-    // Before the Request goes out: the peer counts the connection established from its Accept on.
-    queues_ = shm::Connection::MakeQueues(config_);
-  } catch (const std::bad_alloc&) {
-    SOFTDAT_LOG(kWarn, "tcp -> port %u: no memory for the shared-memory connection's queues: over TCP", port);
-    return Dialed::kNobody;
-  }
   auto handshake = std::make_unique<shm::ActiveHandshake>();
   const shm::Dial dial = handshake->Start(remote.sin_addr, port, paths_.geometry(), local, private_data, LocalEndOf());
-  if (dial != shm::Dial::kConnected) {
+  bool queues_made = false;
+  if (dial == shm::Dial::kConnected) {
+    // Here, in the consumer's call, not when the Accept comes: the peer counts the connection
+    // established from its Accept on (shm::Connection::Queues). After Start, so that a connect
+    // to a peer with no rendezvous (another host, siw, OFED DAPL) makes none. The Accept is read
+    // only once the wait below is armed, after this.
+    try {
+      queues_ = shm::Connection::MakeQueues(config_);
+      queues_made = true;
+    } catch (const std::bad_alloc&) {
+      // The handshake goes with its socket: the peer sees its Request end unanswered.
+      SOFTDAT_LOG(kWarn, "tcp -> port %u: no memory for a shared-memory connection's queues: over TCP", port);
+    }
+  }
+  if (!queues_made) {
     if (dial == shm::Dial::kFailed) {
       char ip[INET_ADDRSTRLEN] = "?";
       inet_ntop(AF_INET, &to.sin_addr, ip, sizeof ip);
