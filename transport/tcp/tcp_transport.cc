@@ -219,6 +219,7 @@ TcpTransport::~TcpTransport() {
     stopping_.store(true);
   }
   park_cv_.notify_all();
+  park_timer_.Wake();
   work_.reset();
   io_.stop();
   if (thread_.joinable()) thread_.join();
@@ -284,10 +285,14 @@ void TcpTransport::BeginConsumerSpell() {
 
 // io_context handler (the progress thread, or a consumer running handlers while it is parked):
 // wakes handoff_us after the consumers' last poll; while they still poll it looks again then, and
-// when they stopped without a word it ends the spell and drains what they left. While consumers
-// poll that is one wake-up per handoff_us, and none while the IA idles.
+// when they stopped without a word it ends the spell and drains what they left. While the thread
+// is parked this watch stops: Park watches instead, and ends the spell as it leaves.
 void TcpTransport::WatchConsumers() {
   if (watching_consumers_ || stopping_.load()) return;
+  // The parked thread watches them itself (Park, through its ParkTimer) and ends the spell as it
+  // leaves; a timer here too would have a polling consumer re-arm it (system calls in the middle
+  // of its spin) every handoff_us. The next spell, after the park, starts a watch again.
+  if (parked_.load(std::memory_order_acquire)) return;
   const std::uint64_t last = last_poll_ns_.load(std::memory_order_relaxed);
   const std::uint64_t now = NowNs();
   if (now - last >= handoff_ns_) {
@@ -313,7 +318,7 @@ void TcpTransport::EndConsumerSpell() {
   kicks_.Drain();
 }
 
-// Progress thread, while consumers poll. It waits on a condition variable, not in the
+// Progress thread, while consumers poll. It waits on its ParkTimer, not in the
 // io_context: Asio keeps every connected socket in its epoll set, edge-triggered, so a progress
 // thread in io_context::run() would be woken by every arrival only to find nothing to do, and on
 // a small machine each wake-up preempts a spinning consumer (PERFORMANCE.md, "Progress").
@@ -321,7 +326,8 @@ void TcpTransport::EndConsumerSpell() {
 // until handoff_us after the consumers' last poll and takes the sockets back then, or at once
 // when a consumer about to sleep says so (Pause): a consumer that stops polling without a word
 // (its dequeue loop ended, it spins on memory now) leaves arrivals and posted Work handoff_us at
-// most. While consumers poll, that is one wake-up per handoff_us; none while the IA idles.
+// most. While consumers poll, their polls put the timer off (Progress): no wake-up at all, where a
+// timed wait on a condition variable woke once per handoff_us to look, preempting a spinner.
 void TcpTransport::Park() {
   if (std::this_thread::get_id() != thread_.get_id()) {
     park_armed_.store(false, std::memory_order_release);  // a consumer ran it: ask again later
@@ -339,8 +345,19 @@ void TcpTransport::Park() {
       const std::uint64_t last = last_poll_ns_.load(std::memory_order_relaxed);
       const std::uint64_t now = NowNs();
       if (now - last >= handoff_ns_) break;
-      park_cv_.wait_for(lock, std::chrono::nanoseconds(last + handoff_ns_ - now));
+      if (park_timer_.usable()) {
+        // The consumers' polls postpone this wake-up while they poll (Progress): it comes
+        // handoff_us after the last poll that moved it, never later than handoff_us after the
+        // last poll at all, and when it comes early the loop sleeps on to the last poll's.
+        lock.unlock();
+        park_timer_.SleepUntil(last + handoff_ns_);
+        lock.lock();
+      } else {
+        park_cv_.wait_for(lock, std::chrono::nanoseconds(last + handoff_ns_ - now));
+      }
+      park_wakeups_.fetch_add(1, std::memory_order_relaxed);
     }
+    park_timer_.Leave();
     parked_.store(false, std::memory_order_release);
   }
   // A consumer may be running handlers (RunAsio) that it began while this thread was parked:
@@ -501,6 +518,9 @@ bool TcpTransport::Progress() noexcept {
       const std::uint64_t now = NowNs();
       const std::uint64_t previous = last_poll_ns_.load(std::memory_order_relaxed);
       last_poll_ns_.store(now, std::memory_order_relaxed);
+      // The parked thread sleeps on while this poll is recent (ParkTimer): no wake-up per
+      // handoff_us to see whether consumers still poll.
+      if (armed) park_timer_.Postpone(now, handoff_ns_);
       if (!armed) {
         if (now - previous >= kStreakGapNs) {
           poll_streak_.store(0, std::memory_order_relaxed);
@@ -564,6 +584,7 @@ void TcpTransport::Pause() noexcept {
   consumers_active_.store(false, std::memory_order_seq_cst);  // kicks wake the thread again
   if (parked) {
     park_cv_.notify_one();
+    park_timer_.Wake();
     return;
   }
   asio::post(io_, [this] {

@@ -12,7 +12,7 @@
 //  - default: a progress thread, and the consumers' own waits while they spin. The thread sleeps
 //    in its io_context until a socket, a kick or a timer needs it, handles that, then busy-polls
 //    for thread_spin_us while a CPU is idle (SpareCpu). A consumer that spins on the sockets (a
-//    streak of Progress() calls close together) parks it on a condition variable, outside the
+//    streak of Progress() calls close together) parks it on a timer they put off (ParkTimer), outside the
 //    io_context (Asio's edge-triggered epoll would wake it for every arrival the consumer takes
 //    anyway, and on a small machine each wake-up preempts a spinning consumer); the parked thread
 //    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
@@ -44,6 +44,7 @@
 #include "base/mutex.h"
 #include "transport/tcp/kick_queue.h"
 #include "transport/tcp/local_path.h"
+#include "transport/tcp/park_timer.h"
 #include "transport/tcp/poll_set.h"
 #include "transport/tcp/spare_cpu.h"
 #include "transport/tcp/connection.h"
@@ -124,7 +125,9 @@ class TcpTransport final : public Transport {
   std::atomic<bool> park_armed_{false};  // the progress thread parks (or is about to): consumers polled
   std::atomic<bool> parked_{false};      // it is parked: consumers run the io_context's handlers
   softdat::Mutex park_mutex_;
-  std::condition_variable_any park_cv_;  // wakes the parked thread (Pause, the destructor)
+  std::condition_variable_any park_cv_;  // the watchdog's sleep; the park's without a ParkTimer
+  ParkTimer park_timer_;  // the parked thread's sleep, which consumers' polls postpone
+  std::atomic<std::uint64_t> park_wakeups_{0};  // times the parked thread woke (test_seams.h)
   // When a consumer last called Progress() (0: it paused), and how many calls in a row came
   // within kStreakGapNs of each other (the spin that parks the progress thread).
   std::atomic<std::uint64_t> last_poll_ns_{0};

@@ -248,7 +248,7 @@ long ProgressThreadSyscall() {
 // the progress thread must sleep through the traffic. It waited in the io_context's epoll_wait,
 // where Asio keeps every connected socket, edge-triggered: every arrival woke it (0.7 wake-ups a
 // round trip; perf stat: 137,000 context switches per 100,000), and on 2 CPUs each wake-up
-// preempted a spinning consumer. Now it parks on a condition variable (a futex) while consumers
+// preempted a spinning consumer. Now it parks outside the io_context (ParkTimer) while consumers
 // poll. Where it is blocked says which: epoll_wait before the fix, whatever the timing. The
 // hand-off period is a second here: each look at the thread (reading /proc) keeps this consumer
 // from polling for longer than the default 200 us, after which the thread rightly takes over.
@@ -277,9 +277,9 @@ TEST_F(TcpTransportLongHandoffTest, AConsumerPollingKeepsTheProgressThreadAsleep
            std::chrono::steady_clock::now() < until)
       (void)transport_->Progress();
   }
-  // The consumer goes on polling; a look at the thread every millisecond. It wakes once in a
-  // hand-off period to see whether the consumer is still there (and a preempted consumer hands
-  // it back for a moment), so most looks, not all, must find it parked; before the fix none did.
+  // The consumer goes on polling; a look at the thread every millisecond. A preempted consumer
+  // may hand it back for a moment, so most looks, not all, must find it parked (in the poll of
+  // its ParkTimer); before the fix none did.
   constexpr int kLooks = 20;
   int parked = 0;
   long other = -1;
@@ -287,13 +287,48 @@ TEST_F(TcpTransportLongHandoffTest, AConsumerPollingKeepsTheProgressThreadAsleep
     const auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
     while (std::chrono::steady_clock::now() < next) (void)transport_->Progress();
     const long call = ProgressThreadSyscall();
-    if (call == SYS_futex) ++parked; else other = call;
+    if (call == SYS_poll) ++parked; else other = call;
   }
   EXPECT_GE(parked, kLooks / 2) << "the progress thread was parked at " << parked << " of " << kLooks
                                 << " looks; otherwise in system call " << other << " (epoll_wait is "
                                 << SYS_epoll_wait << ")";
   ASSERT_EQ(server_events_.Get(server_events_.recvs).size(), static_cast<std::size_t>(kMessages));
   for (const auto& sink : sinks) EXPECT_EQ(sink, payload);
+}
+
+// Regression (default mode, 8 B ping-pong p99 10-16 us against busy-poll's 0.8-1.1 in one run):
+// the parked progress thread woke every handoff_us to see whether consumers still polled, and on
+// 2 CPUs each wake-up preempted a spinning consumer, about one round trip in a hundred. The
+// consumers' polls now move its wake-up on, so it sleeps for as long as they poll. Counted, not
+// timed: the 20 hand-off periods of polling below woke it about 20 times before the fix.
+class TcpTransportParkTest : public TcpTransportTest {
+ protected:
+  static constexpr std::uint32_t kHandoffUs = 50'000;
+  void SetUp() override {
+    IaOptions options;
+    options.handoff_us = kHandoffUs;
+    Open(options);
+  }
+};
+
+TEST_F(TcpTransportParkTest, AConsumerThatKeepsPollingLeavesTheParkedThreadAsleepAndOneThatStopsDoesNot) {
+  ConnectBoth();
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  const auto parked_by = std::chrono::steady_clock::now() + kBound;
+  while (!TcpTransportTestAccess::Parked(tcp) && std::chrono::steady_clock::now() < parked_by)
+    (void)transport_->Progress();
+  ASSERT_TRUE(TcpTransportTestAccess::Parked(tcp)) << "a spinning consumer did not park the progress thread";
+  const std::uint64_t before = TcpTransportTestAccess::ParkWakeups(tcp);
+  const auto polled_until = std::chrono::steady_clock::now() + std::chrono::microseconds(20 * kHandoffUs);
+  while (std::chrono::steady_clock::now() < polled_until) (void)transport_->Progress();
+  // A consumer preempted for half a hand-off period lets it wake once, and it parks again.
+  EXPECT_LE(TcpTransportTestAccess::ParkWakeups(tcp) - before, 4u)
+      << "the parked thread woke while the consumer polled without a pause";
+  // The consumer stops without a word: the thread takes the sockets back (within handoff_us).
+  const auto taken_by = std::chrono::steady_clock::now() + kBound;
+  while (TcpTransportTestAccess::Parked(tcp) && std::chrono::steady_clock::now() < taken_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(TcpTransportTestAccess::Parked(tcp)) << "the thread stayed parked after the consumer stopped";
 }
 
 TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressThread) {

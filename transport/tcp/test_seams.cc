@@ -101,6 +101,12 @@ void TcpTransportTestAccess::ParkAsAfterAPoll(TcpTransport& transport) {
 
 std::size_t TcpTransportTestAccess::QueuedKicks(TcpTransport& transport) { return transport.kicks_.depth(); }
 
+std::uint64_t TcpTransportTestAccess::ParkWakeups(TcpTransport& transport) {
+  return transport.park_wakeups_.load(std::memory_order_relaxed);
+}
+
+bool TcpTransportTestAccess::Parked(TcpTransport& transport) { return transport.parked_.load(std::memory_order_acquire); }
+
 softdat::Mutex& TcpTransportTestAccess::LocalListLock(TcpTransport& transport) { return transport.local_->mutex_; }
 
 void TcpTransportTestAccess::ClearActivity(TcpTransport& transport) {

@@ -57,6 +57,11 @@ struct TcpTransportTestAccess {
   static void ClearActivity(TcpTransport& transport);
   // How many connections wait in the transport's kick queue.
   static std::size_t QueuedKicks(TcpTransport& transport);
+  // How often the default mode's progress thread woke while parked (TcpTransport::Park): each
+  // wake-up preempts a spinning consumer on a small machine.
+  static std::uint64_t ParkWakeups(TcpTransport& transport);
+  // Whether that thread is parked now.
+  static bool Parked(TcpTransport& transport);
   // The lock of the transport's list of live same-host connections: a test holds it as another
   // poller in its scan does.
   static softdat::Mutex& LocalListLock(TcpTransport& transport);
