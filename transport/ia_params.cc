@@ -201,7 +201,7 @@ constexpr IaOptionSpec kSpecs[] = {
     {"handoff_us", "SOFTDAT_HANDOFF_US", "N", "200", true,
      "with progress=thread: the longest, in microseconds, that arrivals and posted Work wait for the progress "
      "thread once the consumers stop polling without waiting (a dequeue loop that ends, a spin on memory): while "
-     "consumers poll, the thread looks this often whether they still do",
+     "consumers poll, their polls put off its look (the thread sleeps on; about one system call per period)",
      ApplyHandoff, ShowNumber<&IaOptions::handoff_us>},
     {"thread_spin_us", "SOFTDAT_THREAD_SPIN_US", "N", "50", true,
      "with progress=thread: how long, in microseconds, the progress thread busy-polls the sockets after traffic "
