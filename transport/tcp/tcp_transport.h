@@ -12,14 +12,15 @@
 //  - default: a progress thread, and the consumers' own waits while they spin. The thread sleeps
 //    in its io_context until a socket, a kick or a timer needs it, handles that, then busy-polls
 //    for thread_spin_us while a CPU is idle (SpareCpu). A consumer that spins on the sockets (a
-//    streak of Progress() calls close together) parks it on a timer they put off (ParkTimer), outside the
-//    io_context (Asio's edge-triggered epoll would wake it for every arrival the consumer takes
-//    anyway, and on a small machine each wake-up preempts a spinning consumer); the parked thread
-//    sleeps until handoff_us after the consumers' last call and takes the sockets back then, or at
-//    once when a consumer about to sleep says so (Pause()). Kicks wake the thread only when no
-//    consumer polled within handoff_us (a polling consumer drains them with what it posted
-//    meanwhile); a timer at the last poll + handoff_us drains what it left (WatchConsumers). So
-//    an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer does.
+//    streak of Progress() calls close together) parks it on a timer its polls put off
+//    (ParkTimer), outside the io_context (Asio's edge-triggered epoll would wake it for every
+//    arrival the consumer takes anyway, and on a small machine each wake-up preempts a spinning
+//    consumer); the parked thread sleeps until handoff_us after the consumers' last call and
+//    takes the sockets back then, or at once when a consumer about to sleep says so (Pause()).
+//    Kicks wake the thread only when no consumer polled within handoff_us (a polling consumer
+//    drains them with what it posted meanwhile); a timer at the last poll + handoff_us drains
+//    what it left (WatchConsumers, or the park as it ends). So an arrival or a posted Work waits
+//    for someone handoff_us at most, whatever the consumer does.
 // Same-host connections (shm=auto; local_path.h) are polled with the sockets: each poll looks at
 // their rings first (loads, no syscall), their sockets are in the PollSet (doorbells, the peer's
 // end), and the progress thread announces its sleep to their peers first (RunOne), so that they
