@@ -10,6 +10,8 @@ namespace softdat::core {
 Status Cno::Create(Ia* ia, const DAT_OS_WAIT_PROXY_AGENT& agent, Cno** out) {
   Cno* cno = NewHandle<Cno>(ia->provider, ia, agent);
   ia->Track(cno);
+  // Its agent is told of events with no call of the consumer's (Transport::ReportWaits).
+  ia->transport().ConsumerWatches(1);
   *out = cno;
   return Status::Ok();
 }
@@ -21,6 +23,7 @@ Status Cno::CreateWithFd(Ia* ia, DAT_FD& fd, Cno** out) {
     return status;
   }
   ia->Track(cno);
+  ia->transport().ConsumerWatches(1);  // a consumer may wait on its fd, not in a DAT call
   fd = cno->fd_;
   *out = cno;
   return Status::Ok();
@@ -29,6 +32,7 @@ Status Cno::CreateWithFd(Ia* ia, DAT_FD& fd, Cno** out) {
 Status Cno::Free(Cno* cno) {
   if (Status status = cno->cno_.CheckFree(); !status.ok()) return status;
   cno->ia_->Untrack(cno);
+  cno->ia_->transport().ConsumerWatches(-1);
   DeleteHandle(cno);
   return Status::Ok();
 }

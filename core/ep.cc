@@ -340,6 +340,9 @@ Status Ep::Modify(DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM& param) {
 }
 
 void Ep::GetStatus(DAT_EP_STATE& state, DAT_BOOLEAN* recv_idle, DAT_BOOLEAN* request_idle) const {
+  // Whether the EP is idle says whether its completions came, and one nobody waited for may wait
+  // for a poll (Transport::ReportWaits): look first, as dat_evd_dequeue does. No lock held.
+  if (recv_idle != nullptr || request_idle != nullptr) (void)ia_->progress_hook()->Progress();
   std::shared_lock resources(resources_mutex_);
   state = this->state();
   if (recv_idle != nullptr) *recv_idle = receive_->held() == 0 ? DAT_TRUE : DAT_FALSE;

@@ -29,6 +29,9 @@ Ia::Ia(std::string name, IaParams params, std::unique_ptr<transport::Transport> 
       memory_(kMaxMemoryKeys, transport_->capabilities().device_memory_keys) {
   // A device resolves its own keys, which say nothing of core's slots: only core's keys are told.
   if (!transport_->capabilities().device_memory_keys) memory_.set_observer(&key_hooks_);
+  // Every wait on this IA's events goes through poller_ (each EVD's and CNO's), which tells the
+  // transport when it sleeps and returns, and each CNO tells it too (Cno::Create, Free).
+  transport_->ReportWaits();
 }
 
 void Ia::KeyHooks::Published(const WindowView& view) {

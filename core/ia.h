@@ -133,6 +133,7 @@ class Ia : public HandleHeader {
       return ia_.capabilities().busy_poll ? 0 : std::max<std::uint32_t>(1, ia_.params_.options.spin_us);
     }
     void Pause() noexcept override { ia_.transport_->Pause(); }
+    void Resume() noexcept override { ia_.transport_->Resume(); }
 
    private:
     Ia& ia_;

@@ -45,6 +45,14 @@ EventQueue* Cno::Take() {
 Status Cno::Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered, ProgressHook* hook) {
   if (triggered == nullptr) return Status(Code::kInvalidParameter, Detail::kParamEvd);
   const Deadline deadline(timeout_us);
+  // Declared before the lock, so it runs after the lock is released: a Pause is paired with a
+  // Resume however the wait returns (ProgressHook).
+  struct ResumeOnReturn {
+    ProgressHook* hook = nullptr;
+    ~ResumeOnReturn() {
+      if (hook != nullptr) hook->Resume();
+    }
+  } resume;
   std::unique_lock lock(mutex_);
   ++waiters_;
   if (hook != nullptr) {
@@ -70,6 +78,7 @@ Status Cno::Wait(DAT_TIMEOUT timeout_us, EventQueue** triggered, ProgressHook* h
     if (pending_ == nullptr) {
       lock.unlock();
       hook->Pause();
+      resume.hook = hook;
       lock.lock();
     }
   }

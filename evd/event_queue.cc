@@ -294,6 +294,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   const Deadline deadline(timeout_us, start);
   Deadline spin_until(spin_us, start);
   bool spinning = hook != nullptr;
+  bool paused = false;  // Pause was called: Resume as the wait returns (ProgressHook)
   bool polled = false;  // a waiter with a hook polls at least once, even for a zero timeout
   // The spin reads the clock after a turn that moved the transport (it may have taken long, and
   // the spin restarts from its end), and every kIdleTurnsPerClockRead idle turns otherwise, and
@@ -378,6 +379,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
       // The spin is over: hand the transport to whoever else drives it, then look once more
       // before sleeping (an event may have come meanwhile).
       spinning = false;
+      paused = true;
       lock.unlock();
       hook->Pause();
       lock.lock();
@@ -419,6 +421,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   waiter_threshold_ = 0;
   const bool watched = cno_ != nullptr;
   lock.unlock();
+  if (paused) hook->Resume();
   if (source != nullptr && watched) {
     // A waiter may have taken the notification the transport's progress armed for the CNO:
     // arm again and bring in what came meanwhile, which now triggers the CNO (no waiter).

@@ -25,6 +25,8 @@ class ProgressHook {
 
   // The waiter stops spinning and will sleep: whoever else drives progress takes over.
   virtual void Pause() noexcept = 0;
+  // The wait that called Pause returns: called once for each Pause, with no queue lock held.
+  virtual void Resume() noexcept {}
 
  protected:
   // Not deleted through this interface: the queue never owns its hook.

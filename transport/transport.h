@@ -145,8 +145,19 @@ class Transport {
   // would read it cold. A hint, read on every dequeue: cheap, and false by default.
   virtual bool ProgressDue() const noexcept { return false; }
   // The consumer that was calling Progress stops (its wait is about to sleep): whoever else
-  // drives progress must take over now.
+  // drives progress must take over now. Once ReportWaits was called, every Pause is paired with a
+  // Resume when that wait returns.
   virtual void Pause() noexcept {}
+  // The wait that called Pause returns (the consumer calls in again, or not at all).
+  virtual void Resume() noexcept {}
+  // The caller (core) promises to report every wait on this transport's events: Pause and Resume
+  // around each sleep, and ConsumerWatches for each CNO (which tells its agent or fd with no call
+  // of the consumer's). Then a transport knows when nobody can learn of an event without calling
+  // in, and may leave a completion for the next poll, as a device leaves it in its CQ, rather than
+  // wake its progress thread for it. Without this promise every completion is delivered at once.
+  virtual void ReportWaits() noexcept {}
+  // A CNO was created (+1) or freed (-1) on this IA.
+  virtual void ConsumerWatches(int delta) noexcept { (void)delta; }
 };
 
 // Creates the transport an IA's params ask for (the factory resolves and checks the address or

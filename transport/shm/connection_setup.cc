@@ -96,6 +96,14 @@ void Connection::Note(std::uint32_t bits) {
   Kick();
 }
 
+void Connection::NoteCompletions() {
+  if ((notes_.load(std::memory_order_relaxed) & kNoteCompletions) == 0)
+    notes_.fetch_or(kNoteCompletions, std::memory_order_release);
+  // kick_pending_ stays as it was: a deferred note queued nothing, and a later Kick must push.
+  if (kicker_ != nullptr && kicker_->Defer(*this)) return;
+  Kick();
+}
+
 void Connection::RecvBuffersAvailable() {
   // Cheap when nothing waits: the note matters only to a held Send (held_ is set before core is
   // asked, so a buffer posted while it answers is not missed).
@@ -107,8 +115,10 @@ void Connection::Disconnect(bool graceful) { Note(graceful ? kNoteGraceful : kNo
 
 void Connection::OnFenceTimeout() { Note(kNoteFenceTimeout); }
 
-bool Connection::HasWork() const {
-  if (notes_.load(std::memory_order_acquire) != 0) return true;
+bool Connection::HasWork(bool completions) const {
+  if (const std::uint32_t notes = notes_.load(std::memory_order_acquire);
+      notes != 0 && (completions || notes != kNoteCompletions))
+    return true;
   if (ended_.load(std::memory_order_relaxed)) return false;
   if (!held_.load(std::memory_order_relaxed) && LoadAcquire(head_word_.load(std::memory_order_relaxed)) != 0) return true;
   switch (tx_wait_.load(std::memory_order_relaxed)) {

@@ -64,9 +64,13 @@ Status Connection::Post(const Work& work) {
     left = tx_wait_.load(std::memory_order_relaxed) == TxWait::kMore;
   }
   const bool report = done_count_ != 0 || failure_.set;
+  const bool failed = failure_.set;
   io_mutex_.unlock();
-  if (report) {
-    Note(kNoteCompletions);
+  if (report && !failed && !left) {
+    // Only this consumer's completions wait: they may wait for its next poll (Kicker::Defer).
+    NoteCompletions();
+  } else if (report) {
+    Note(kNoteCompletions);  // a failure ends the connection, which the peer must learn of
   } else if (left) {
     Kick();
   }

@@ -78,6 +78,13 @@ struct ConnectionTestAccess {
 class Kicker {
  public:
   virtual void Kick(Connection& connection) = 0;
+  // For a note that only completions wait on (a consumer's Post completed Work): true when the
+  // kicker left it for the next poll instead, nobody being able to learn of it without calling in;
+  // false asks for a Kick.
+  virtual bool Defer(Connection& connection) {
+    (void)connection;
+    return false;
+  }
 
  protected:
   ~Kicker() = default;
@@ -123,7 +130,9 @@ class Connection final : private AccessWatch {
   bool Poll();
   bool OnSocketReadable();
   // Whether Poll would find something to do now; lock-free. A sleeper calls it after BeginSleep.
-  bool HasWork() const;
+  // `completions`: whether a note of completions alone counts. The progress thread about to sleep
+  // while nobody waits says no: those wait for a consumer's poll (Kicker::Defer).
+  bool HasWork(bool completions = true) const;
   // The monotonic time (ns) by which Poll must run again (an RNR or close timer); 0: none.
   std::uint64_t deadline_ns() const { return deadline_ns_.load(std::memory_order_relaxed); }
   // The descriptor for the poll set; after ended(), remove it (it stays readable: EOF). Once
@@ -227,6 +236,7 @@ class Connection final : private AccessWatch {
   void OnFenceTimeout() override;
 
   void Note(std::uint32_t bits);
+  void NoteCompletions();  // Note(kNoteCompletions), kicked only if the kicker cannot Defer it
   void Kick();
   bool PollLocked();  // the body of Poll and OnSocketReadable, io lock held
   void UnlockAndDeliver();

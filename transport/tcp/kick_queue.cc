@@ -75,6 +75,7 @@ void KickQueue::Push(std::shared_ptr<ProgressTarget> connection) {
 }
 
 void KickQueue::Wake() {
+  wakes_.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t one = 1;
   (void)!::write(fd_, &one, sizeof one);
 }

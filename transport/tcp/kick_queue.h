@@ -58,6 +58,20 @@ class KickQueue {
   // Starts waiting on the eventfd (progress context, once).
   void Start();
 
+  // Who may be waiting on the IA's events without calling in (Transport::ReportWaits): once the
+  // waits are reported, `delta` counts each consumer asleep in a wait (from its Pause to its
+  // Resume) and each CNO. Any thread; the count's changes are sequentially consistent.
+  void ReportWaits() { waits_reported_.store(true, std::memory_order_seq_cst); }
+  void AddWaiters(int delta) { waiters_.fetch_add(delta, std::memory_order_seq_cst); }
+  // Whether a completion left for the next poll, with nobody woken, could keep someone waiting:
+  // true unless the waits are reported and none is under way. The caller issued a seq_cst fence
+  // after the note it would leave (a waiter counts itself before the look that finds it).
+  // How often a push or drain woke the progress thread (an eventfd write each).
+  std::uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
+  bool MayBeWaitedOn() const {
+    return !waits_reported_.load(std::memory_order_seq_cst) || waiters_.load(std::memory_order_seq_cst) != 0;
+  }
+
  private:
   void Arm();
   void Wake();
@@ -76,6 +90,9 @@ class KickQueue {
   std::size_t head_ = 0;
   std::size_t count_ = 0;
   std::atomic<std::size_t> depth_{0};  // count_, readable without the lock (written under it)
+  std::atomic<bool> waits_reported_{false};
+  std::atomic<int> waiters_{0};
+  std::atomic<std::uint64_t> wakes_{0};
 };
 
 }  // namespace softdat::transport::tcp

@@ -165,12 +165,12 @@ void LocalPaths::TakeMarkedLocked(ReadyConnections& ready) {
   }
 }
 
-bool LocalPaths::Scan(std::uint64_t* earliest) {
+bool LocalPaths::Scan(std::uint64_t* earliest, bool completions) {
   if (earliest != nullptr) *earliest = 0;
   if (live_count_.load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard lock(mutex_);
   for (const std::shared_ptr<LocalConnection>& connection : live_) {
-    if (connection->HasWork()) return true;
+    if (connection->HasWork(completions)) return true;
     if (earliest == nullptr) continue;
     const std::uint64_t deadline = connection->deadline_ns();
     if (deadline != 0 && (*earliest == 0 || deadline < *earliest)) *earliest = deadline;
@@ -181,7 +181,12 @@ bool LocalPaths::Scan(std::uint64_t* earliest) {
 bool LocalPaths::PrepareSleep() {
   keys_->BeginSleep();
   std::uint64_t earliest = 0;
-  if (!Scan(&earliest)) {
+  // Completions a consumer's Posts left while nobody waited keep this thread awake only once
+  // somebody does (LocalConnection::Defer). Otherwise it would chase them: a consumer that posts
+  // an RDMA Write every few microseconds and spins on memory left a new one for every look, and
+  // this thread never slept, taking a CPU from the spinners. A waiter that counts itself after
+  // this look brings another (TcpTransport::Pause).
+  if (!Scan(&earliest, kicks_.MayBeWaitedOn())) {
     // Nothing to do: sleep, but not past a connection's deadline.
     if (earliest != 0 && earliest != deadline_armed_ns_) {
       deadline_armed_ns_ = earliest;
@@ -602,6 +607,23 @@ void LocalConnection::Kick(shm::Connection&) {
     return;
   }
   paths_.kicks().Push(shared_from_this());
+}
+
+bool LocalConnection::Defer(shm::Connection&) {
+  // A completion of a consumer's Post, with no consumer asleep in a wait and no CNO (the waits
+  // core reports: Transport::ReportWaits): nobody learns of it without calling in, and every call
+  // that could (a dequeue, a wait's spin) polls, so it waits for that poll, or for the look the
+  // progress thread takes before it sleeps, as a completion waits in a device's CQ. Waking the
+  // thread for it, as a kick does once no consumer polled within handoff_us, cost an eventfd write
+  // and a wake-up per signaled RDMA Write where consumers spin on memory, on a two-CPU machine
+  // preempting one of them (PERFORMANCE.md, "Same host"). The order is Kick's: the note, a fence,
+  // the count (a waiter counts itself, then brings a look: TcpTransport::Pause).
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (activity_slot_ == shm::kNoActivitySlot || !registered_.load(std::memory_order_acquire) ||
+      paths_.kicks().MayBeWaitedOn())
+    return false;
+  paths_.activity()->Mark(activity_slot_);
+  return true;
 }
 
 Status LocalConnection::Post(const Work& work) {

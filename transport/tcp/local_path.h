@@ -139,8 +139,8 @@ class LocalPaths {
   using ReadyConnections = boost::container::static_vector<std::shared_ptr<LocalConnection>, kReadyPerScan>;
 
   // Whether a live connection has work; `earliest` (if given) gets the earliest deadline of those
-  // that have none (0: no deadline).
-  bool Scan(std::uint64_t* earliest);
+  // that have none (0: no deadline); `completions` as shm::Connection::HasWork's.
+  bool Scan(std::uint64_t* earliest, bool completions = true);
   // Under mutex_: of up to `limit` live connections from the cursor on, the ones with work into
   // `ready` while it has room.
   void ScanLocked(ReadyConnections& ready, std::size_t limit);
@@ -207,9 +207,10 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   bool OnKick(bool consumer, std::uint64_t ia_last_write_ns) override;
   // shm::Kicker: the engine asks for a poll (consumer threads' notes).
   void Kick(shm::Connection& connection) override;
+  bool Defer(shm::Connection& connection) override;
 
   // LocalPaths' scan (established connections only).
-  bool HasWork() const { return engine_->HasWork(); }
+  bool HasWork(bool completions = true) const { return engine_->HasWork(completions); }
   std::uint32_t activity_slot() const { return activity_slot_; }
   std::uint64_t deadline_ns() const { return engine_->deadline_ns(); }
   bool Poll();

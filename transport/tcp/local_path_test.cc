@@ -442,6 +442,100 @@ TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTa
   EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8));
 }
 
+// The default mode, with the waits reported (core does: Transport::ReportWaits). A completion of a
+// consumer's Post that nobody waits for wakes nobody: it waits for the consumer's next poll, as a
+// completion waits in a device's CQ. Regression: each one woke the progress thread once no
+// consumer had polled within handoff_us, an eventfd write and a wake-up per signaled RDMA Write
+// where consumers spin on memory. While a consumer sleeps in a wait (Pause to Resume), or a CNO
+// exists, the completion wakes the thread, which reports it with no poll of the consumer's.
+TEST_F(LocalPathTest, WithWaitsReportedACompletionNobodyWaitsForWakesNobodyAndOneSomebodyWaitsForDoes) {
+  client_transport_ = Make(ShmMode::kAuto);
+  server_transport_ = Make(ShmMode::kAuto);
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  client_transport_->ReportWaits();
+  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
+  ASSERT_EQ(Local(client_transport_), 1u);
+  std::vector<std::uint8_t> message = Bytes(8, 5), sinks(24, 0);
+  std::vector<Segment> out = {SegmentOf(message)};
+  std::vector<std::vector<Segment>> slots;
+  for (std::size_t i = 0; i < 3; ++i) slots.push_back({SegmentOf(sinks, 8 * i, 8)});
+  for (const std::vector<Segment>& slot : slots) server_events_.AddBuffer(slot);
+
+  // Posted while the thread sleeps: a thread that polls the connection at that moment holds it,
+  // and a Post that finds it held kicks (the poller is asked to look again), as it must.
+  auto asleep = [&] {
+    const auto by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (TcpTransportTestAccess::ReadsRingsNow(client) && std::chrono::steady_clock::now() < by)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return !TcpTransportTestAccess::ReadsRingsNow(client);
+  };
+  ASSERT_TRUE(asleep());
+  const std::uint64_t wakes = TcpTransportTestAccess::KickWakes(client);
+  ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
+  EXPECT_EQ(TcpTransportTestAccess::KickWakes(client), wakes)
+      << "a completion nobody waited for woke the progress thread";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client_events_.Get(client_events_.work_done).size() != 1 && std::chrono::steady_clock::now() < until)
+    (void)client.Progress();
+  EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 1u) << "the consumer's poll did not report the Send";
+
+  // A consumer asleep in a wait: the completion wakes the thread, and it reports it.
+  client_transport_->Pause();
+  ASSERT_TRUE(asleep());  // the thread took the hand-over, and sleeps again
+  std::uint64_t before = TcpTransportTestAccess::KickWakes(client);
+  ASSERT_TRUE(Post(WorkKind::kSend, 2, out).ok());
+  EXPECT_GT(TcpTransportTestAccess::KickWakes(client), before) << "a sleeping waiter's completion woke nobody";
+  EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }))
+      << "the completion a waiter sleeps for was left for a poll that never comes";
+  client_transport_->Resume();
+
+  // A CNO, whose agent or fd hears of events with no call: the same.
+  client_transport_->ConsumerWatches(1);
+  ASSERT_TRUE(asleep());
+  before = TcpTransportTestAccess::KickWakes(client);
+  ASSERT_TRUE(Post(WorkKind::kSend, 3, out).ok());
+  EXPECT_GT(TcpTransportTestAccess::KickWakes(client), before) << "a completion a CNO may hear of woke nobody";
+  EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 3; }));
+  client_transport_->ConsumerWatches(-1);
+
+  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 3; }));
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8 * i));
+}
+
+// The consumers' polling spell is watched for its end (a timer at the last poll + handoff_us) only
+// once something was left for their polls. Regression: every spell was, and a consumer that
+// polled now and then (a dequeue per 16 RDMA Writes, spinning on memory between) kept the timer
+// waking the progress thread every handoff_us, each wake-up preempting a spinner on a small
+// machine. What is left is still bounded: the watch ends the spell and the thread takes it. The
+// waits are not reported here, so the Send's completion is kicked, not deferred.
+TEST_F(LocalPathTest, ASpellIsWatchedOnlyOnceSomethingIsLeftForItsPolls) {
+  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kThread, 300'000);
+  server_transport_ = Make(ShmMode::kAuto);
+  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
+  auto& client = static_cast<TcpTransport&>(*client_transport_);
+  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
+  ASSERT_EQ(Local(client_transport_), 1u);
+  std::vector<std::uint8_t> message = Bytes(8, 6), sink(8, 0);
+  std::vector<Segment> out = {SegmentOf(message)};
+  std::vector<Segment> slot = {SegmentOf(sink)};
+  server_events_.AddBuffer(slot);
+
+  for (int i = 0; i < 10; ++i) (void)client.Progress();  // a consumer polls: its spell begins
+  EXPECT_FALSE(TcpTransportTestAccess::SpellWatched(client)) << "a spell that left nothing is watched";
+  ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
+  EXPECT_TRUE(TcpTransportTestAccess::SpellWatched(client)) << "a kick left for the polls is not bounded by a watch";
+  // The consumer stops polling: the watch ends the spell and the thread reports the Send.
+  EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 1; }))
+      << "the completion left for the consumer's polls waited for one that never came";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (TcpTransportTestAccess::SpellWatched(client) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(TcpTransportTestAccess::SpellWatched(client)) << "the spell's end did not end its watch";
+  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1; }));
+  EXPECT_EQ(sink, message);
+}
+
 // A consumer that spins (progress=poll) runs the io_context every 8th idle poll, since datagram
 // endpoints, timers and waits for socket room are its handlers; by the clock (at most every
 // 25 us) only while the IA's connections are all same-host ones, which need no syscall to look

@@ -174,8 +174,8 @@ TcpTransport::TcpTransport(const sockaddr_in& address, const IaOptions& options)
       handoff_ns_(std::uint64_t{options.handoff_us} * 1000),
       thread_spin_ns_(std::uint64_t{options.thread_spin_us} * 1000),
       // A kick wakes the progress thread unless a consumer polled lately: it drains the ring at
-      // its next poll, or the consumer watch does handoff_us after its last (WatchConsumers).
-      kicks_(io_, kInitialKickRing, [this] { return !busy_poll_ && !consumers_active_.load(std::memory_order_seq_cst); }),
+      // its next poll, or the consumer watch does handoff_us after its last (KickWakes).
+      kicks_(io_, kInitialKickRing, [this] { return KickWakes(); }),
       consumer_watch_(io_) {
   kicks_.Start();
   if (!busy_poll_ && poll_set_.fd() >= 0) {
@@ -277,9 +277,27 @@ void TcpTransport::ArmParkFromConsumer() {
 
 // Consumer thread, from Progress: a consumer polls, so its kicks need not wake the progress thread
 // (it drains them at its next poll, with the Work posted meanwhile: a stream's Sends go out
-// together). The thread is told once per spell, to watch for its end.
+// together). The thread is not told: it watches for the spell's end only once a kick was left
+// for the consumers (KickWakes).
 void TcpTransport::BeginConsumerSpell() {
-  if (consumers_active_.exchange(true, std::memory_order_seq_cst)) return;
+  if (!consumers_active_.load(std::memory_order_relaxed)) consumers_active_.store(true, std::memory_order_seq_cst);
+}
+
+// Any thread, as a kick is queued or a note left: while consumers poll, it waits for their next
+// poll, and the spell's watch bounds the wait by handoff_us should they stop without a word. The
+// watch is started then, not as the spell begins: a consumer that polls now and then (one dequeue
+// per RDMA Write ping-pong round, or per 16) kept the watch's timer waking the progress thread
+// every handoff_us, each wake-up, on a two-CPU machine, preempting a consumer that spins on memory.
+bool TcpTransport::KickWakes() noexcept {
+  if (busy_poll_) return false;
+  if (!consumers_active_.load(std::memory_order_seq_cst)) return true;
+  WatchSpell();
+  return false;
+}
+
+void TcpTransport::WatchSpell() noexcept {
+  if (spell_watched_.load(std::memory_order_relaxed)) return;
+  if (spell_watched_.exchange(true, std::memory_order_acq_rel)) return;
   asio::post(io_, [this] { WatchConsumers(); });
 }
 
@@ -313,6 +331,8 @@ void TcpTransport::EndConsumerSpell() {
   // note, which marks the connection instead of pushing while consumers poll
   // (LocalConnection::Kick: note, fence, flag), is found by the look this thread takes at every
   // live same-host connection before it sleeps (LocalPaths::PrepareSleep).
+  // The watch's flag first: a kick left after it starts a new watch (at worst one more look).
+  spell_watched_.store(false, std::memory_order_seq_cst);
   consumers_active_.store(false, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   kicks_.Drain();
@@ -571,6 +591,10 @@ bool TcpTransport::LookDue(std::atomic<std::uint64_t>& last, std::uint64_t now) 
 bool TcpTransport::ProgressDue() const noexcept { return kicks_.depth() >= kDueDepth; }
 
 void TcpTransport::Pause() noexcept {
+  // Counted first: a completion a consumer's Post leaves from now on wakes the progress thread;
+  // one left before, for the next poll (LocalConnection::Defer), is found by the look the thread
+  // takes before it sleeps, which what follows brings about.
+  kicks_.AddWaiters(1);
   if (busy_poll_) return;
   // The consumer stops polling: the progress thread takes the sockets back now, not a hand-off
   // period later. A parked thread sees the poll time gone (and the notify wakes it); one about to
@@ -592,6 +616,8 @@ void TcpTransport::Pause() noexcept {
     ArmPollSet();
   });
 }
+
+void TcpTransport::Resume() noexcept { kicks_.AddWaiters(-1); }
 
 Status TcpTransport::CreateProtectionDomain(std::unique_ptr<ProtectionDomain>& out) {
   out = std::make_unique<TcpProtectionDomain>(pd_numbers_.fetch_add(1, std::memory_order_relaxed) + 1);

@@ -18,13 +18,17 @@
 //    consumer); the parked thread sleeps until handoff_us after the consumers' last call and
 //    takes the sockets back then, or at once when a consumer about to sleep says so (Pause()).
 //    Kicks wake the thread only when no consumer polled within handoff_us (a polling consumer
-//    drains them with what it posted meanwhile); a timer at the last poll + handoff_us drains
-//    what it left (WatchConsumers, or the park as it ends). So an arrival or a posted Work waits
-//    for someone handoff_us at most, whatever the consumer does.
+//    drains them with what it posted meanwhile); once a kick is left so, a timer at the last
+//    poll + handoff_us drains it should the polls stop (WatchConsumers, or the park as it ends).
+//    So an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer
+//    does.
 // Same-host connections (shm=auto; local_path.h) are polled with the sockets: each poll looks at
 // their rings first (loads, no syscall), their sockets are in the PollSet (doorbells, the peer's
 // end), and the progress thread announces its sleep to their peers first (RunOne), so that they
-// ring a doorbell; the guarantees above hold for them alike.
+// ring a doorbell; the guarantees above hold for them alike, but for one thing: the completion of
+// a consumer's own Post, with no consumer asleep in a wait and no CNO (core reports both:
+// ReportWaits), waits for the next poll, as a completion waits in a device's CQ, rather than
+// wake the thread (LocalConnection::Defer).
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
@@ -84,6 +88,9 @@ class TcpTransport final : public Transport {
   // connections of four 4 KiB Sends are 512 KiB of copies; PERFORMANCE.md, "SRQ fan-in and many connections").
   static constexpr std::size_t kDueDepth = 32;
   void Pause() noexcept override;
+  void Resume() noexcept override;
+  void ReportWaits() noexcept override { kicks_.ReportWaits(); }
+  void ConsumerWatches(int delta) noexcept override { kicks_.AddWaiters(delta); }
 
   // The pools every connection takes its buffers from (for tests and reports).
   const ConnectionBuffers& buffers() const { return *connection_options_.buffers; }
@@ -102,6 +109,10 @@ class TcpTransport final : public Transport {
   void SpinAfterTraffic();
   void ArmParkFromConsumer();
   void BeginConsumerSpell();
+  // Whether a kick wakes the progress thread (KickQueue's needs_wake).
+  bool KickWakes() noexcept;
+  // Something was left for the polling consumers: make sure the spell's end is watched.
+  void WatchSpell() noexcept;
   void WatchConsumers();
   void EndConsumerSpell();
   void Park();
@@ -142,8 +153,10 @@ class TcpTransport final : public Transport {
   std::atomic<std::uint64_t> last_indirect_look_ns_{0};  // a consumer's last epoll_wait on those
   std::atomic<std::uint64_t> last_asio_ns_{0};           // a consumer's last run of the io_context
   // A consumer polled within handoff_us: kicks do not wake the progress thread, and the watch
-  // (a timer in the io_context, at the last poll + handoff_us) drains what they leave.
+  // (a timer in the io_context, at the last poll + handoff_us) drains what they leave. The watch
+  // runs only once something was left (spell_watched_): a spell that leaves nothing ends unseen.
   std::atomic<bool> consumers_active_{false};
+  std::atomic<bool> spell_watched_{false};
   asio::steady_timer consumer_watch_;
   bool watching_consumers_ = false;  // io_context handlers only
   std::atomic<bool> asio_turn_{false};  // one consumer thread at a time runs the io_context's handlers

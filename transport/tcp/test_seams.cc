@@ -107,6 +107,12 @@ std::uint64_t TcpTransportTestAccess::ParkWakeups(TcpTransport& transport) {
 
 bool TcpTransportTestAccess::Parked(TcpTransport& transport) { return transport.parked_.load(std::memory_order_acquire); }
 
+std::uint64_t TcpTransportTestAccess::KickWakes(TcpTransport& transport) { return transport.kicks_.wakes(); }
+
+bool TcpTransportTestAccess::SpellWatched(TcpTransport& transport) {
+  return transport.spell_watched_.load(std::memory_order_acquire);
+}
+
 softdat::Mutex& TcpTransportTestAccess::LocalListLock(TcpTransport& transport) { return transport.local_->mutex_; }
 
 void TcpTransportTestAccess::ClearActivity(TcpTransport& transport) {

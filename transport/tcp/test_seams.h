@@ -62,6 +62,10 @@ struct TcpTransportTestAccess {
   static std::uint64_t ParkWakeups(TcpTransport& transport);
   // Whether that thread is parked now.
   static bool Parked(TcpTransport& transport);
+  // How often a kick woke the progress thread (KickQueue::Wake).
+  static std::uint64_t KickWakes(TcpTransport& transport);
+  // Whether the consumers' polling spell is watched for its end (TcpTransport::WatchSpell).
+  static bool SpellWatched(TcpTransport& transport);
   // The lock of the transport's list of live same-host connections: a test holds it as another
   // poller in its scan does.
   static softdat::Mutex& LocalListLock(TcpTransport& transport);
