@@ -66,11 +66,11 @@ class KickQueue {
   // Whether a completion left for the next poll, with nobody woken, could keep someone waiting:
   // true unless the waits are reported and none is under way. The caller issued a seq_cst fence
   // after the note it would leave (a waiter counts itself before the look that finds it).
-  // How often a push or drain woke the progress thread (an eventfd write each).
-  std::uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
   bool MayBeWaitedOn() const {
     return !waits_reported_.load(std::memory_order_seq_cst) || waiters_.load(std::memory_order_seq_cst) != 0;
   }
+  // How often a push or drain woke the progress thread (an eventfd write each).
+  std::uint64_t wakes() const { return wakes_.load(std::memory_order_relaxed); }
 
  private:
   void Arm();
