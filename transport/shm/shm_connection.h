@@ -71,6 +71,7 @@ class Connection;
 // as a consumer thread in Post holds it, to make another poller meet it deterministically.
 struct ConnectionTestAccess {
   static softdat::Mutex& IoMutex(Connection& connection);
+  static std::atomic<bool>& KickPending(Connection& connection);
 };
 
 // How a connection asks its transport for a Poll soon (a note left by a consumer thread that
@@ -128,6 +129,9 @@ class Connection final : private AccessWatch {
 
   // Progress (any thread). True when something moved.
   bool Poll();
+  // Poll for the kick this connection asked for (Kicker::Kick): the kick is taken first, so a
+  // note left from now on kicks again even when this poll finds nothing to do.
+  bool PollForKick();
   bool OnSocketReadable();
   // Whether Poll would find something to do now; lock-free. A sleeper calls it after BeginSleep.
   // `completions`: whether a note of completions alone counts. The progress thread about to sleep

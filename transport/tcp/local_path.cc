@@ -582,7 +582,7 @@ bool LocalConnection::PollIo(bool) {
 }
 
 bool LocalConnection::OnKick(bool, std::uint64_t) {
-  if (shm::Connection* engine = engine_ready_.load(std::memory_order_acquire)) (void)AfterPoll(engine->Poll());
+  if (shm::Connection* engine = engine_ready_.load(std::memory_order_acquire)) (void)AfterPoll(engine->PollForKick());
   return true;
 }
 

@@ -16,6 +16,8 @@
 // carries no test seam (testing:no_test_seams_test).
 namespace softdat::transport::shm {
 softdat::Mutex& ConnectionTestAccess::IoMutex(Connection& connection) { return connection.io_mutex_; }
+
+std::atomic<bool>& ConnectionTestAccess::KickPending(Connection& connection) { return connection.kick_pending_; }
 }  // namespace softdat::transport::shm
 
 namespace softdat::transport::tcp {
@@ -108,6 +110,40 @@ std::uint64_t TcpTransportTestAccess::ParkWakeups(TcpTransport& transport) {
 bool TcpTransportTestAccess::Parked(TcpTransport& transport) { return transport.parked_.load(std::memory_order_acquire); }
 
 std::uint64_t TcpTransportTestAccess::KickWakes(TcpTransport& transport) { return transport.kicks_.wakes(); }
+
+bool TcpTransportTestAccess::KickWithNothingToFind(TcpTransport& transport, std::size_t index) {
+  LocalPaths* paths = transport.local_.get();
+  if (paths == nullptr) return false;
+  std::shared_ptr<LocalConnection> connection;
+  {
+    std::lock_guard lock(paths->mutex_);
+    if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return false;
+    connection = paths->live_[index];
+  }
+  shm::ConnectionTestAccess::KickPending(*connection->engine_).store(true);
+  transport.kicks_.Push(connection);
+  return true;
+}
+
+bool TcpTransportTestAccess::LocalKickPending(TcpTransport& transport, std::size_t index) {
+  LocalPaths* paths = transport.local_.get();
+  if (paths == nullptr) return false;
+  std::lock_guard lock(paths->mutex_);
+  if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return false;
+  return shm::ConnectionTestAccess::KickPending(*paths->live_[index]->engine_).load();
+}
+
+bool TcpTransportTestAccess::DeferLocalNote(TcpTransport& transport, std::size_t index) {
+  LocalPaths* paths = transport.local_.get();
+  if (paths == nullptr) return false;
+  std::shared_ptr<LocalConnection> connection;
+  {
+    std::lock_guard lock(paths->mutex_);
+    if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return false;
+    connection = paths->live_[index];
+  }
+  return connection->Defer(*connection->engine_);
+}
 
 bool TcpTransportTestAccess::SpellWatched(TcpTransport& transport) {
   return transport.spell_watched_.load(std::memory_order_acquire);

@@ -64,6 +64,14 @@ struct TcpTransportTestAccess {
   static bool Parked(TcpTransport& transport);
   // How often a kick woke the progress thread (KickQueue::Wake).
   static std::uint64_t KickWakes(TcpTransport& transport);
+  // Asks the `index`th live same-host connection whether a note of completions may wait for the
+  // next poll (LocalConnection::Defer), as its engine does after a Post; false if there is none.
+  static bool DeferLocalNote(TcpTransport& transport, std::size_t index);
+  // Queues a kick for the `index`th live same-host connection, its flag set, as a consumer's note
+  // does, with nothing for the kick's poll to find (another poller took the work meanwhile).
+  static bool KickWithNothingToFind(TcpTransport& transport, std::size_t index);
+  // Whether that connection's kick flag is set (a kick queued and not yet taken).
+  static bool LocalKickPending(TcpTransport& transport, std::size_t index);
   // Whether the consumers' polling spell is watched for its end (TcpTransport::WatchSpell).
   static bool SpellWatched(TcpTransport& transport);
   // The lock of the transport's list of live same-host connections: a test holds it as another
