@@ -111,38 +111,30 @@ bool TcpTransportTestAccess::Parked(TcpTransport& transport) { return transport.
 
 std::uint64_t TcpTransportTestAccess::KickWakes(TcpTransport& transport) { return transport.kicks_.wakes(); }
 
-bool TcpTransportTestAccess::KickWithNothingToFind(TcpTransport& transport, std::size_t index) {
+std::shared_ptr<LocalConnection> TcpTransportTestAccess::LiveLocal(TcpTransport& transport, std::size_t index) {
   LocalPaths* paths = transport.local_.get();
-  if (paths == nullptr) return false;
-  std::shared_ptr<LocalConnection> connection;
-  {
-    std::lock_guard lock(paths->mutex_);
-    if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return false;
-    connection = paths->live_[index];
-  }
+  if (paths == nullptr) return nullptr;
+  std::lock_guard lock(paths->mutex_);
+  if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return nullptr;
+  return paths->live_[index];
+}
+
+bool TcpTransportTestAccess::KickWithNothingToFind(TcpTransport& transport, std::size_t index) {
+  std::shared_ptr<LocalConnection> connection = LiveLocal(transport, index);
+  if (connection == nullptr) return false;
   shm::ConnectionTestAccess::KickPending(*connection->engine_).store(true);
   transport.kicks_.Push(connection);
   return true;
 }
 
 bool TcpTransportTestAccess::LocalKickPending(TcpTransport& transport, std::size_t index) {
-  LocalPaths* paths = transport.local_.get();
-  if (paths == nullptr) return false;
-  std::lock_guard lock(paths->mutex_);
-  if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return false;
-  return shm::ConnectionTestAccess::KickPending(*paths->live_[index]->engine_).load();
+  std::shared_ptr<LocalConnection> connection = LiveLocal(transport, index);
+  return connection != nullptr && shm::ConnectionTestAccess::KickPending(*connection->engine_).load();
 }
 
 bool TcpTransportTestAccess::DeferLocalNote(TcpTransport& transport, std::size_t index) {
-  LocalPaths* paths = transport.local_.get();
-  if (paths == nullptr) return false;
-  std::shared_ptr<LocalConnection> connection;
-  {
-    std::lock_guard lock(paths->mutex_);
-    if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return false;
-    connection = paths->live_[index];
-  }
-  return connection->Defer(*connection->engine_);
+  std::shared_ptr<LocalConnection> connection = LiveLocal(transport, index);
+  return connection != nullptr && connection->Defer(*connection->engine_);
 }
 
 bool TcpTransportTestAccess::SpellWatched(TcpTransport& transport) {

@@ -19,6 +19,7 @@
 namespace softdat::transport::tcp {
 
 class Connection;
+class LocalConnection;
 class TcpTransport;
 
 struct ConnectionTestAccess {
@@ -72,6 +73,8 @@ struct TcpTransportTestAccess {
   static bool KickWithNothingToFind(TcpTransport& transport, std::size_t index);
   // Whether that connection's kick flag is set (a kick queued and not yet taken).
   static bool LocalKickPending(TcpTransport& transport, std::size_t index);
+  // The `index`th live same-host connection with an engine (null: none).
+  static std::shared_ptr<LocalConnection> LiveLocal(TcpTransport& transport, std::size_t index);
   // Whether the consumers' polling spell is watched for its end (TcpTransport::WatchSpell).
   static bool SpellWatched(TcpTransport& transport);
   // The lock of the transport's list of live same-host connections: a test holds it as another
