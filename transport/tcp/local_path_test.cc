@@ -90,6 +90,25 @@ class LocalPathTest : public ::testing::Test {
     ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }));
   }
 
+  // Both sides shm=auto, the server in the default mode and the client with its progress thread
+  // as asked (hand-off included), connected and established over shared memory.
+  void ConnectSameHost(std::uint32_t client_handoff_us = 200) {
+    client_transport_ = Make(ShmMode::kAuto, ProgressMode::kThread, client_handoff_us);
+    server_transport_ = Make(ShmMode::kAuto);
+    ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
+    ASSERT_NO_FATAL_FAILURE(ConnectBoth());
+    ASSERT_EQ(Local(client_transport_), 1u);
+  }
+  TcpTransport& Client() { return static_cast<TcpTransport&>(*client_transport_); }
+
+  // The client's consumer polls (bounded) until n of its Works are reported.
+  void PollUntilWorkDone(std::size_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (client_events_.Get(client_events_.work_done).size() != n && std::chrono::steady_clock::now() < until)
+      (void)Client().Progress();
+    EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), n) << "the consumer's polls did not report the Work";
+  }
+
   std::size_t Local(std::unique_ptr<Transport>& transport) {
     return TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport));
   }
@@ -410,12 +429,8 @@ TEST_F(LocalPathTest, InPollModeANoteIsFoundByTheNextPollWithoutAKick) {
 // handoff_us after its last poll and finds the note in its look before it sleeps. The hand-off
 // is a second here, so the posts come well inside the spell.
 TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTakesItWhenThePollsStop) {
-  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kThread, 1'000'000);
-  server_transport_ = Make(ShmMode::kAuto);
-  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
-  auto& client = static_cast<TcpTransport&>(*client_transport_);
-  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
-  ASSERT_EQ(Local(client_transport_), 1u);
+  ASSERT_NO_FATAL_FAILURE(ConnectSameHost(1'000'000));
+  auto& client = Client();
 
   std::vector<std::uint8_t> message = Bytes(8, 9), sinks(16, 0);
   std::vector<Segment> out = {SegmentOf(message)};
@@ -427,10 +442,7 @@ TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTa
   EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(client), 0u) << "a note queued a kick while a consumer polled";
   // The consumer's polls report it (or the progress thread, which polls too, when it holds the
   // connection at that moment: either way without a kick).
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.work_done).size() != 1 && std::chrono::steady_clock::now() < until)
-    (void)client.Progress();
-  EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 1u) << "the consumer's polls did not report the Send";
+  PollUntilWorkDone(1);
 
   // The consumer posts and stops polling.
   ASSERT_TRUE(Post(WorkKind::kSend, 2, out).ok());
@@ -452,12 +464,8 @@ TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTa
 // the poller is asked to look again); the conformance suite's
 // AWritesCompletionReachesAThreadAsleepInAWaitAndACnosAgent shows the waiter served end to end.
 TEST_F(LocalPathTest, WithWaitsReportedACompletionIsDeferredOnlyWhileNobodyWaits) {
-  client_transport_ = Make(ShmMode::kAuto);
-  server_transport_ = Make(ShmMode::kAuto);
-  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
-  auto& client = static_cast<TcpTransport&>(*client_transport_);
-  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
-  ASSERT_EQ(Local(client_transport_), 1u);
+  ASSERT_NO_FATAL_FAILURE(ConnectSameHost());
+  auto& client = Client();
   EXPECT_FALSE(TcpTransportTestAccess::DeferLocalNote(client, 0)) << "deferred with the waits unreported";
   client_transport_->ReportWaits();
   EXPECT_TRUE(TcpTransportTestAccess::DeferLocalNote(client, 0)) << "kicked with nobody waiting";
@@ -476,10 +484,7 @@ TEST_F(LocalPathTest, WithWaitsReportedACompletionIsDeferredOnlyWhileNobodyWaits
   server_events_.AddBuffer(second);
   // Nobody waits: the consumer's next poll reports the Send.
   ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.work_done).size() != 1 && std::chrono::steady_clock::now() < until)
-    (void)client.Progress();
-  EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 1u) << "the consumer's poll did not report the Send";
+  PollUntilWorkDone(1);
   // A consumer asleep in a wait: the thread reports it, with no poll.
   client_transport_->Pause();
   ASSERT_TRUE(Post(WorkKind::kSend, 2, out).ok());
@@ -497,12 +502,8 @@ TEST_F(LocalPathTest, WithWaitsReportedACompletionIsDeferredOnlyWhileNobodyWaits
 // it, queued nothing and woke nobody: the end of a refused RDMA Write waited for ever
 // (TwoSameHostIasConnectOverSharedMemoryWithTcpsSemantics, 2-3 runs in 150).
 TEST_F(LocalPathTest, AKickWhosePollFindsNothingLeavesTheNextNoteKicked) {
-  client_transport_ = Make(ShmMode::kAuto);
-  server_transport_ = Make(ShmMode::kAuto);
-  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
-  auto& client = static_cast<TcpTransport&>(*client_transport_);
-  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
-  ASSERT_EQ(Local(client_transport_), 1u);
+  ASSERT_NO_FATAL_FAILURE(ConnectSameHost());
+  auto& client = Client();
   ASSERT_TRUE(TcpTransportTestAccess::KickWithNothingToFind(client, 0));
   const auto taken_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (TcpTransportTestAccess::LocalKickPending(client, 0) && std::chrono::steady_clock::now() < taken_by)
@@ -528,12 +529,8 @@ TEST_F(LocalPathTest, AKickWhosePollFindsNothingLeavesTheNextNoteKicked) {
 // machine. What is left is still bounded: the watch ends the spell and the thread takes it. The
 // waits are not reported here, so the Send's completion is kicked, not deferred.
 TEST_F(LocalPathTest, ASpellIsWatchedOnlyOnceSomethingIsLeftForItsPolls) {
-  client_transport_ = Make(ShmMode::kAuto, ProgressMode::kThread, 300'000);
-  server_transport_ = Make(ShmMode::kAuto);
-  ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
-  auto& client = static_cast<TcpTransport&>(*client_transport_);
-  ASSERT_NO_FATAL_FAILURE(ConnectBoth());
-  ASSERT_EQ(Local(client_transport_), 1u);
+  ASSERT_NO_FATAL_FAILURE(ConnectSameHost(300'000));
+  auto& client = Client();
   std::vector<std::uint8_t> message = Bytes(8, 6), sink(8, 0);
   std::vector<Segment> out = {SegmentOf(message)};
   std::vector<Segment> slot = {SegmentOf(sink)};
