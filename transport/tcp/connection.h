@@ -109,6 +109,10 @@ class Connection final : public ProgressTarget, public std::enable_shared_from_t
   // when the IA last wrote, as the caller's drain began (TxStream::Due).
   bool OnKick(bool consumer, std::uint64_t ia_last_write_ns = 0) override;
   void Kick();  // any thread: OnKick runs soon, once however often this is called
+  // Any thread, after a consumer's Post put all it had on the socket: only its completion is left
+  // to report. Queued for the next poll without a wake while nobody can be waiting for it
+  // (KickQueue::MayBeWaitedOn); kicked otherwise.
+  void Defer();
 
   sockaddr_in local_address() const;
   sockaddr_in remote_address() const;
@@ -184,7 +188,10 @@ class Connection final : public ProgressTarget, public std::enable_shared_from_t
 
   // Consumer threads' notes (atomics: read and cleared by the progress context).
   std::atomic<bool> started_{false};  // Connect or Accept happened (once)
-  std::atomic<bool> kick_pending_{false};  // queued for OnKick (KickQueue's once-only rule)
+  // Queued for OnKick (KickQueue's once-only rule): kQueued without a wake (Defer), kKicked with
+  // one asked for. A Kick that finds kQueued asks for the wake the Defer spared.
+  enum class KickState : std::uint8_t { kNone, kQueued, kKicked };
+  std::atomic<KickState> kick_state_{KickState::kNone};
   std::atomic<DisconnectRequest> disconnect_{DisconnectRequest::kNone};
 
   // Progress context, under io_mutex_ (setup_ is also read without it: Post sees the end).

@@ -18,12 +18,20 @@ Status Connection::Post(const Work& work) {
   // The latency path: when nobody else is at this connection, the Work is written from this
   // thread now (TxStream::WriteFromPost). Post reports nothing (core holds its EP locks around
   // it), so it takes io_mutex_ plainly, not through IoLock: what it wrote completes at the next
-  // poll of this connection.
+  // poll of this connection: when that is all that is left, the poll need not be now (Defer).
+  bool on_socket = false;
   if (io_mutex_.try_lock()) {
     std::lock_guard lock(io_mutex_, std::adopt_lock);
-    if (!detached()) tx_.WriteFromPost();
+    if (!detached()) {
+      tx_.WriteFromPost();
+      on_socket = tx_.AllOnSocket();
+    }
   }
-  Kick();
+  if (on_socket) {
+    Defer();
+  } else {
+    Kick();
+  }
   return Status::Ok();
 }
 

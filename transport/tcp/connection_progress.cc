@@ -55,7 +55,7 @@ bool Connection::PollIo(bool wait) {
 bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {
   IoLock lock(*this);
   if (detached() || setup() == SetupState::kEnded || setup() == SetupState::kIdle) {
-    kick_pending_ = false;
+    kick_state_ = KickState::kNone;
     return true;
   }
   // A consumer's poll inside the coalescing window of a send-only stream leaves the queued Work
@@ -64,7 +64,7 @@ bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {
   if (consumer && disconnect_.load() == DisconnectRequest::kNone && !(rx_.held() && rx_.buffers_posted()) &&
       !tx_.Due(ia_last_write_ns))
     return false;
-  kick_pending_ = false;
+  kick_state_ = KickState::kNone;
   switch (disconnect_.exchange(DisconnectRequest::kNone)) {
     case DisconnectRequest::kAbrupt:
       End(ConnectionEnd::kDisconnected);
@@ -83,12 +83,30 @@ bool Connection::OnKick(bool consumer, std::uint64_t ia_last_write_ns) {
 }
 
 void Connection::Kick() {
-  if (kick_pending_.exchange(true)) return;
-  if (options_.kicks != nullptr) {
+  const KickState was = kick_state_.exchange(KickState::kKicked);
+  if (was == KickState::kKicked) return;
+  if (options_.kicks == nullptr) {
+    if (was == KickState::kNone) asio::post(io_, [self = shared_from_this()] { (void)self->OnKick(false); });
+  } else if (was == KickState::kNone) {
     options_.kicks->Push(shared_from_this());
   } else {
-    asio::post(io_, [self = shared_from_this()] { (void)self->OnKick(false); });
+    options_.kicks->WakeForQueued();  // queued by Defer, which woke nobody
   }
+}
+
+// A completion nobody waits for waits for the next call that could see it (a dequeue, a wait, the
+// progress thread's next drain), as a completion waits in a device's CQ: waking the thread for it
+// cost a wake-up per signaled RDMA Write where consumers spin on memory, each, on a two-CPU
+// machine, preempting a spinner (PERFORMANCE.md, "Progress"); LocalConnection::Defer is the
+// same-host path's. The order is the same-host path's: queued, a fence, the count of waiters (a
+// waiter counts itself, then drains the ring: TcpTransport::Pause).
+void Connection::Defer() {
+  if (options_.kicks == nullptr) return Kick();
+  KickState none = KickState::kNone;
+  if (!kick_state_.compare_exchange_strong(none, KickState::kQueued)) return;  // queued already
+  options_.kicks->Push(shared_from_this(), false);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (options_.kicks->MayBeWaitedOn()) Kick();
 }
 
 void Connection::Detach() {

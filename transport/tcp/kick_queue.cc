@@ -55,13 +55,15 @@ bool KickQueue::Reserve(std::size_t connections) {
   return true;
 }
 
-void KickQueue::Push(std::shared_ptr<ProgressTarget> connection) {
-  bool first = false;
+void KickQueue::Push(std::shared_ptr<ProgressTarget> connection, bool wake) {
+  bool ask = false;
   {
     std::lock_guard lock(mutex_);
     if (fd_ >= 0 && count_ < ring_.size()) {
       ring_[(head_ + count_) % ring_.size()] = std::move(connection);
-      first = count_++ == 0;
+      if (count_++ == 0) wake_asked_ = false;
+      ask = wake && !wake_asked_;
+      wake_asked_ |= ask;
       depth_.store(count_, std::memory_order_seq_cst);
       connection = nullptr;
     }
@@ -71,7 +73,17 @@ void KickQueue::Push(std::shared_ptr<ProgressTarget> connection) {
     return;
   }
   // One wake per batch of kicks, and none when a polling consumer will drain the ring itself.
-  if (first && NeedsWake()) Wake();
+  if (ask && NeedsWake()) Wake();
+}
+
+void KickQueue::WakeForQueued() {
+  bool ask = false;
+  {
+    std::lock_guard lock(mutex_);
+    ask = count_ != 0 && !wake_asked_;
+    wake_asked_ |= ask;
+  }
+  if (ask && NeedsWake()) Wake();
 }
 
 void KickQueue::Wake() {
@@ -96,8 +108,6 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
   bool any = false;
   bool began = false;
   std::size_t left = 0;  // connections queued when the drain began: a requeued one waits for the next
-  std::size_t requeued = 0;
-  bool wake = false;
   // One lock per connection taken, the first also reading how many there are and the last also
   // closing the drain (a drain of one connection locks twice).
   for (;;) {
@@ -107,13 +117,13 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
       if (!began) {
         began = true;
         left = count_;
+        // This drain takes what is queued now; a connection pushed while it runs asks for a wake
+        // of its own (the drain stops at what was queued when it began: without one, that
+        // connection would wait for whatever pushes next onto an empty ring).
+        wake_asked_ = false;
       }
       if (left == 0 || count_ == 0) {
         depth_.store(count_, std::memory_order_release);
-        // A connection pushed while this drain ran found the ring not empty and woke nobody; this
-        // drain stops at what was queued when it began. Wake the progress thread for it, as its
-        // push would have, or it waits for whatever pushes next onto an empty ring.
-        wake = count_ > requeued && fd_ >= 0;
         break;
       }
       connection = std::move(ring_[head_]);
@@ -123,12 +133,8 @@ bool KickQueue::Drain(bool consumer, std::uint64_t ia_last_write_ns) {
     }
     const bool ran = RunOne(*connection, consumer, ia_last_write_ns);
     any |= ran;
-    if (!ran) {
-      Requeue(std::move(connection));
-      ++requeued;
-    }
+    if (!ran) Requeue(std::move(connection));
   }
-  if (wake && NeedsWake()) Wake();
   return any;
 }
 

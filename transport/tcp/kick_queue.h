@@ -4,7 +4,8 @@
 // receive buffer, a disconnect) and an eventfd the progress thread's io_context waits on. Any
 // poller drains the ring (TcpTransport::Progress from a consumer's wait, or the progress thread).
 // The eventfd is written only when someone must be woken: never in busy-poll mode (the consumer's
-// own waits drain the ring), and in the default mode only when no consumer has polled lately.
+// own waits drain the ring), never for a completion nobody waits for (it waits in the ring for
+// the next poll), and in the default mode only when no consumer has polled lately.
 #pragma once
 
 #include <atomic>
@@ -39,9 +40,15 @@ class KickQueue {
   KickQueue& operator=(const KickQueue&) = delete;
 
   // Any thread. The caller makes sure a connection is queued at most once at a time (its
-  // kick_pending_ flag), so `capacity` connections never overflow the ring; if they do anyway
-  // the kick falls back to asio::post.
-  void Push(std::shared_ptr<ProgressTarget> connection);
+  // kick_state_), so `capacity` connections never overflow the ring; if they do anyway the kick
+  // falls back to asio::post. `wake` false queues it for the next drain and wakes nobody: a
+  // completion nobody waits for (Connection::Defer). A later Push with `wake`, or WakeForQueued,
+  // wakes the thread for it and everything queued before.
+  void Push(std::shared_ptr<ProgressTarget> connection, bool wake = true);
+  // A connection queued without a wake needs one now (Work to send came after its completion).
+  // Wakes the progress thread as a Push would, unless a wake is already on its way for the
+  // ring; nothing when the ring is empty (a drain took the connection, and polls it next).
+  void WakeForQueued();
   // Runs OnKick of every connection queued when it starts; one that defers its writes (a
   // consumer's poll inside the coalescing window) is queued again. `consumer`: called from a
   // consumer's poll rather than the progress thread; `ia_last_write_ns`: when the IA last wrote,
@@ -89,6 +96,9 @@ class KickQueue {
   std::vector<std::shared_ptr<ProgressTarget>> ring_;
   std::size_t head_ = 0;
   std::size_t count_ = 0;
+  // Under mutex_: a wake was asked for what the ring holds (a Push with `wake` since the ring was
+  // empty or the last drain began), so another Push need not ask again: one wake per batch.
+  bool wake_asked_ = false;
   std::atomic<std::size_t> depth_{0};  // count_, readable without the lock (written under it)
   std::atomic<bool> waits_reported_{false};
   std::atomic<int> waiters_{0};

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// KickQueue: what a drain does with connections pushed while it runs.
+// KickQueue: what a drain does with connections pushed while it runs, and who is woken when.
 #include "transport/tcp/kick_queue.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,15 @@
 namespace softdat::transport::tcp {
 namespace {
 
+// Connections that never connect: what a queue holds and runs.
+std::vector<std::shared_ptr<Connection>> Unconnected(boost::asio::io_context& io, int count) {
+  ConnectionOptions options;
+  options.buffers = std::make_shared<ConnectionBuffers>();
+  std::vector<std::shared_ptr<Connection>> connections;
+  for (int i = 0; i < count; ++i) connections.push_back(std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr));
+  return connections;
+}
+
 // Regression: a connection pushed while a drain ran (a consumer's Post during the progress
 // thread's drain) found the ring not empty, so its push woke nobody, and the drain stopped at
 // what was queued when it began: the connection waited for the next push onto an empty ring,
@@ -22,10 +31,7 @@ namespace {
 // the interleaving is the same every run.
 TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
   boost::asio::io_context io;
-  ConnectionOptions options;
-  options.buffers = std::make_shared<ConnectionBuffers>();
-  std::vector<std::shared_ptr<Connection>> connections;
-  for (int i = 0; i < 3; ++i) connections.push_back(std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr));
+  std::vector<std::shared_ptr<Connection>> connections = Unconnected(io, 3);
   std::vector<const ProgressTarget*> ran;
   KickQueue* queue_ptr = nullptr;
   KickQueue queue(
@@ -58,10 +64,7 @@ TEST(KickQueue, AConnectionPushedDuringADrainIsRunWithoutAnotherPush) {
 // push made from inside the drain, so the interleaving is the same every run.
 TEST(KickQueue, ARingFullOfKicksLosesNone) {
   boost::asio::io_context io;
-  ConnectionOptions options;
-  options.buffers = std::make_shared<ConnectionBuffers>();
-  std::vector<std::shared_ptr<Connection>> connections;
-  for (int i = 0; i < 3; ++i) connections.push_back(std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr));
+  std::vector<std::shared_ptr<Connection>> connections = Unconnected(io, 3);
   std::vector<int> runs(3, 0);
   KickQueue* queue_ptr = nullptr;
   KickQueue queue(
@@ -94,9 +97,7 @@ TEST(KickQueue, ARingFullOfKicksLosesNone) {
 // the transport moves (EventQueue::Wait) would take the deferral for progress. It moved nothing.
 TEST(KickQueue, ADrainWhoseConnectionsAllDeferMovedNothing) {
   boost::asio::io_context io;
-  ConnectionOptions options;
-  options.buffers = std::make_shared<ConnectionBuffers>();
-  auto connection = std::make_shared<Connection>(io, options, EndpointConfig{}, nullptr);
+  std::shared_ptr<Connection> connection = Unconnected(io, 1)[0];
   bool defer = true;
   int runs = 0;
   KickQueue queue(
@@ -114,6 +115,44 @@ TEST(KickQueue, ADrainWhoseConnectionsAllDeferMovedNothing) {
   EXPECT_EQ(runs, 2);
   EXPECT_FALSE(queue.queued());
   EXPECT_FALSE(queue.Drain(true, 0)) << "an empty queue moved nothing";
+}
+
+// A connection queued without a wake (a completion nobody waits for: Connection::Defer) wakes
+// nobody, and leaves the next wake owed: a Push with a wake onto that ring, or WakeForQueued,
+// wakes the thread (once) for everything queued. With the rule "only the push onto an empty
+// ring wakes", the second Push found the ring not empty and woke nobody.
+TEST(KickQueue, AConnectionQueuedWithoutAWakeLeavesTheNextWakeOwed) {
+  boost::asio::io_context io;
+  std::vector<std::shared_ptr<Connection>> connections = Unconnected(io, 3);
+  std::vector<const ProgressTarget*> ran;
+  KickQueue queue(io, 4, [] { return true; }, [&](ProgressTarget& connection, bool, std::uint64_t) {
+    ran.push_back(&connection);
+    return true;
+  });
+  queue.Start();
+  auto turns = [&] {
+    for (int turn = 0; turn < 4; ++turn) {
+      io.restart();
+      (void)io.poll();
+    }
+  };
+  queue.Push(connections[0], false);
+  turns();
+  EXPECT_EQ(queue.wakes(), 0u);
+  EXPECT_TRUE(ran.empty()) << "a connection queued without a wake woke the thread";
+  queue.Push(connections[1]);
+  EXPECT_EQ(queue.wakes(), 1u) << "a push with a wake onto a ring that woke nobody woke nobody";
+  turns();
+  ASSERT_EQ(ran.size(), 2u);
+
+  queue.Push(connections[2], false);
+  queue.WakeForQueued();
+  queue.WakeForQueued();  // one wake is on its way: no second
+  EXPECT_EQ(queue.wakes(), 2u);
+  turns();
+  EXPECT_EQ(ran.size(), 3u);
+  queue.WakeForQueued();  // nothing queued
+  EXPECT_EQ(queue.wakes(), 2u);
 }
 
 }  // namespace

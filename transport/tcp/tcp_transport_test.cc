@@ -353,6 +353,87 @@ TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressTh
   EXPECT_EQ(sink_b, b);
 }
 
+// The client on an IA of its own, so that what its progress thread does is the client's alone.
+class TcpTransportOwnIaTest : public TcpTransportTest {
+ protected:
+  void SetUp() override {
+    Open(IaOptions{});
+    IaParams params;
+    params.kind = TransportKind::kTcp;
+    params.address = "127.0.0.1";
+    params.options.shm = ShmMode::kOff;
+    std::string why;
+    ASSERT_TRUE(CreateTcpTransport(params, why, server_transport_).ok()) << why;
+    server_.reset();
+    listener_.reset();
+    ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());
+    ASSERT_TRUE(server_transport_->CreateEndpoint(Config(), &server_events_, server_).ok());
+  }
+  void TearDown() override {
+    TcpTransportTest::TearDown();
+    server_transport_.reset();
+  }
+  std::unique_ptr<Transport> server_transport_;
+};
+
+// With the waits reported (core does: Transport::ReportWaits), a Send whose Post put it whole on
+// the socket leaves only its completion to report, and nobody can be waiting for that without a
+// DAT call: it waits for the next poll, queued, waking nobody, as a completion waits in a
+// device's CQ. Regression: it kicked the progress thread, an eventfd write and a wake-up per
+// signaled RDMA Write where consumers spin on memory (p99 1.4 ms in the memory-only Write
+// ping-pong on two CPUs). A consumer asleep in a wait gets it with no poll. Work that comes after
+// the deferred completion and cannot go out from its Post (here: another poller holds the
+// connection) wakes the thread the deferral spared, for both.
+TEST_F(TcpTransportOwnIaTest, ACompletionNobodyWaitsForWaitsForThePollAndWorkAfterItWakesTheThread) {
+  ConnectBoth();
+  auto& tcp = static_cast<TcpTransport&>(*transport_);
+  std::vector<std::uint8_t> message = Bytes(8, 3), sinks(40, 0);
+  std::vector<Segment> gather = {SegmentOf(message)};
+  std::vector<std::vector<Segment>> scatters;
+  for (std::size_t i = 0; i < 5; ++i) scatters.push_back({SegmentOf(sinks, i * 8, 8)});
+  for (std::vector<Segment>& scatter : scatters) server_events_.AddBuffer(scatter);
+  // One Send before the waits are reported: the setup is behind the client's connection, which
+  // is idle from here on (nobody else holds it, its peer sends nothing).
+  ASSERT_TRUE(PostSend(gather, 1).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 1; }));
+  ASSERT_TRUE(client_events_.WaitFor([&] { return TcpTransportTestAccess::QueuedKicks(tcp) == 0; }));
+  transport_->ReportWaits();
+  const std::uint64_t wakes = TcpTransportTestAccess::KickWakes(tcp);
+
+  ASSERT_TRUE(PostSend(gather, 2).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+  EXPECT_EQ(TcpTransportTestAccess::KickWakes(tcp), wakes) << "a completion nobody waits for woke the progress thread";
+  EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(tcp), 1u) << "the completion is not queued for the next poll";
+  EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 1u);
+  (void)transport_->Progress();  // the consumer's next call
+  EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 2u) << "the consumer's poll did not report the Send";
+
+  // A consumer asleep in a wait: reported with no poll.
+  transport_->Pause();
+  ASSERT_TRUE(PostSend(gather, 3).ok());
+  EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 3; }))
+      << "the completion a waiter sleeps for was left for a poll that never comes";
+  transport_->Resume();
+  ASSERT_TRUE(client_events_.WaitFor([&] { return TcpTransportTestAccess::QueuedKicks(tcp) == 0; }));
+
+  // A completion queued without a wake, then a Send that another poller's hold keeps from going
+  // out at its Post: the progress thread must be woken for it.
+  ASSERT_TRUE(PostSend(gather, 4).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 4; }));
+  ASSERT_EQ(TcpTransportTestAccess::QueuedKicks(tcp), 1u);
+  softdat::Mutex* io = ConnectionTestAccess::IoMutexOf(*client_);
+  ASSERT_NE(io, nullptr);
+  {
+    std::lock_guard hold(*io);
+    ASSERT_TRUE(PostSend(gather, 5).ok());
+  }
+  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 5; }))
+      << "a Send queued behind a completion that woke nobody waited for a poll that never comes";
+  EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 5; }));
+  for (std::size_t i = 0; i < 5; ++i)
+    EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8 * i)) << "message " << i;
+}
+
 TEST_F(TcpTransportTest, ZeroLengthSendTakesABufferAndCompletes) {
   ConnectBoth();
   std::vector<Segment> none;

@@ -9,6 +9,7 @@
 #include "transport/shm/shm_connection.h"
 #include "transport/tcp/connection.h"
 #include "transport/tcp/mono_clock.h"
+#include "transport/tcp/tcp_endpoint.h"
 #include "transport/tcp/tcp_listener.h"
 #include "transport/tcp/tcp_transport.h"
 
@@ -21,6 +22,11 @@ std::atomic<bool>& ConnectionTestAccess::KickPending(Connection& connection) { r
 }  // namespace softdat::transport::shm
 
 namespace softdat::transport::tcp {
+
+softdat::Mutex* ConnectionTestAccess::IoMutexOf(Endpoint& endpoint) {
+  Connection* connection = static_cast<TcpEndpoint&>(endpoint).connection();
+  return connection != nullptr ? &connection->io_mutex_ : nullptr;
+}
 
 Status ConnectionTestAccess::ConnectOver(Connection& c, int fd, std::span<const std::uint8_t> private_data) {
   asio::ip::tcp::socket socket(c.io_);

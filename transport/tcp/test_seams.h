@@ -26,6 +26,9 @@ struct ConnectionTestAccess {
   // The active side over `fd`: the MPA Request goes out at once, as after a TCP connect. Takes
   // `fd` over.
   static Status ConnectOver(Connection& connection, int fd, std::span<const std::uint8_t> private_data);
+  // The io lock of a connected endpoint's iWARP connection (null: it has none): a test holds it
+  // as another poller does, so that a Post finds the connection taken.
+  static softdat::Mutex* IoMutexOf(Endpoint& endpoint);
 };
 
 struct TcpTransportTestAccess {

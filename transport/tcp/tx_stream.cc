@@ -51,6 +51,11 @@ bool TxStream::Idle() const {
   return c_.posts_.count() == 0;  // a Work posted meanwhile comes with the kick its Post made
 }
 
+bool TxStream::AllOnSocket() const {
+  return state_ == TxState::kOpen && batch_.empty() && message_.kind == Kind::kNone && written_sent_ == written_count_ &&
+         !owe_rtr_ && c_.reads_in_.empty() && c_.posts_.count() == 0;
+}
+
 bool TxStream::Drained() const { return batch_.empty() && message_.kind == Kind::kNone; }
 
 void TxStream::Pump() {

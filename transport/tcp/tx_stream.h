@@ -58,6 +58,9 @@ class TxStream {
   // Post's latency path (IoLock held, try_lock): writes the one Send framed at post with one
   // send(), or pumps; what it writes completes at the next poll.
   void WriteFromPost();
+  // After WriteFromPost: everything posted is on the socket, and the stream open; what is left is
+  // to report the completions (the next poll's CompleteWritten), or a Read's response.
+  bool AllOnSocket() const;
   // Whether queued Work should go out now rather than coalesce with what follows (see above);
   // `ia_last_write_ns`: when any connection of the IA wrote, as the caller's drain began.
   bool Due(std::uint64_t ia_last_write_ns = 0) const;
