@@ -21,14 +21,15 @@
 //    drains them with what it posted meanwhile); once a kick is left so, a timer at the last
 //    poll + handoff_us drains it should the polls stop (WatchConsumers, or the park as it ends).
 //    So an arrival or a posted Work waits for someone handoff_us at most, whatever the consumer
-//    does.
+//    does. One exception: the completion of a consumer's own Post that put its Work whole on the
+//    socket, with no consumer asleep in a wait and no CNO (core reports both: ReportWaits),
+//    waits in the kick ring for the next poll, as a completion waits in a device's CQ, rather
+//    than wake the thread (Connection::Defer).
 // Same-host connections (shm=auto; local_path.h) are polled with the sockets: each poll looks at
 // their rings first (loads, no syscall), their sockets are in the PollSet (doorbells, the peer's
 // end), and the progress thread announces its sleep to their peers first (RunOne), so that they
-// ring a doorbell; the guarantees above hold for them alike, but for one thing: the completion of
-// a consumer's own Post, with no consumer asleep in a wait and no CNO (core reports both:
-// ReportWaits), waits for the next poll, as a completion waits in a device's CQ, rather than
-// wake the thread (LocalConnection::Defer).
+// ring a doorbell; the guarantees above, and their exception, hold for them alike (the deferred
+// completion marks the connection for the next poll: LocalConnection::Defer).
 // Software receive model: srq/ picks receive buffers.
 #pragma once
 
