@@ -90,8 +90,8 @@ class LocalPathTest : public ::testing::Test {
     ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.established == 1; }));
   }
 
-  // Both sides shm=auto, the server in the default mode and the client with its progress thread
-  // as asked (hand-off included), connected and established over shared memory.
+  // Both sides shm=auto and in the default mode (the client with the hand-off asked), connected
+  // and established over shared memory.
   void ConnectSameHost(std::uint32_t client_handoff_us = 200) {
     client_transport_ = Make(ShmMode::kAuto, ProgressMode::kThread, client_handoff_us);
     server_transport_ = Make(ShmMode::kAuto);
