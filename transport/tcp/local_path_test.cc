@@ -109,6 +109,26 @@ class LocalPathTest : public ::testing::Test {
     EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), n) << "the consumer's polls did not report the Work";
   }
 
+  // Two 8-byte Sends of one message into the two halves of a sink the server offers as two
+  // buffers: what three tests send, and the check that both arrived whole.
+  struct TwoSends {
+    std::vector<std::uint8_t> message, sinks = std::vector<std::uint8_t>(16, 0);
+    std::vector<Segment> out, first, second;
+  };
+  void OfferTwoBuffers(TwoSends& sends, std::uint8_t fill) {
+    sends.message = Bytes(8, fill);
+    sends.out = {SegmentOf(sends.message)};
+    sends.first = {SegmentOf(sends.sinks, 0, 8)};
+    sends.second = {SegmentOf(sends.sinks, 8, 8)};
+    server_events_.AddBuffer(sends.first);
+    server_events_.AddBuffer(sends.second);
+  }
+  void ExpectBothArrived(const TwoSends& sends) {
+    EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
+    EXPECT_TRUE(std::equal(sends.message.begin(), sends.message.end(), sends.sinks.begin()));
+    EXPECT_TRUE(std::equal(sends.message.begin(), sends.message.end(), sends.sinks.begin() + 8));
+  }
+
   std::size_t Local(std::unique_ptr<Transport>& transport) {
     return TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport));
   }
@@ -392,11 +412,9 @@ TEST_F(LocalPathTest, InPollModeANoteIsFoundByTheNextPollWithoutAKick) {
   ASSERT_EQ(Local(client_transport_), 1u);
   for (int i = 0; i < 10; ++i) (void)client.Progress();  // the setup is behind it
 
-  std::vector<std::uint8_t> message = Bytes(8, 5), sinks(16, 0);
-  std::vector<Segment> out = {SegmentOf(message)};
-  std::vector<Segment> first = {SegmentOf(sinks, 0, 8)}, second = {SegmentOf(sinks, 8, 8)};
-  server_events_.AddBuffer(first);
-  server_events_.AddBuffer(second);
+  TwoSends sends;
+  OfferTwoBuffers(sends, 5);
+  std::vector<Segment>& out = sends.out;
   ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
   EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(client), 0u) << "a note in poll mode queued a kick";
   (void)client.Progress();
@@ -418,9 +436,7 @@ TEST_F(LocalPathTest, InPollModeANoteIsFoundByTheNextPollWithoutAKick) {
   holder.join();
   (void)client.Progress();
   EXPECT_EQ(client_events_.Get(client_events_.work_done).size(), 2u) << "the note was lost with the scan it missed";
-  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
-  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin()));
-  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8));
+  ExpectBothArrived(sends);
 }
 
 // The default mode, while a consumer polls: its kicks would wake nobody (its next poll drains
@@ -432,11 +448,9 @@ TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTa
   ASSERT_NO_FATAL_FAILURE(ConnectSameHost(1'000'000));
   auto& client = Client();
 
-  std::vector<std::uint8_t> message = Bytes(8, 9), sinks(16, 0);
-  std::vector<Segment> out = {SegmentOf(message)};
-  std::vector<Segment> first = {SegmentOf(sinks, 0, 8)}, second = {SegmentOf(sinks, 8, 8)};
-  server_events_.AddBuffer(first);
-  server_events_.AddBuffer(second);
+  TwoSends sends;
+  OfferTwoBuffers(sends, 9);
+  std::vector<Segment>& out = sends.out;
   for (int i = 0; i < 10; ++i) (void)client.Progress();  // a consumer polls: its spell begins
   ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
   EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(client), 0u) << "a note queued a kick while a consumer polled";
@@ -449,9 +463,7 @@ TEST_F(LocalPathTest, WhileAConsumerPollsANoteQueuesNoKickAndTheProgressThreadTa
   EXPECT_EQ(TcpTransportTestAccess::QueuedKicks(client), 0u);
   EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }))
       << "the note left in the consumer's spell waited for a poll that never came";
-  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
-  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin()));
-  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8));
+  ExpectBothArrived(sends);
 }
 
 // The default mode, with the waits reported (core does: Transport::ReportWaits). A completion of a
@@ -477,11 +489,9 @@ TEST_F(LocalPathTest, WithWaitsReportedACompletionIsDeferredOnlyWhileNobodyWaits
   EXPECT_FALSE(TcpTransportTestAccess::DeferLocalNote(client, 0)) << "deferred while a CNO exists";
   client_transport_->ConsumerWatches(-1);
 
-  std::vector<std::uint8_t> message = Bytes(8, 5), sinks(16, 0);
-  std::vector<Segment> out = {SegmentOf(message)};
-  std::vector<Segment> first = {SegmentOf(sinks, 0, 8)}, second = {SegmentOf(sinks, 8, 8)};
-  server_events_.AddBuffer(first);
-  server_events_.AddBuffer(second);
+  TwoSends sends;
+  OfferTwoBuffers(sends, 5);
+  std::vector<Segment>& out = sends.out;
   // Nobody waits: the consumer's next poll reports the Send.
   ASSERT_TRUE(Post(WorkKind::kSend, 1, out).ok());
   PollUntilWorkDone(1);
@@ -491,9 +501,7 @@ TEST_F(LocalPathTest, WithWaitsReportedACompletionIsDeferredOnlyWhileNobodyWaits
   EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 2; }))
       << "the completion a waiter sleeps for was left for a poll that never comes";
   client_transport_->Resume();
-  EXPECT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 2; }));
-  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin()));
-  EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8));
+  ExpectBothArrived(sends);
 }
 
 // A kick whose poll finds nothing (another poller took the noted work between the kick and the

@@ -90,13 +90,7 @@ class TcpTransportTest : public ::testing::Test {
 
   // `prepare` runs on the transport before the fixture's endpoints are made.
   void Open(const IaOptions& options, const std::function<void(TcpTransport&)>& prepare = {}) {
-    IaParams params;
-    params.kind = TransportKind::kTcp;
-    params.address = "127.0.0.1";
-    params.options = options;
-    params.options.shm = ShmMode::kOff;  // the iWARP path (local_path_test has the same-host one)
-    std::string why;
-    ASSERT_TRUE(CreateTcpTransport(params, why, transport_).ok()) << why;
+    ASSERT_NO_FATAL_FAILURE(CreateIa(options, transport_));
     if (prepare) prepare(static_cast<TcpTransport&>(*transport_));
     ASSERT_TRUE(transport_->Listen(0, &requests_, listener_).ok());
     ASSERT_TRUE(transport_->CreateEndpoint(Config(), &client_events_, client_).ok());
@@ -108,6 +102,17 @@ class TcpTransportTest : public ::testing::Test {
     pending_.reset();
     listener_.reset();
     transport_.reset();
+  }
+
+  // An IA on 127.0.0.1 over the iWARP path (local_path_test has the same-host one).
+  static void CreateIa(const IaOptions& options, std::unique_ptr<Transport>& out) {
+    IaParams params;
+    params.kind = TransportKind::kTcp;
+    params.address = "127.0.0.1";
+    params.options = options;
+    params.options.shm = ShmMode::kOff;
+    std::string why;
+    ASSERT_TRUE(CreateTcpTransport(params, why, out).ok()) << why;
   }
 
   Status StartConnect(std::span<const std::uint8_t> private_data = {}) {
@@ -359,12 +364,7 @@ class TcpTransportOwnIaTest : public TcpTransportTest {
  protected:
   void SetUp() override {
     Open(IaOptions{});
-    IaParams params;
-    params.kind = TransportKind::kTcp;
-    params.address = "127.0.0.1";
-    params.options.shm = ShmMode::kOff;
-    std::string why;
-    ASSERT_TRUE(CreateTcpTransport(params, why, server_transport_).ok()) << why;
+    ASSERT_NO_FATAL_FAILURE(CreateIa(IaOptions{}, server_transport_));
     server_.reset();
     listener_.reset();
     ASSERT_TRUE(server_transport_->Listen(0, &requests_, listener_).ok());

@@ -154,11 +154,8 @@ void TcpTransportTestAccess::ClearActivity(TcpTransport& transport) {
 }
 
 softdat::Mutex* TcpTransportTestAccess::LocalEngineLock(TcpTransport& transport, std::size_t index) {
-  LocalPaths* paths = transport.local_.get();
-  if (paths == nullptr) return nullptr;
-  std::lock_guard lock(paths->mutex_);
-  if (index >= paths->live_.size() || paths->live_[index]->engine_ == nullptr) return nullptr;
-  return &shm::ConnectionTestAccess::IoMutex(*paths->live_[index]->engine_);
+  std::shared_ptr<LocalConnection> connection = LiveLocal(transport, index);
+  return connection != nullptr ? &shm::ConnectionTestAccess::IoMutex(*connection->engine_) : nullptr;
 }
 
 }  // namespace softdat::transport::tcp
