@@ -118,12 +118,12 @@ DAT_RETURN NextEvent(DAT_EVD_HANDLE evd, Reap reap, DAT_TIMEOUT timeout_us, DAT_
     DAT_COUNT more = 0;
     return dat_evd_wait(evd, timeout_us, 1, &event, &more);
   }
-  const std::uint64_t deadline = NowUs() + timeout_us;
+  SpinBound bound(timeout_us);
   for (std::uint32_t spins = 0;; ++spins) {
     const DAT_RETURN status = dat_evd_dequeue(evd, &event);
     if (DAT_GET_TYPE(status) != DAT_QUEUE_EMPTY) return status;
     // The clock only every so often: the spin itself is what is measured.
-    if ((spins & 1023) == 1023 && NowUs() >= deadline) return DAT_TIMEOUT_EXPIRED;
+    if ((spins & 1023) == 1023 && bound.Passed()) return DAT_TIMEOUT_EXPIRED;
   }
 }
 

@@ -40,7 +40,7 @@ bool WritePingPong::Post(const DAT_LMR_TRIPLET& local, const DAT_RMR_TRIPLET& re
 }
 
 bool WritePingPong::Reap(std::string& error) {
-  const std::uint64_t give_up = MonotonicNs() + kReapBoundNs;
+  SpinBound bound(kReapBoundNs / 1000);
   DAT_EVENT event;
   for (std::uint32_t spins = 0; signaled_ > 0; ++spins) {
     const DAT_RETURN status = dat_evd_dequeue(request_evd_, &event);
@@ -51,7 +51,7 @@ bool WritePingPong::Reap(std::string& error) {
       --signaled_;
     } else if (DAT_GET_TYPE(status) != DAT_QUEUE_EMPTY) {
       return error = DatError("reaping a Write's completion", status), false;
-    } else if ((spins & 1023) == 1023 && MonotonicNs() > give_up) {
+    } else if ((spins & 1023) == 1023 && bound.Passed()) {
       return error = "a signaled Write did not complete within 30 s", false;
     }
   }
