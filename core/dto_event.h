@@ -5,6 +5,8 @@
 
 #include <dat2/udat.h>
 
+#include <cstring>
+
 #include "transport/work.h"
 
 namespace softdat::core {
@@ -25,10 +27,21 @@ inline DAT_DTO_COMPLETION_STATUS ToDtoStatus(transport::WorkStatus status) {
   return DAT_DTO_ERR_TRANSPORT;
 }
 
-inline DAT_EVENT DtoEvent(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, DAT_DTO_COOKIE cookie,
-                          DAT_DTO_COMPLETION_STATUS status, DAT_SEG_LENGTH length, DAT_DTOS operation,
-                          DAT_RMR_CONTEXT rmr_context = 0) {
-  DAT_EVENT event{};
+// Every byte of `event` zero, with vector stores. `DAT_EVENT{}` and memset are `rep stosq` under
+// GCC's generic tuning (120 bytes), whose stores cannot be forwarded: the copy of the event into
+// the EVD's ring right after waited for them to retire, with the instruction's own start-up most
+// of DeliverRequests' samples in the busy same-host message rate (perf). A copy from a zero
+// object of known size is inlined as plain stores.
+inline void ZeroEvent(DAT_EVENT& event) {
+  static constexpr DAT_EVENT kZero{};
+  std::memcpy(&event, &kZero, sizeof event);
+}
+
+// A DTO completion event, built in place (no temporary copied out).
+inline void FillDtoEvent(DAT_EVENT& event, DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, DAT_DTO_COOKIE cookie,
+                         DAT_DTO_COMPLETION_STATUS status, DAT_SEG_LENGTH length, DAT_DTOS operation,
+                         DAT_RMR_CONTEXT rmr_context = 0) {
+  ZeroEvent(event);
   event.event_number = DAT_DTO_COMPLETION_EVENT;
   event.evd_handle = evd;
   DAT_DTO_COMPLETION_EVENT_DATA& data = event.event_data.dto_completion_event_data;
@@ -38,7 +51,6 @@ inline DAT_EVENT DtoEvent(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, DAT_DTO_COOKIE c
   data.transfered_length = length;
   data.operation = operation;
   data.rmr_context = rmr_context;
-  return event;
 }
 
 inline DAT_EVENT ConnectionEvent(DAT_EVENT_NUMBER number, DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep,

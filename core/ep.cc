@@ -407,10 +407,11 @@ void Ep::DeliverReceives() {
   srq::RecvCompletion received{};
   while (receive_->PopCompletion(received)) {
     const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;
-    DAT_EVENT event = DtoEvent(recv_evd_, this, received.cookie, received.status,
-                               static_cast<DAT_SEG_LENGTH>(received.transferred_length),
-                               invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
-                               invalidated ? received.notes.invalidated_key : 0);
+    DAT_EVENT event;
+    FillDtoEvent(event, recv_evd_, this, received.cookie, received.status,
+                 static_cast<DAT_SEG_LENGTH>(received.transferred_length),
+                 invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
+                 invalidated ? received.notes.invalidated_key : 0);
     // Immediate data and datagrams complete as the extension's events (DAT_IB_DTO_EVENT).
     if (received.notes.extension.immediate || datagram_) MakeExtensionReceive(event, received);
     if (received.from_srq) MarkSrqBuffer(event, *srq_, received.slot);
@@ -447,13 +448,13 @@ void Ep::DeliverRequests() {
     if (request_evd_ == nullptr) continue;
     DAT_EVENT event;
     if (done.operation == DAT_DTO_BIND_MW) {
-      event = DAT_EVENT{};
+      ZeroEvent(event);
       event.event_number = DAT_RMR_BIND_COMPLETION_EVENT;
       event.event_data.rmr_completion_event_data.rmr_handle = done.rmr;
       event.event_data.rmr_completion_event_data.user_cookie = done.cookie;
       event.event_data.rmr_completion_event_data.status = status;
     } else {
-      event = DtoEvent(request_evd_, this, done.cookie, status, done.length, done.operation);
+      FillDtoEvent(event, request_evd_, this, done.cookie, status, done.length, done.operation);
       if (IsExtensionDto(done.operation)) MakeExtensionDto(event);
     }
     PostDto(request_evd_, event, signalled);

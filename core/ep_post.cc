@@ -229,25 +229,27 @@ Status Ep::PostRequestLocked(const RequestSpec& spec, bool& deliver) {
     deliver = true;
     return Status::Ok();
   }
-  transport::Work work;
-  work.id = id;
-  work.kind = spec.kind;
-  work.local = {request->segments, request->num_segments};
-  work.length = length;
-  work.solicited = (spec.flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) != 0;
-  work.fence = (spec.flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) != 0;
-  work.quiet_success = (spec.flags & DAT_COMPLETION_SUPPRESS_FLAG) != 0;
-  work.unsignaled = (spec.flags & (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG)) != 0;
-  work.invalidate = spec.invalidate;
-  work.invalidate_key = spec.invalidate_key;
-  if (remote != nullptr) {
-    work.remote_address = remote->virtual_address;
-    work.remote_key = remote->rmr_context;
-  }
-  work.immediate = spec.immediate;
-  work.compare_add = spec.compare_add;
-  work.swap = spec.swap;
-  work.destination = spec.destination;
+  // Every member named, in order: default-initialized and then assigned, the Work was first
+  // zeroed whole with `rep stos` (GCC's choice for 80 bytes), a third of this function's samples
+  // in the busy same-host message rate (perf).
+  const transport::Work work{
+      .id = id,
+      .kind = spec.kind,
+      .local = {request->segments, request->num_segments},
+      .length = length,
+      .solicited = (spec.flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) != 0,
+      .fence = (spec.flags & DAT_COMPLETION_BARRIER_FENCE_FLAG) != 0,
+      .unsignaled = (spec.flags & (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG)) != 0,
+      .invalidate = spec.invalidate,
+      .invalidate_key = spec.invalidate_key,
+      .remote_address = remote != nullptr ? remote->virtual_address : 0,
+      .remote_key = remote != nullptr ? remote->rmr_context : 0,
+      .immediate = spec.immediate,
+      .compare_add = spec.compare_add,
+      .swap = spec.swap,
+      .destination = spec.destination,
+      .quiet_success = (spec.flags & DAT_COMPLETION_SUPPRESS_FLAG) != 0,
+  };
   if (Status status = endpoint_->Post(work); !status.ok()) {
     if (status.code() == Code::kInvalidState) {
       // The connection is ending and its OnEnded is on its way (the transport took nothing): as
