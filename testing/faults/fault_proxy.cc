@@ -160,6 +160,7 @@ void FaultProxy::Pump(std::shared_ptr<Relay> relay, bool up) {
   std::atomic<std::uint64_t>& forwarded = up ? counters_.bytes_up : counters_.bytes_down;
   std::atomic<std::uint64_t>& fpdus = up ? counters_.fpdus_up : counters_.fpdus_down;
   FpduTracker tracker;
+  std::uint64_t data_fpdus = 0;  // FPDUs of data seen (flip_data_only counts these)
   std::uint64_t offset = 0;  // stream offset of the next byte read
   std::uint64_t flip_at = DirectionFaults::kNever;
   std::uint64_t truncate_at = DirectionFaults::kNever;
@@ -184,9 +185,13 @@ void FaultProxy::Pump(std::shared_ptr<Relay> relay, bool up) {
       return;
     }
     std::size_t length = static_cast<std::size_t>(got);
-    tracker.Feed(chunk, length, [&](std::uint64_t number, std::uint64_t start, std::uint64_t payload) {
+    tracker.Feed(chunk, length, [&](std::uint64_t number, std::uint64_t start, std::uint64_t payload,
+                                    std::uint8_t opcode) {
       fpdus.fetch_add(1);
-      if (number == faults.flip_fpdu) flip_at = start + std::min<std::uint64_t>(faults.flip_offset, payload - 1);
+      if (CarriesData(opcode)) ++data_fpdus;
+      const bool counted = !faults.flip_data_only || CarriesData(opcode);
+      const std::uint64_t flip_number = faults.flip_data_only ? data_fpdus : number;
+      if (counted && flip_number == faults.flip_fpdu) flip_at = start + std::min<std::uint64_t>(faults.flip_offset, payload - 1);
       if (number == faults.truncate_fpdu) truncate_at = start + payload / 2;
     });
     if (cut) {  // after a cut this direction's bytes go nowhere

@@ -34,7 +34,8 @@ struct DirectionFaults {
   std::uint64_t cut_at = kNever;       // after this many bytes: FIN to the receiver, the rest dropped
   std::uint64_t flip_fpdu = 0;         // flip one bit of this FPDU's payload (0: none) ...
   std::uint32_t flip_offset = 0;       // ... at this payload offset (clamped to the payload) ...
-  std::uint8_t flip_mask = 0x10;       // ... by this mask
+  std::uint8_t flip_mask = 0x10;       // ... by this mask ...
+  bool flip_data_only = false;         // ... counting only FPDUs of data: Sends, Writes, Read Responses
   std::uint64_t truncate_fpdu = 0;     // close both ways in the middle of this FPDU's payload (0: none)
   std::uint32_t max_piece = 0;         // forward in pieces of 1..max_piece bytes (0: whole chunks) ...
   std::chrono::microseconds piece_gap{0};  // ... this far apart, so the receiver reads them apart
@@ -88,11 +89,20 @@ class FaultProxy {
   } counters_;
 };
 
+// RDMAP opcodes (RFC 5040 section 4.3) the proxy tells apart.
+inline constexpr std::uint8_t kRdmapReadRequest = 0x1;
+inline constexpr std::uint8_t kRdmapTerminate = 0x7;
+
+// Whether an FPDU carries the consumer's bytes to the receiver's memory. A Read Request's payload
+// is an address and a length instead: a bit flipped there moves what the responder reads, and the
+// requester, not the receiver, is the one who can notice.
+inline bool CarriesData(std::uint8_t opcode) { return opcode != kRdmapReadRequest && opcode != kRdmapTerminate; }
+
 // Follows one direction's iWARP framing: where each FPDU's payload starts and ends in the stream.
 class FpduTracker {
  public:
   // Feeds the next bytes; for each FPDU with a payload whose header completes here, calls
-  // on_payload(number, first payload byte's stream offset, payload length).
+  // on_payload(number, first payload byte's stream offset, payload length, RDMAP opcode).
   template <typename F>
   void Feed(const std::uint8_t* bytes, std::size_t length, F&& on_payload);
 
@@ -113,8 +123,9 @@ void FpduTracker::Feed(const std::uint8_t* bytes, std::size_t length, F&& on_pay
     switch (stage_) {
       case Stage::kMpaHeader:
       case Stage::kFpduHeader: {
-        // MPA frame: 20 bytes, PD_Length in bytes 18-19. FPDU: ULPDU_Length (2), DDP control (1).
-        const std::size_t need = stage_ == Stage::kMpaHeader ? 20 : 3;
+        // MPA frame: 20 bytes, PD_Length in bytes 18-19. FPDU: ULPDU_Length (2), DDP control (1),
+        // RDMAP control (1; the opcode in its low four bits).
+        const std::size_t need = stage_ == Stage::kMpaHeader ? 20 : 4;
         while (have_ < need && at < length) {
           header_[have_++] = bytes[at++];
           ++offset_;
@@ -130,9 +141,10 @@ void FpduTracker::Feed(const std::uint8_t* bytes, std::size_t length, F&& on_pay
         const std::uint64_t pad = (4 - ((2 + ulpdu) & 3)) & 3;
         const bool tagged = (header_[2] & 0x80) != 0;
         const std::uint64_t header_size = tagged ? 16 : 20;  // from the FPDU's first byte
-        const std::uint64_t start = offset_ - 3;
-        if (2 + ulpdu > header_size) on_payload(++fpdus_, start + header_size, 2 + ulpdu - header_size);
-        skip_ = 2 + ulpdu + pad + 4 - 3;
+        const std::uint64_t start = offset_ - need;
+        if (2 + ulpdu > header_size)
+          on_payload(++fpdus_, start + header_size, 2 + ulpdu - header_size, std::uint8_t(header_[3] & 0x0f));
+        skip_ = 2 + ulpdu + pad + 4 - need;
         stage_ = Stage::kFpduRest;
         break;
       }
