@@ -213,7 +213,7 @@ Connection::Rx Connection::OnReadRequest(const RecordHeader& header) {
     if (resolved.check != RemoteCheck::kOk) return Fail("the peer's RDMA Read was refused", resolved.check, kReadRefused);
     source = resolved.address;
   }
-  responses_[(responses_head_ + responses_count_) % responses_.size()] = Response{source, header.total, 0, header.msn};
+  responses_[Wrap(responses_head_ + responses_count_, responses_.size())] = Response{source, header.total, 0, header.msn};
   ++responses_count_;
   ++expected_read_msn_;
   return Rx::kDone;
@@ -226,7 +226,7 @@ Connection::Rx Connection::OnReadResponse(const RecordHeader& header, const std:
   if (IsAtomic(read.work.kind) || header.msn != read.msn || header.offset != read.received ||
       header.length > read.work.length - read.received || last != (read.received + header.length == read.work.length)) {
     const std::uint64_t id = read.work.id;
-    reads_head_ = (reads_head_ + 1) % reads_.size();
+    reads_head_ = Wrap(reads_head_ + 1, reads_.size());
     --reads_count_;
     events_->OnWorkDone(id, WorkStatus::kBadResponse, 0);
     report_pending_ = true;
@@ -237,7 +237,7 @@ Connection::Rx Connection::OnReadResponse(const RecordHeader& header, const std:
   if (!last) return Rx::kDone;
   const std::uint64_t id = read.work.id;
   const auto length = static_cast<std::uint32_t>(read.work.length);
-  reads_head_ = (reads_head_ + 1) % reads_.size();
+  reads_head_ = Wrap(reads_head_ + 1, reads_.size());
   --reads_count_;
   events_->OnWorkDone(id, WorkStatus::kSuccess, length);
   report_pending_ = true;
@@ -284,7 +284,7 @@ Connection::Rx Connection::OnAtomicRequest(const RecordHeader& header, const std
   } else {
     op.add_or_swap = request.compare_add;
   }
-  Response& response = responses_[(responses_head_ + responses_count_) % responses_.size()];
+  Response& response = responses_[Wrap(responses_head_ + responses_count_, responses_.size())];
   response = Response{};
   response.atomic = true;
   response.msn = header.msn;
@@ -299,7 +299,7 @@ Connection::Rx Connection::OnAtomicResponse(const RecordHeader& header, const st
   if (reads_count_ == 0) return Fail("an atomic response with no atomic outstanding");
   RingRead& read = reads_[reads_head_];
   const std::uint64_t id = read.work.id;
-  reads_head_ = (reads_head_ + 1) % reads_.size();
+  reads_head_ = Wrap(reads_head_ + 1, reads_.size());
   --reads_count_;
   if (!IsAtomic(read.work.kind) || header.msn != read.msn || header.length != sizeof(std::uint64_t) ||
       header.offset != 0 || (header.flags & kFlagLast) == 0) {

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -24,9 +25,12 @@ std::uint64_t NowNs() {
 
 std::uint32_t AtLeastOne(std::uint32_t n) { return std::max<std::uint32_t>(n, 1); }
 
+// The posted queue is indexed by a running count: a power of two takes a mask, not a division.
+std::size_t PostedSize(const EndpointConfig& config) { return std::bit_ceil(AtLeastOne(config.max_send_work)); }
+
 // `queues` as given when MakeQueues(config) made them, else made now.
 Connection::Queues QueuesFor(const EndpointConfig& config, Connection::Queues&& queues) {
-  if (queues.posted.size() == AtLeastOne(config.max_send_work) && queues.done.size() == queues.posted.size() + 1)
+  if (queues.posted.size() == PostedSize(config) && queues.done.size() == queues.posted.size() + 1)
     return std::move(queues);
   return Connection::MakeQueues(config);
 }
@@ -35,7 +39,7 @@ Connection::Queues QueuesFor(const EndpointConfig& config, Connection::Queues&& 
 
 Connection::Queues Connection::MakeQueues(const EndpointConfig& config) {
   Queues queues;
-  queues.posted.resize(AtLeastOne(config.max_send_work));
+  queues.posted.resize(PostedSize(config));
   queues.done.resize(queues.posted.size() + 1);
   return queues;
 }
@@ -214,7 +218,7 @@ bool Connection::PollLocked() {
 void Connection::ReportCompletions() {
   while (done_count_ != 0) {
     const Done& d = done_[done_head_];
-    done_head_ = (done_head_ + 1) % done_.size();
+    done_head_ = Wrap(done_head_ + 1, done_.size());
     --done_count_;
     if (events_ == nullptr) continue;
     events_->OnWorkDone(d.id, d.status, d.length);
@@ -420,7 +424,7 @@ void Connection::DrainSocket() {
     if ((detail & kReadRefused) != 0 && reads_count_ > 0) {
       // Our oldest Read through the ring was refused by the peer's key checks.
       const std::uint64_t id = reads_[reads_head_].work.id;
-      reads_head_ = (reads_head_ + 1) % reads_.size();
+      reads_head_ = Wrap(reads_head_ + 1, reads_.size());
       --reads_count_;
       events_->OnWorkDone(id, WorkStatus::kRemoteAccess, 0);
       report_pending_ = true;

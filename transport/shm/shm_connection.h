@@ -266,6 +266,7 @@ class Connection final : private AccessWatch {
   // the peer; kFailed: failure_ says why.
   enum class Pump : std::uint8_t { kDone, kIdle, kMore, kRoom, kInbound, kFailed };
   Pump NextWork();    // starts the oldest posted Work: kDone, or why none may start
+  bool SendAtOnce(const Work& work);  // Post's short Send on an idle connection, if it may
   bool RingWriteNow(const Work& work) const;  // an RDMA Write we could attach for goes through the ring
   Pump PumpMessage();
   Pump PumpRecords(Opcode opcode, std::uint8_t flags, std::uint32_t key, std::uint64_t base);
@@ -349,7 +350,6 @@ class Connection final : private AccessWatch {
   bool report_pending_ = false;
   std::atomic<int> delivering_{0};
   Phase phase_ = Phase::kEstablished;
-  bool in_post_ = false;
   std::int64_t budget_ = 0;  // bytes the current pump may still move
   bool close_sent_ = false;
   bool peer_closed_ = false;  // its close notice came (graceful or abrupt)
@@ -367,6 +367,11 @@ class Connection final : private AccessWatch {
   } failure_;
 
   std::vector<Done> done_;  // ring of completions to report
+  // An index of a queue of `size` below 2 * size (a head plus a count, or plus one) brought
+  // back into it: no division, which costs tens of cycles where this runs per message.
+  static std::uint32_t Wrap(std::uint32_t index, std::size_t size) {
+    return index >= size ? static_cast<std::uint32_t>(index - size) : index;
+  }
   std::uint32_t done_head_ = 0;
   std::uint32_t done_count_ = 0;
 
