@@ -202,7 +202,8 @@ bool Connection::PollLocked() {
   if (phase_ == Phase::kEnded) return true;
   if (ReadRecords()) moved = true;
   if (phase_ == Phase::kEnded) return true;
-  if (PumpTx()) moved = true;
+  // Most polls have nothing to send (a Send goes out from its Post): the pump's turn is skipped.
+  if (TxPending() && PumpTx()) moved = true;
   ReportCompletions();
   if (failure_.set) {
     SendClose(CloseReason::kTerminated, static_cast<std::uint32_t>(failure_.check));

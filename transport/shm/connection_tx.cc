@@ -123,10 +123,12 @@ bool Connection::SendAtOnce(const Work& work) {
   return true;
 }
 
-bool Connection::TxIdle() const {
-  return post_tail_.load(std::memory_order_acquire) == post_head_.load(std::memory_order_relaxed) &&
-         tx_.mode == TxMode::kNone && !pull_.active && responses_count_ == 0 && reads_count_ == 0;
+bool Connection::TxPending() const {
+  return post_tail_.load(std::memory_order_acquire) != post_head_.load(std::memory_order_relaxed) ||
+         tx_.mode != TxMode::kNone || pull_.active || responses_count_ != 0;
 }
+
+bool Connection::TxIdle() const { return !TxPending() && reads_count_ == 0; }
 
 void Connection::Complete(std::uint64_t id, WorkStatus status, std::uint32_t length) {
   done_[Wrap(done_head_ + done_count_, done_.size())] = Done{id, status, length};

@@ -282,6 +282,8 @@ class Connection final : private AccessWatch {
   void Complete(std::uint64_t id, WorkStatus status, std::uint32_t length);
   void TxFailure(RemoteCheck check, std::uint64_t id, WorkStatus status);
   bool TxIdle() const;
+  // Whether the pump has anything to do: posted Work, a message or pull under way, a response.
+  bool TxPending() const;
 
   // Reception (connection_rx.cc), io lock held.
   bool ReadRecords();  // true when a record was consumed
