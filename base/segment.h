@@ -4,7 +4,10 @@
 // these and transports scatter into and gather from them, so neither converts the other's type.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <new>
+#include <span>
 
 namespace softdat {
 
@@ -12,6 +15,19 @@ struct Segment {
   std::uint64_t address = 0;
   std::uint32_t length = 0;
   std::uint32_t key = 0;  // the lmr_context (the local key a device transport gives its NIC)
+};
+
+// Room on the stack for up to N segments, none of them initialized: a post fills only the ones
+// it checked. `Segment segments[16]` zeroed all sixteen (384 bytes, a `rep stos`) on every
+// dat_ep_post_recv and dat_srq_post_recv, which then used one. The bytes implicitly create the
+// Segments a caller writes into them (they are an unsigned char array).
+template <std::size_t N>
+class SegmentRoom {
+ public:
+  std::span<Segment, N> span() { return std::span<Segment, N>(std::launder(reinterpret_cast<Segment*>(bytes_)), N); }
+
+ private:
+  alignas(Segment) unsigned char bytes_[N * sizeof(Segment)];
 };
 
 }  // namespace softdat

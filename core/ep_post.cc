@@ -52,14 +52,15 @@ Status Ep::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, DA
   if (Status status = CheckCompletionFlags(flags, DAT_COMPLETION_UNSIGNALLED_FLAG, attr_.recv_completion_flags);
       !status.ok())
     return status;
-  Segment segments[srq::EpRecvQueue::kMaxRecvIov];
+  SegmentRoom<srq::EpRecvQueue::kMaxRecvIov> room;
+  const std::span<Segment> segments = room.span();
   CheckedIov checked;
   if (Status status = CheckLocalIov(ia_->memory(), pz_, {local_iov, static_cast<std::size_t>(num_segments)},
                                     LocalUse::kReceive, Detail::kParamLocalIov, segments, checked,
                                     SharedLocalIovCache::Use(recv_iov_cache_).get());
       !status.ok())
     return status;
-  const std::span<const Segment> posted_segments(segments, checked.count);
+  const std::span<const Segment> posted_segments = segments.first(checked.count);
   CountPostRecv(counters_, checked.length);
   srq::ReceiveSource::Posted posted;
   DAT_EP_STATE current;

@@ -114,14 +114,15 @@ Status Srq::PostRecv(DAT_COUNT num_segments, const DAT_LMR_TRIPLET* local_iov, D
   if (num_segments < 0 || static_cast<std::uint32_t>(num_segments) > shape.max_recv_iov)
     return Status(Code::kInvalidParameter, Detail::kParamNumSegments);
   if (num_segments > 0 && local_iov == nullptr) return Status(Code::kInvalidParameter, Detail::kParamLocalIov);
-  Segment segments[srq::SrqPool::kMaxRecvIov];
+  SegmentRoom<srq::SrqPool::kMaxRecvIov> room;
+  const std::span<Segment> segments = room.span();
   CheckedIov checked;
   const std::span<const DAT_LMR_TRIPLET> iov(local_iov, static_cast<std::size_t>(num_segments));
   if (Status status = CheckLocalIov(ia_->memory(), pz_, iov, LocalUse::kReceive, Detail::kParamLocalIov,
                                     segments, checked, SharedLocalIovCache::Use(iov_cache_).get());
       !status.ok())
     return status;
-  const Status status = pool_->Post(cookie, std::span<const Segment>(segments, checked.count));
+  const Status status = pool_->Post(cookie, segments.first(checked.count));
   DeliverLowWatermark();
   return status;
 }
