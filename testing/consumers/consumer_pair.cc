@@ -29,10 +29,30 @@ constexpr auto kListenBound = 30s;
 constexpr auto kPortFreeBound = 60s;
 constexpr auto kPoll = 50ms;
 
+// The consumers' fixed ports inside the kernel's ephemeral range (32768-60999 here): dtest's and
+// dtestsrq's 45248, and dapltest's cases at 46100-46599 (a case's server listens on its port and
+// the ports just after it).
+constexpr const char* kFixedEphemeralPorts = "45248,46100-46599";
+
+// Keeps the namespace's own connections off the consumers' fixed ports. A socket without
+// SO_REUSEADDR (dtest's hand-off connection, the relay's) that drew one of them as its source port
+// and closed first left a TIME_WAIT there for 60 s, and every dtest server in that time failed
+// dat_psp_create with DAT_CONN_QUAL_IN_USE (CI, a clean-clone run of 69c9c29: two tests in a
+// row). Reserved ports are never chosen as source ports; an explicit bind still takes them.
+bool ReserveFixedPorts() {
+  std::ofstream reserved("/proc/sys/net/ipv4/ip_local_reserved_ports");
+  reserved << kFixedEphemeralPorts << std::flush;
+  if (reserved) return true;
+  std::fprintf(stderr, "consumer_pair: cannot reserve the consumers' ports %s in the private namespace\n",
+               kFixedEphemeralPorts);
+  return false;
+}
+
 bool EnterOnce() {
   int error = 0;
   switch (EnterPrivateNetwork(&error)) {
     case PrivateNetwork::kEntered:
+      (void)ReserveFixedPorts();
       return true;
     case PrivateNetwork::kNoNamespace:
       std::fprintf(stderr, "consumer_pair: no private network namespace (%s); using the shared loopback\n",
@@ -99,6 +119,19 @@ std::string SoftdatSanitizerReports(const std::string& output) {
     found += line + "\n";
   }
   return found;
+}
+
+bool ReservedInThisNamespace(std::uint16_t port) {
+  // "45248,46100-46599": ports and ranges, comma-separated.
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_reserved_ports");
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    unsigned long low = 0, high = 0;
+    const int n = std::sscanf(item.c_str(), "%lu-%lu", &low, &high);
+    if (n == 1) high = low;
+    if (n >= 1 && low <= port && port <= high) return true;
+  }
+  return false;
 }
 
 bool Listening(std::uint16_t port) {

@@ -19,10 +19,15 @@ using Environment = std::vector<std::pair<std::string, std::string>>;
 
 // Moves this test process, and so every consumer it starts later, into a network namespace of
 // its own with only loopback up: the consumers' fixed ports (dtest's 45248 and 15828) then
-// cannot meet another test's or another checkout's. Call from the main thread before starting
-// any process or thread; later calls return the first answer. False where namespaces cannot be
-// created (no privilege): the shared loopback is used then.
+// cannot meet another test's or another checkout's, and the fixed ones in the ephemeral range
+// are reserved there (ReservedInThisNamespace), so that no connection takes one as its source
+// port. Call from the main thread before starting any process or thread; later calls return the
+// first answer. False where namespaces cannot be created (no privilege): the shared loopback is
+// used then.
 bool EnterPrivateLoopback();
+
+// Whether `port` is in this network namespace's ip_local_reserved_ports.
+bool ReservedInThisNamespace(std::uint16_t port);
 
 // DAT_OVERRIDE naming a dat.conf in $TEST_TMPDIR with one IA, "softdat-tcp" on 127.0.0.1.
 // Under ThreadSanitizer (--config=tsan), consumers keep running after a report instead of

@@ -62,6 +62,17 @@ class StockDtest : public ::testing::Test {
   static constexpr char kTooSlowUnderTsan[] = "4 MiB RDMA Writes by the thousand: minutes under ThreadSanitizer";
 };
 
+// A source port never lands on dtest's PSP: one that did, on a socket without SO_REUSEADDR that
+// closed first, held 45248 in TIME_WAIT for 60 s, and two dtest servers in a row failed
+// dat_psp_create with DAT_CONN_QUAL_IN_USE (consumer_pair.cc, ReserveFixedPorts).
+TEST_F(StockDtest, TheConsumersFixedPortsAreNeverSourcePortsInTheNamespace) {
+  ASSERT_TRUE(EnterPrivateLoopback()) << "the consumer tests run in a network namespace of their own (root)";
+  EXPECT_TRUE(ReservedInThisNamespace(kDtestPsp));
+  EXPECT_TRUE(ReservedInThisNamespace(46100));  // dapltest's cases
+  EXPECT_TRUE(ReservedInThisNamespace(46599));
+  EXPECT_FALSE(ReservedInThisNamespace(46600));
+}
+
 TEST_F(StockDtest, DefaultRunPassesWithEachSideSeeingThePeersRdmaWrite) {
   if (UnderThreadSanitizer()) GTEST_SKIP() << kTooSlowUnderTsan;
   const ConsumerPairResult run = RunBothPass({});
