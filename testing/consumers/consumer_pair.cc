@@ -32,27 +32,27 @@ constexpr auto kPoll = 50ms;
 // The consumers' fixed ports inside the kernel's ephemeral range (32768-60999 here): dtest's and
 // dtestsrq's 45248, and dapltest's cases at 46100-46599 (a case's server listens on its port and
 // the ports just after it).
-constexpr const char* kFixedEphemeralPorts = "45248,46100-46599";
+constexpr char kDapltestPorts[] = "46100-46599";
 
 // Keeps the namespace's own connections off the consumers' fixed ports. A socket without
 // SO_REUSEADDR (dtest's hand-off connection, the relay's) that drew one of them as its source port
 // and closed first left a TIME_WAIT there for 60 s, and every dtest server in that time failed
-// dat_psp_create with DAT_CONN_QUAL_IN_USE (CI, a clean-clone run of 69c9c29: two tests in a
+// dat_psp_create with DAT_CONN_QUAL_IN_USE (a clean-clone run of 69c9c29: two tests in a
 // row). Reserved ports are never chosen as source ports; an explicit bind still takes them.
-bool ReserveFixedPorts() {
+void ReserveFixedPorts() {
+  const std::string ports = std::to_string(kDtestPsp) + "," + kDapltestPorts;
   std::ofstream reserved("/proc/sys/net/ipv4/ip_local_reserved_ports");
-  reserved << kFixedEphemeralPorts << std::flush;
-  if (reserved) return true;
-  std::fprintf(stderr, "consumer_pair: cannot reserve the consumers' ports %s in the private namespace\n",
-               kFixedEphemeralPorts);
-  return false;
+  reserved << ports << std::flush;
+  if (!reserved)
+    std::fprintf(stderr, "consumer_pair: cannot reserve the consumers' ports %s in the private namespace\n",
+                 ports.c_str());
 }
 
 bool EnterOnce() {
   int error = 0;
   switch (EnterPrivateNetwork(&error)) {
     case PrivateNetwork::kEntered:
-      (void)ReserveFixedPorts();
+      ReserveFixedPorts();
       return true;
     case PrivateNetwork::kNoNamespace:
       std::fprintf(stderr, "consumer_pair: no private network namespace (%s); using the shared loopback\n",

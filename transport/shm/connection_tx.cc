@@ -106,9 +106,7 @@ bool Connection::SendAtOnce(const Work& work) {
       failure_.set || (work.fence && reads_count_ > 0) ||
       post_tail_.load(std::memory_order_relaxed) != post_head_.load(std::memory_order_relaxed))
     return false;
-  if (work.length > writer_.max_payload() ||
-      (peer_attaches_ && work.length >= options_.pull_threshold && work.local.size() <= kMaxPullSegments))
-    return false;
+  if (work.length > writer_.max_payload() || Pulled(work)) return false;
   const auto n = static_cast<std::uint32_t>(work.length);
   RecordHeader* header = writer_.Begin(n);
   if (header == nullptr) return false;
@@ -121,6 +119,10 @@ bool Connection::SendAtOnce(const Work& work) {
   tx_wait_.store(TxWait::kIdle, std::memory_order_relaxed);
   MaybeRing();
   return true;
+}
+
+bool Connection::Pulled(const Work& work) const {
+  return peer_attaches_ && work.length >= options_.pull_threshold && work.local.size() <= kMaxPullSegments;
 }
 
 bool Connection::TxPending() const {
@@ -186,9 +188,7 @@ Connection::Pump Connection::NextWork() {
   TxMode mode = TxMode::kNone;
   switch (work.kind) {
     case WorkKind::kSend:
-      mode = peer_attaches_ && work.length >= options_.pull_threshold && work.local.size() <= kMaxPullSegments
-                 ? TxMode::kPull
-                 : TxMode::kInline;
+      mode = Pulled(work) ? TxMode::kPull : TxMode::kInline;
       break;
     case WorkKind::kRdmaWrite:
     case WorkKind::kRdmaWriteImmediate:  // the Write, then its Immediate record (WriteDone)

@@ -267,6 +267,7 @@ class Connection final : private AccessWatch {
   enum class Pump : std::uint8_t { kDone, kIdle, kMore, kRoom, kInbound, kFailed };
   Pump NextWork();    // starts the oldest posted Work: kDone, or why none may start
   bool SendAtOnce(const Work& work);  // Post's short Send on an idle connection, if it may
+  bool Pulled(const Work& work) const;  // a Send the peer pulls (one record naming our memory)
   bool RingWriteNow(const Work& work) const;  // an RDMA Write we could attach for goes through the ring
   Pump PumpMessage();
   Pump PumpRecords(Opcode opcode, std::uint8_t flags, std::uint32_t key, std::uint64_t base);
