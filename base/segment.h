@@ -4,8 +4,10 @@
 // these and transports scatter into and gather from them, so neither converts the other's type.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <span>
 
@@ -29,5 +31,18 @@ class SegmentRoom {
  private:
   alignas(Segment) unsigned char bytes_[N * sizeof(Segment)];
 };
+
+// Copies `length` bytes from `from` into `segments`, in order, from the first segment's start.
+// The caller bounds `length` by the segments' total (what does not fit is not copied).
+inline void CopyIntoSegments(std::span<const Segment> segments, const std::uint8_t* from, std::size_t length) {
+  for (const Segment& s : segments) {
+    if (length == 0) return;
+    const std::size_t n = std::min<std::size_t>(length, s.length);
+    if (n == 0) continue;  // an empty segment may have no address at all
+    std::memcpy(reinterpret_cast<void*>(s.address), from, n);
+    from += n;
+    length -= n;
+  }
+}
 
 }  // namespace softdat

@@ -157,6 +157,11 @@ class Ep : public HandleHeader {
   void OnEnded(transport::ConnectionEnd why, std::span<const std::uint8_t> private_data);
   transport::RecvAcquire AcquireRecv(std::uint32_t msn, transport::RecvTarget& target);
   void OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const transport::RecvInfo& info);
+  // AcquireRecv, the copy and OnRecvDone in one step (a Send with nothing to invalidate).
+  transport::WholeReceive ReceiveWhole(std::uint32_t msn, std::span<const std::uint8_t> bytes,
+                                       const transport::RecvInfo& info);
+  // What taking a buffer for a message may set off: the SRQ's low watermark, the EP's high ones.
+  void AfterRecvTaken();
   void OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info);
   // What a received message's completion carries; a Send with Invalidate revokes the window.
   srq::RecvNotes NotesOf(transport::WorkStatus status, const transport::RecvInfo& info);
@@ -182,6 +187,12 @@ class Ep : public HandleHeader {
     }
     void OnRecvDone(std::uint32_t msn, transport::WorkStatus status, const transport::RecvInfo& info) override {
       ep_.OnRecvDone(msn, status, info);
+    }
+    transport::WholeReceive ReceiveWhole(std::uint32_t msn, std::span<const std::uint8_t> bytes,
+                                         const transport::RecvInfo& info) override {
+      // A Send with Invalidate revokes its window as it is placed (NotesOf): the three steps.
+      if (info.invalidated) return EndpointEvents::ReceiveWhole(msn, bytes, info);
+      return ep_.ReceiveWhole(msn, bytes, info);
     }
     void OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status,
                           const transport::RecvInfo& info) override {

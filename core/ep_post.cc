@@ -313,6 +313,12 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
       return transport::RecvAcquire::kNotReady;
     case srq::ReceiveSource::TakeResult::kRefused: return transport::RecvAcquire::kRefused;
   }
+  AfterRecvTaken();
+  target = TargetOf(buffer);
+  return transport::RecvAcquire::kTaken;
+}
+
+void Ep::AfterRecvTaken() {
   if (srq_ != nullptr && srq_->low_watermark_pending()) MarkReady(kDeliverSrq);
   if (receive_->watermarks_armed()) {
     bool connected;
@@ -322,8 +328,29 @@ transport::RecvAcquire Ep::AcquireRecv(std::uint32_t msn, transport::RecvTarget&
     }
     ActOnWatermarks(receive_->CheckHighWatermarks(connected));
   }
-  target = TargetOf(buffer);
-  return transport::RecvAcquire::kTaken;
+}
+
+transport::WholeReceive Ep::ReceiveWhole(std::uint32_t msn, std::span<const std::uint8_t> bytes,
+                                         const transport::RecvInfo& info) {
+  if (device_receives_) {
+    SOFTDAT_LOG(kError, "EP %p: a device transport handed over message %u", static_cast<void*>(this), msn);
+    return transport::WholeReceive::kRefused;
+  }
+  // NotesOf's without its invalidation, which the caller (TransportEvents) leaves to the steps.
+  const srq::RecvNotes notes{info.solicited, false, 0, info.extension};
+  const srq::ReceiveSource::WholeResult result = receive_->TakeAndPlace(msn, bytes, notes);
+  switch (result) {
+    case srq::ReceiveSource::WholeResult::kPlaced:
+    case srq::ReceiveSource::WholeResult::kTooLong: break;
+    case srq::ReceiveSource::WholeResult::kNotReady:
+      if (datagram_) ia_->counters().AddShared(DCNT_IA_DIAG_ERR_RQ_UDSDPRD);
+      return transport::WholeReceive::kNotReady;
+    case srq::ReceiveSource::WholeResult::kRefused: return transport::WholeReceive::kRefused;
+  }
+  AfterRecvTaken();
+  MarkReady(kDeliverReceives);
+  return result == srq::ReceiveSource::WholeResult::kPlaced ? transport::WholeReceive::kPlaced
+                                                             : transport::WholeReceive::kTooLong;
 }
 
 srq::RecvNotes Ep::NotesOf(transport::WorkStatus status, const transport::RecvInfo& info) {

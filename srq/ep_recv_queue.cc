@@ -108,6 +108,28 @@ EpRecvQueue::TakeResult EpRecvQueue::TakeForMessage(std::uint32_t msn, RecvBuffe
   return taken;
 }
 
+EpRecvQueue::WholeResult EpRecvQueue::TakeAndPlace(std::uint32_t msn, std::span<const std::uint8_t> bytes,
+                                                    const RecvNotes& notes) {
+  std::lock_guard lock(mu_);
+  RecvBuffer buffer;
+  switch (TakeLocked(msn, buffer)) {
+    case TakeResult::kTaken: break;
+    case TakeResult::kNotReady:
+      message_waiting_ = true;
+      return WholeResult::kNotReady;
+    case TakeResult::kRefused: return WholeResult::kRefused;
+  }
+  // Place without its checks: the entry was taken just now, under this lock.
+  Entry& entry = At(msn - next_msn_);
+  if (bytes.size() > entry.capacity) {
+    entry.MarkPlaced(0, DAT_DTO_ERR_LOCAL_LENGTH, notes);
+    return WholeResult::kTooLong;
+  }
+  CopyIntoSegments({entry.segments, entry.num_segments}, bytes.data(), bytes.size());
+  entry.MarkPlaced(bytes.size(), DAT_DTO_SUCCESS, notes);
+  return WholeResult::kPlaced;
+}
+
 EpRecvQueue::TakeResult EpRecvQueue::TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn,
                                                       RecvBuffer& out) {
   std::lock_guard lock(mu_);

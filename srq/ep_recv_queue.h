@@ -58,6 +58,8 @@ class EpRecvQueue final : public ReceiveSource {
   Status BeginConnectionAt(std::uint32_t first_msn);
   void Close() override;
   TakeResult TakeForMessage(std::uint32_t msn, RecvBuffer& out) override;
+  // Under one lock, the copy too: callers keep `bytes` small (the lock is dat_ep_post_recv's).
+  WholeResult TakeAndPlace(std::uint32_t msn, std::span<const std::uint8_t> bytes, const RecvNotes& notes) override;
   TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) override;
   TakeResult CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                                   const RecvNotes& notes, std::uint32_t& msn) override;

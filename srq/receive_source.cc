@@ -9,6 +9,23 @@
 
 namespace softdat::srq {
 
+ReceiveSource::WholeResult ReceiveSource::TakeAndPlace(std::uint32_t msn, std::span<const std::uint8_t> bytes,
+                                                       const RecvNotes& notes) {
+  RecvBuffer buffer{};
+  switch (TakeForMessage(msn, buffer)) {
+    case TakeResult::kTaken: break;
+    case TakeResult::kNotReady: return WholeResult::kNotReady;
+    case TakeResult::kRefused: return WholeResult::kRefused;
+  }
+  if (bytes.size() > buffer.capacity) {
+    (void)Place(msn, 0, DAT_DTO_ERR_LOCAL_LENGTH, notes);
+    return WholeResult::kTooLong;
+  }
+  CopyIntoSegments({buffer.segments, buffer.num_segments}, bytes.data(), bytes.size());
+  (void)Place(msn, bytes.size(), DAT_DTO_SUCCESS, notes);  // taken just now: it holds this message
+  return WholeResult::kPlaced;
+}
+
 Status ReceiveSource::SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool connected, Crossing& crossed) {
   if (soft < 0 && soft != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kParamSoftWatermark);
   if (hard < 0 && hard != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kParamHardWatermark);

@@ -53,6 +53,14 @@ class ReceiveSource {
     bool resumes = false;       // a message was waiting for a buffer: the transport may go on
   };
 
+  // What TakeAndPlace did with a message that arrived whole.
+  enum class WholeResult : std::uint8_t {
+    kPlaced,    // taken, its bytes copied in, placed with DAT_DTO_SUCCESS
+    kTooLong,   // taken, longer than the buffer: placed with DAT_DTO_ERR_LOCAL_LENGTH and no bytes
+    kNotReady,  // as TakeForMessage's kNotReady: nothing changed
+    kRefused,   // as TakeForMessage's kRefused: nothing changed
+  };
+
   // Which high watermark a count of held buffers crossed (each at most once per arming).
   struct Crossing {
     bool soft = false;  // raise DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT for the EP
@@ -82,6 +90,13 @@ class ReceiveSource {
   // Software model: the first bytes of message `msn` arrived (or a later segment of it: the same
   // buffer again).
   virtual TakeResult TakeForMessage(std::uint32_t msn, RecvBuffer& out) = 0;
+  // Software model, TakeForMessage, the copy and Place as one step, for message `msn` whose
+  // `bytes` arrived at once (a small Send in one piece): what an RNIC does with such a message.
+  // The bytes are copied into the buffer before it counts as placed, so no completion is popped
+  // before they are there. The base class takes the three steps; a source that can do it under
+  // one lock does (the steps cost a lock each on every small message).
+  virtual WholeResult TakeAndPlace(std::uint32_t msn, std::span<const std::uint8_t> bytes, const RecvNotes& notes);
+
   // Device model: the device completed the receive posted as `recv_id` (Posted::recv_id, or an
   // SRQ slot): take exactly that buffer for this connection's next message, whose MSN is set.
   virtual TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) = 0;

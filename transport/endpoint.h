@@ -27,6 +27,7 @@
 #include <memory>
 #include <span>
 
+#include "base/segment.h"
 #include "base/status.h"
 #include "transport/datagram.h"
 #include "transport/work.h"
@@ -58,6 +59,15 @@ enum class RecvAcquire : std::uint8_t {
               // protocol violation, terminate the connection
 };
 
+// What became of a message handed over whole (EndpointEvents::ReceiveWhole).
+enum class WholeReceive : std::uint8_t {
+  kPlaced,    // in its buffer and complete (OnRecvDone is not called for it)
+  kTooLong,   // longer than its buffer, which completed with a local length error: terminate the
+              // connection, as after OnRecvDone(kLocalLength)
+  kNotReady,  // as RecvAcquire::kNotReady: nothing changed; hold the message and ask again
+  kRefused,   // as RecvAcquire::kRefused: nothing changed; terminate the connection
+};
+
 // The receive buffer chosen for a message (software receive model). The segments stay valid
 // until OnRecvDone for that MSN, or until OnEnded.
 struct RecvTarget {
@@ -83,6 +93,29 @@ class EndpointEvents {
   virtual RecvAcquire AcquireRecv(std::uint32_t msn, RecvTarget& target) = 0;
   // Message `msn` is placed (or failed with `status`).
   virtual void OnRecvDone(std::uint32_t msn, WorkStatus status, const RecvInfo& info) = 0;
+  // Message `msn` arrived whole (`bytes`, all of it; a small Send in one piece, `info.length` its
+  // size): AcquireRecv, the copy into the buffer and OnRecvDone(kSuccess) as one step, which core
+  // takes under one lock where it can (three on every small message otherwise). The transport
+  // keeps `bytes` small: the copy may be made under the lock dat_ep_post_recv takes. This
+  // default takes the three steps.
+  virtual WholeReceive ReceiveWhole(std::uint32_t msn, std::span<const std::uint8_t> bytes, const RecvInfo& info) {
+    RecvTarget target;
+    switch (AcquireRecv(msn, target)) {
+      case RecvAcquire::kTaken: break;
+      case RecvAcquire::kNotReady: return WholeReceive::kNotReady;
+      case RecvAcquire::kRefused: return WholeReceive::kRefused;
+    }
+    RecvInfo done = info;
+    if (bytes.size() > target.capacity) {
+      done.length = 0;
+      OnRecvDone(msn, WorkStatus::kLocalLength, done);
+      return WholeReceive::kTooLong;
+    }
+    CopyIntoSegments(target.segments, bytes.data(), bytes.size());
+    done.length = static_cast<std::uint32_t>(bytes.size());
+    OnRecvDone(msn, WorkStatus::kSuccess, done);
+    return WholeReceive::kPlaced;
+  }
 
   // Device receive model: the receive posted as `recv_id` (to the endpoint or to its DeviceSrq)
   // completed. Device completions of one endpoint come in the peer's send order.

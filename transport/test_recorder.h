@@ -109,6 +109,14 @@ class RecordingEvents final : public EndpointEvents {
     if (model_ != ReceiveModel::kSoftware) ADD_FAILURE() << "OnRecvDone in the device receive model";
     Record(msn, status, info);
   }
+  // The interface's own three steps (AcquireRecv, the copy, OnRecvDone), counted.
+  WholeReceive ReceiveWhole(std::uint32_t msn, std::span<const std::uint8_t> bytes, const RecvInfo& info) override {
+    {
+      std::lock_guard lock(mutex_);
+      whole_msns.push_back(msn);
+    }
+    return EndpointEvents::ReceiveWhole(msn, bytes, info);
+  }
   void OnDeviceRecvDone(std::uint64_t recv_id, WorkStatus status, const RecvInfo& info) override {
     if (model_ != ReceiveModel::kDevice) ADD_FAILURE() << "OnDeviceRecvDone in the software receive model";
     Record(recv_id, status, info);
@@ -180,6 +188,7 @@ class RecordingEvents final : public EndpointEvents {
   std::optional<ConnectionEnd> ended;
   std::vector<std::uint8_t> peer_data;
   std::vector<std::uint32_t> acquired_msns;
+  std::vector<std::uint32_t> whole_msns;  // the messages handed over whole (ReceiveWhole), each try
   int not_ready = 0;
   std::vector<Recv> recvs;
   std::vector<WorkDone> work_done;

@@ -119,8 +119,34 @@ Connection::Rx Connection::StartMessage(const RecordHeader& header, std::uint32_
   return Rx::kDone;
 }
 
+Connection::Rx Connection::ReceiveWhole(const RecordHeader& header, const std::uint8_t* payload) {
+  if (header.msn != expected_msn_ || header.offset != 0) return StartMessage(header, header.total);  // its log, its end
+  report_pending_ = true;  // a buffer taken may cross a watermark
+  held_.store(true, std::memory_order_release);  // before the question, as in StartMessage
+  switch (events_->ReceiveWhole(header.msn, {payload, header.length}, InfoOf(header, header.length))) {
+    case WholeReceive::kPlaced: break;
+    case WholeReceive::kNotReady:
+      ArmRnr();
+      return Rx::kHeld;
+    case WholeReceive::kRefused:
+      held_.store(false, std::memory_order_relaxed);
+      return Fail("a Send that may not take a receive buffer");
+    case WholeReceive::kTooLong:
+      held_.store(false, std::memory_order_relaxed);
+      SOFTDAT_LOG(kInfo, "shm: Send MSN %u of %u bytes is longer than its receive buffer", header.msn, header.total);
+      return Fail("a Send longer than its receive buffer");
+  }
+  held_.store(false, std::memory_order_relaxed);
+  rnr_deadline_ns_ = 0;
+  ++expected_msn_;
+  return Rx::kDone;
+}
+
 Connection::Rx Connection::OnSend(const RecordHeader& header, const std::uint8_t* payload) {
   if (!rx_.active) {
+    // The usual small Send: one record, the whole message.
+    if ((header.flags & kFlagLast) != 0 && header.length == header.total && header.total <= kMaxWholeReceive)
+      return ReceiveWhole(header, payload);
     if (Rx rx = StartMessage(header, header.total); rx != Rx::kDone) return rx;
   } else if (header.msn != rx_.msn || header.offset != rx_.received || header.total != rx_.total) {
     return Fail("a Send record that does not continue its message");

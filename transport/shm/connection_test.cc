@@ -99,8 +99,10 @@ TEST(ShmConnection, AnIdleConnectionHasNoWork) {
   EXPECT_FALSE(f.active->Poll());
 }
 
-// Sends of every size through each path, in order, each in its own buffer.
-void SendsArriveInOrder(const PairConfig& config) {
+// Sends of every size through each path, in order, each in its own buffer. `whole`: the MSNs
+// handed to core whole (EndpointEvents::ReceiveWhole): the Sends of one record, up to
+// Connection::kMaxWholeReceive bytes.
+void SendsArriveInOrder(const PairConfig& config, const std::vector<std::uint32_t>& whole) {
   Fixture f(config);
   ASSERT_TRUE(f.Established());
   const std::size_t sizes[] = {0, 1, 8, 4000, 70000, 200000, 1 << 20, 64};
@@ -136,15 +138,18 @@ void SendsArriveInOrder(const PairConfig& config) {
     EXPECT_EQ(done[i].status, WorkStatus::kSuccess);
     EXPECT_EQ(done[i].length, sizes[i]);
   }
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->whole_msns), whole);
 }
 
-TEST(ShmConnection, SendsArriveInOrderWithPulls) { SendsArriveInOrder(PairConfig()); }
+// 0, 1, 8, 4000 and 64 bytes go whole; 70000 takes records, the rest are pulled.
+TEST(ShmConnection, SendsArriveInOrderWithPulls) { SendsArriveInOrder(PairConfig(), {1, 2, 3, 4, 8}); }
 
 TEST(ShmConnection, SendsArriveInOrderThroughTheRingOnly) {
   PairConfig config;
   config.active_attach = config.passive_attach = false;
   config.geometry = Geometry{{8192, 4096}};  // small: long Sends take many records and wraps
-  SendsArriveInOrder(config);
+  // Records of at most 2016 bytes here: 4000 bytes take two, so they do not go whole.
+  SendsArriveInOrder(config, {1, 2, 3, 8});
 }
 
 TEST(ShmConnection, ScatteredSendsGatherAndScatter) {
@@ -175,15 +180,27 @@ TEST(ShmConnection, SolicitedAndInvalidateReachTheReceiver) {
   Work invalidate = SendOf(2, out_big);  // pulled
   invalidate.invalidate = true;
   invalidate.invalidate_key = 0x4711;
+  std::vector<std::uint8_t> small_sink(100);
+  const Segment in_small[] = {SegmentOver(small_sink)};
+  f.passive.events->AddBuffer(in_small);
+  Work small_invalidate = SendOf(3, out);  // whole
+  small_invalidate.invalidate = true;
+  small_invalidate.invalidate_key = 0x4712;
   ASSERT_TRUE(f.active->Post(solicited).ok());
   ASSERT_TRUE(f.active->Post(invalidate).ok());
-  ASSERT_TRUE(f.Until([&] { return f.passive.events->Get(f.passive.events->recvs).size() == 2; }));
+  ASSERT_TRUE(f.active->Post(small_invalidate).ok());
+  ASSERT_TRUE(f.Until([&] { return f.passive.events->Get(f.passive.events->recvs).size() == 3; }));
   const auto recvs = f.passive.events->Get(f.passive.events->recvs);
   EXPECT_TRUE(recvs[0].info.solicited);
   EXPECT_FALSE(recvs[0].info.invalidated);
   EXPECT_FALSE(recvs[1].info.solicited);
   EXPECT_TRUE(recvs[1].info.invalidated);
   EXPECT_EQ(recvs[1].info.invalidate_key, 0x4711u);
+  EXPECT_FALSE(recvs[2].info.solicited);
+  EXPECT_TRUE(recvs[2].info.invalidated);
+  EXPECT_EQ(recvs[2].info.invalidate_key, 0x4712u);
+  EXPECT_EQ(small_sink, source);
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->whole_msns), (std::vector<std::uint32_t>{1, 3}));
 }
 
 TEST(ShmConnection, ASendLongerThanItsBufferFailsItAndBreaksTheConnection) {

@@ -298,6 +298,11 @@ class Connection final : private AccessWatch {
   Rx OnAtomicResponse(const RecordHeader& header, const std::uint8_t* payload);
   // AcquireRecv for a new Send (or Immediate record) that places `places` bytes in its buffer.
   Rx StartMessage(const RecordHeader& header, std::uint32_t places);
+  // A Send of at most kMaxWholeReceive bytes in one record: core takes its buffer, copies it in
+  // and completes it in one step (EndpointEvents::ReceiveWhole).
+  Rx ReceiveWhole(const RecordHeader& header, const std::uint8_t* payload);
+  // Small enough to be copied under the receive queue's lock, which dat_ep_post_recv takes too.
+  static constexpr std::uint32_t kMaxWholeReceive = 4096;
   void ArmRnr();
 
   const EndpointConfig config_;
