@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause OR GPL-2.0-only
-// The high-watermark rule every receive source shares, and the choice of source for a new EP.
+// What every receive source shares (the high-watermark rule, a whole message's three steps) and
+// the choice of source for a new EP.
 #include "srq/receive_source.h"
 
 #include <algorithm>
 
+#include "base/log.h"
 #include "srq/ep_recv_queue.h"
 #include "srq/srq_account.h"
 
@@ -17,13 +19,17 @@ ReceiveSource::WholeResult ReceiveSource::TakeAndPlace(std::uint32_t msn, std::s
     case TakeResult::kNotReady: return WholeResult::kNotReady;
     case TakeResult::kRefused: return WholeResult::kRefused;
   }
-  if (bytes.size() > buffer.capacity) {
-    (void)Place(msn, 0, DAT_DTO_ERR_LOCAL_LENGTH, notes);
-    return WholeResult::kTooLong;
+  const bool fits = bytes.size() <= buffer.capacity;
+  if (fits) CopyIntoSegments({buffer.segments, buffer.num_segments}, bytes.data(), bytes.size());
+  // Taken just now, so it holds this message: a refusal here is this source's own inconsistency,
+  // and the transport ends the connection on kRefused (the buffer is flushed with it).
+  if (Status placed = Place(msn, fits ? bytes.size() : 0, fits ? DAT_DTO_SUCCESS : DAT_DTO_ERR_LOCAL_LENGTH, notes);
+      !placed.ok()) {
+    SOFTDAT_LOG(kWarn, "receive source %p: message %u, just taken, could not be placed (%s)", static_cast<void*>(this),
+                msn, CodeName(placed.code()));
+    return WholeResult::kRefused;
   }
-  CopyIntoSegments({buffer.segments, buffer.num_segments}, bytes.data(), bytes.size());
-  (void)Place(msn, bytes.size(), DAT_DTO_SUCCESS, notes);  // taken just now: it holds this message
-  return WholeResult::kPlaced;
+  return fits ? WholeResult::kPlaced : WholeResult::kTooLong;
 }
 
 Status ReceiveSource::SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool connected, Crossing& crossed) {
