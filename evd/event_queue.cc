@@ -277,9 +277,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   if (!waitable_) return Status(Code::kInvalidState, Detail::kEvdUnwaitable);
 
   waiting_ = true;
-  // Relaxed, here and at the end: every write is under mutex_, which orders it; a seq_cst store
-  // is a full barrier (xchg), two per wait on every message a waiter reaps.
-  waiter_interrupted_.store(false, std::memory_order_relaxed);
+  waiter_interrupted_ = false;
   waiter_threshold_ = threshold;
   ProgressHook* const hook = hook_;
   CompletionSource* const source = source_;
@@ -311,7 +309,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
   for (;;) {
     // An interruption wins over events that arrived with it: set_unwaitable is the consumer
     // telling this thread to stop waiting.
-    if (waiter_interrupted_.load(std::memory_order_relaxed)) {
+    if (waiter_interrupted_) {
       status = Status(Code::kInterrupted);
       break;
     }
@@ -402,9 +400,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
         if (nmore != nullptr) *nmore = static_cast<DAT_COUNT>(count_);
         break;
       }
-      if (completions > 0 || count_ >= static_cast<std::size_t>(threshold) ||
-          waiter_interrupted_.load(std::memory_order_relaxed))
-        continue;
+      if (completions > 0 || count_ >= static_cast<std::size_t>(threshold) || waiter_interrupted_) continue;
       waiter_sleeps_ = true;
       waiter_on_fd_ = true;
       ++tally_.sleeps;
@@ -421,7 +417,7 @@ Status EventQueue::Wait(DAT_TIMEOUT timeout_us, DAT_COUNT threshold, DAT_EVENT* 
     waiter_sleeps_ = false;
   }
   waiting_ = false;
-  waiter_interrupted_.store(false, std::memory_order_relaxed);
+  waiter_interrupted_ = false;
   waiter_threshold_ = 0;
   const bool watched = cno_ != nullptr;
   lock.unlock();
@@ -452,7 +448,7 @@ void EventQueue::SetUnwaitable() {
   // A flag of the current wait, not just waitable_: a ClearUnwaitable before the waiter runs
   // must not undo its interruption.
   if (waiting_) {
-    waiter_interrupted_.store(true, std::memory_order_relaxed);  // under mutex_, as every write
+    waiter_interrupted_ = true;
     wakeup_.notify_all();
     if (waiter_on_fd_) {
       const std::uint64_t one = 1;
