@@ -214,8 +214,8 @@ class EventQueue {
   bool waiting_ = false;            // a thread is inside Wait
   bool waiter_sleeps_ = false;      // ... and blocks rather than busy-polling
   bool waiter_on_fd_ = false;       // ... on the source's descriptor and wake_fd_, not on wakeup_
-  // SetUnwaitable happened during the current wait. Written under mutex_; a spinning waiter
-  // also reads it between its idle turns without the lock.
+  // SetUnwaitable happened during the current wait (false outside a wait). Written under mutex_;
+  // a spinning waiter also reads it between its idle turns without the lock.
   std::atomic<bool> waiter_interrupted_{false};
   DAT_COUNT waiter_threshold_ = 0;
 
