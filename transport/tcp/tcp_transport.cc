@@ -226,7 +226,8 @@ TcpTransport::~TcpTransport() {
 }
 
 void TcpTransport::ArmPollSet() {
-  if (poll_armed_) return;
+  // Not open: no epoll set, or progress=poll (RunOne's call must not spin on a failing wait).
+  if (poll_armed_ || !poll_descriptor_.is_open()) return;
   poll_armed_ = true;
   poll_descriptor_.async_wait(asio::posix::stream_descriptor::wait_read, [this](const boost::system::error_code& error) {
     poll_armed_ = false;
@@ -378,11 +379,16 @@ void TcpTransport::Park() {
       park_wakeups_.fetch_add(1, std::memory_order_relaxed);
     }
     park_timer_.Leave();
-    parked_.store(false, std::memory_order_release);
+    parked_.store(false, std::memory_order_seq_cst);
   }
   // A consumer may be running handlers (RunAsio) that it began while this thread was parked:
-  // let it finish before this thread runs any (they share handler state, e.g. poll_armed_).
-  while (asio_turn_.load(std::memory_order_acquire)) std::this_thread::yield();
+  // let it finish before this thread runs any (they share handler state, e.g. poll_armed_). A
+  // Dekker pair with RunAsio's turn and its look at parked_, so both sides are sequentially
+  // consistent: with a release store and an acquire load, the store could still sit in this
+  // CPU's store buffer as the load found no turn taken, a consumer could then take the turn and
+  // find parked_ still true, and both threads would run handlers at once (a consumer running the
+  // poll set's handler behind this thread's ArmPollSet leaves the poll set unwatched).
+  while (asio_turn_.load(std::memory_order_seq_cst)) std::this_thread::yield();
   if (stopping_.load()) return;
   poll_streak_.store(0, std::memory_order_relaxed);
   park_armed_.store(false, std::memory_order_release);  // consumers that poll on park it again
@@ -421,11 +427,11 @@ bool TcpTransport::PollReady(bool wait) noexcept {
 
 bool TcpTransport::RunAsio() noexcept {
   // A turn, not a lock: the handlers deliver events, which no softdat lock may be held across.
-  if (asio_turn_.exchange(true, std::memory_order_acquire)) return false;
+  if (asio_turn_.exchange(true, std::memory_order_seq_cst)) return false;
   bool ran = false;
   // With a progress thread, only while it is parked (it waits for the turn before it runs
-  // handlers again).
-  if (busy_poll_ || parked_.load(std::memory_order_acquire)) {
+  // handlers again: the Dekker pair at the end of Park).
+  if (busy_poll_ || parked_.load(std::memory_order_seq_cst)) {
     try {
       ran = io_.poll() > 0;
     } catch (const std::exception& e) {
@@ -438,6 +444,12 @@ bool TcpTransport::RunAsio() noexcept {
 }
 
 bool TcpTransport::RunOne() {
+  // The poll set is watched whenever this thread may sleep. Its handler does not watch it again
+  // when a consumer runs it (RunAsio, while this thread is parked), and Park's end does; should
+  // anything else ever leave it unwatched, a socket's arrival or a same-host peer's doorbell
+  // would wait for an unrelated wake-up, for ever in the worst case. Only this thread touches
+  // poll_armed_ while it is not parked.
+  ArmPollSet();
   if (local_ == nullptr) return io_.run_one() > 0;
   if (io_.poll_one() > 0) return true;
   // The PollSet is level-triggered, but the io_context watches its descriptor edge-triggered: an

@@ -337,6 +337,44 @@ TEST_F(TcpTransportParkTest, AConsumerThatKeepsPollingLeavesTheParkedThreadAslee
   EXPECT_FALSE(TcpTransportTestAccess::Parked(tcp)) << "the thread stayed parked after the consumer stopped";
 }
 
+// Regression: a consumer that runs the io_context's handlers while the progress thread is parked
+// may run the poll set's handler, which then watches the poll set no more (only the thread does);
+// a store-load race at the park's end let such a consumer run it after the thread had watched the
+// set again. The thread then slept with nothing watching its sockets: an arrival waited for an
+// unrelated wake-up. The thread now watches the poll set whenever it sleeps. Here its wait is
+// taken as that consumer took it, on an IA nobody calls into: a Send from another IA must still
+// be received by that IA's thread alone.
+TEST_F(TcpTransportTest, AnArrivalWakesAThreadWhosePollSetWaitAConsumerTook) {
+  std::unique_ptr<Transport> target_ia;
+  ASSERT_NO_FATAL_FAILURE(CreateIa(IaOptions{}, target_ia));
+  RecordingRequests target_requests;
+  std::unique_ptr<Listener> target_listener;
+  ASSERT_TRUE(target_ia->Listen(0, &target_requests, target_listener).ok());
+  RecordingEvents target_events;
+  std::unique_ptr<Endpoint> target;
+  ASSERT_TRUE(target_ia->CreateEndpoint(Config(), &target_events, target).ok());
+  ASSERT_TRUE(client_->Connect(target_ia->address(), target_listener->port(), {}, UINT64_MAX).ok());
+  std::unique_ptr<PendingConnection> pending = target_requests.Next();
+  ASSERT_NE(pending, nullptr);
+  ASSERT_TRUE(pending->Accept(*target, {}).ok());
+  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established; }));
+  ASSERT_TRUE(target_events.WaitFor([&] { return target_events.established; }));
+  std::vector<std::uint8_t> sink(64);
+  std::vector<Segment> scatter = {SegmentOf(sink)};
+  target_events.AddBuffer(scatter);
+
+  TcpTransportTestAccess::TakePollSetWait(static_cast<TcpTransport&>(*target_ia));
+  std::vector<std::uint8_t> data = Bytes(64, 5);
+  std::vector<Segment> gather = {SegmentOf(data)};
+  ASSERT_TRUE(PostSend(gather, 1).ok());
+  ASSERT_TRUE(target_events.WaitFor([&] { return target_events.recvs.size() == 1; }))
+      << "the Send waited for a call into its target's IA";
+  EXPECT_EQ(sink, data);
+  target.reset();
+  pending.reset();
+  target_listener.reset();
+}
+
 TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressThread) {
   // The consumer polls, posts two Sends (the second waits to be coalesced) and stops polling
   // without a wait's hand-over, as a dequeue loop that ends does: the progress thread (parked or

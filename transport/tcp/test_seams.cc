@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <future>
+
 #include <boost/asio/post.hpp>
 
 #include "transport/shm/shm_connection.h"
@@ -105,6 +107,17 @@ bool TcpTransportTestAccess::ReadsRingsNow(TcpTransport& transport) {
 void TcpTransportTestAccess::ParkAsAfterAPoll(TcpTransport& transport) {
   transport.last_poll_ns_.store(MonotonicNs(), std::memory_order_relaxed);
   transport.ArmParkFromConsumer();
+}
+
+void TcpTransportTestAccess::TakePollSetWait(TcpTransport& transport) {
+  std::promise<void> taken;
+  boost::asio::post(transport.io_, [&transport, &taken] {
+    boost::system::error_code ignored;
+    transport.poll_descriptor_.cancel(ignored);
+    // Queued behind the cancelled wait's handler, on the one thread that runs them.
+    boost::asio::post(transport.io_, [&taken] { taken.set_value(); });
+  });
+  taken.get_future().wait();
 }
 
 std::size_t TcpTransportTestAccess::QueuedKicks(TcpTransport& transport) { return transport.kicks_.depth(); }

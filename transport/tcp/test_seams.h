@@ -92,6 +92,10 @@ struct TcpTransportTestAccess {
   // Parks the progress thread as a consumer's streak of polls does, as if a consumer had polled
   // just now and nothing else: no spell begins, so no other handler wakes the thread first.
   static void ParkAsAfterAPoll(TcpTransport& transport);
+  // On the progress thread: ends its wait on the poll set without a look at the sockets (the
+  // wait's handler runs, cancelled, and watches nothing), as a consumer that runs that handler
+  // while the thread is parked leaves it. Returns once the handler has run.
+  static void TakePollSetWait(TcpTransport& transport);
 };
 
 }  // namespace softdat::transport::tcp
