@@ -383,6 +383,15 @@ void Connection::End(ConnectionEnd why) {
 }
 
 void Connection::DrainSocket() {
+  // A doorbell read here may have been the sleeping progress thread's wake-up (a consumer's poll
+  // reads the socket too): the sleep is renewed once, after the reads, before the caller looks at
+  // the rings.
+  bool doorbell = false;
+  ReadSocket(doorbell);
+  if (doorbell) table_.RenewSleep();
+}
+
+void Connection::ReadSocket(bool& doorbell) {
   for (int i = 0; i < 64; ++i) {
     std::uint8_t bytes[64];
     std::size_t length = 0, fd_count = 0;
@@ -398,7 +407,10 @@ void Connection::DrainSocket() {
       case Received::kMessage:
         break;
     }
-    if (length == 1) continue;  // a doorbell
+    if (length == 1) {  // a doorbell
+      doorbell = true;
+      continue;
+    }
     if (ready_deadline_ns_ != 0) {
       // The first message after our Accept is the Ready, and only then.
       Ready ready;

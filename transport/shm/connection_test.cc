@@ -79,6 +79,18 @@ struct Fixture {
   Side passive;
 };
 
+// 8-byte Sends from the active side, and two 8-byte buffers the passive side holds for them.
+struct SmallSends {
+  explicit SmallSends(Fixture& f) {
+    f.passive.events->AddBuffer({&in[0], 1});
+    f.passive.events->AddBuffer({&in[1], 1});
+  }
+  std::vector<std::uint8_t> source = Bytes(8, 1);
+  std::vector<std::uint8_t> sink = std::vector<std::uint8_t>(8);
+  const Segment out[1] = {SegmentOver(source)};
+  const Segment in[2] = {SegmentOver(sink), SegmentOver(sink)};
+};
+
 TEST(ShmConnection, EstablishedCarriesTheReplysPrivateDataToTheActiveSide) {
   PairConfig config;
   config.request_data = {1, 2, 3};
@@ -784,22 +796,45 @@ TEST(ShmConnection, NothingLandsAfterARevocationReturns) {
 TEST(ShmConnection, TheDoorbellRingsOnlyWhileThePeerSleeps) {
   Fixture f;
   ASSERT_TRUE(f.Established());
-  std::vector<std::uint8_t> source = Bytes(8, 1), sink(8);
-  const Segment out[] = {SegmentOver(source)}, in[] = {SegmentOver(sink), SegmentOver(sink)};
-  f.passive.events->AddBuffer({&in[0], 1});
-  f.passive.events->AddBuffer({&in[1], 1});
-  ASSERT_TRUE(f.active->Post(SendOf(1, out)).ok());
+  SmallSends sends(f);
+  ASSERT_TRUE(f.active->Post(SendOf(1, sends.out)).ok());
   ASSERT_TRUE(f.Until([&] { return f.passive.events->Get(f.passive.events->recvs).size() == 1; }));
   EXPECT_FALSE(testing::WaitReadable(f.passive->socket_fd(), 0)) << "awake: no doorbell";
   f.passive.table->BeginSleep();
   EXPECT_FALSE(f.passive->HasWork());
-  ASSERT_TRUE(f.active->Post(SendOf(2, out)).ok());
+  ASSERT_TRUE(f.active->Post(SendOf(2, sends.out)).ok());
   ASSERT_TRUE(testing::WaitReadable(f.passive->socket_fd())) << "the doorbell";
   EXPECT_TRUE(f.passive->HasWork());
   f.passive.table->EndSleep();
   EXPECT_TRUE(f.passive->OnSocketReadable());
   EXPECT_EQ(f.passive.events->Get(f.passive.events->recvs).size(), 2u);
   EXPECT_FALSE(testing::WaitReadable(f.passive->socket_fd(), 0)) << "one doorbell per sleep, drained";
+}
+
+// Regression (stock dtestx over the same-host path, about one run in 150: a peer's Compare and
+// Swap waited at its target for seconds, until the target's consumer called in again): a peer
+// rings once per sleep epoch, and a consumer's poll, which reads the same-host sockets too, may
+// read the doorbell before the sleeping progress thread is woken by it. The thread then sleeps
+// on in the same epoch, and the peer's next record rang nobody. A doorbell read now renews the
+// epoch, so the next record rings again. Here the thread sleeps throughout and the test's thread
+// is the consumer.
+TEST(ShmConnection, ADoorbellAConsumerReadsLeavesTheSleeperRungForTheNextRecord) {
+  Fixture f;
+  ASSERT_TRUE(f.Established());
+  SmallSends sends(f);
+  f.passive.table->BeginSleep();
+  ASSERT_TRUE(f.active->Post(SendOf(1, sends.out)).ok());
+  ASSERT_TRUE(testing::WaitReadable(f.passive->socket_fd())) << "the doorbell";
+  // The consumer's poll reads the socket and the ring; the sleeper never woke.
+  EXPECT_TRUE(f.passive->OnSocketReadable());
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->recvs).size(), 1u);
+  EXPECT_FALSE(testing::WaitReadable(f.passive->socket_fd(), 0));
+  ASSERT_TRUE(f.active->Post(SendOf(2, sends.out)).ok());
+  EXPECT_TRUE(testing::WaitReadable(f.passive->socket_fd(), 0)) << "the next record rang nobody";
+  EXPECT_TRUE(f.passive->HasWork());
+  f.passive.table->EndSleep();
+  EXPECT_TRUE(f.passive->OnSocketReadable());
+  EXPECT_EQ(f.passive.events->Get(f.passive.events->recvs).size(), 2u);
 }
 
 // Hostile bytes in the peer's ring, as a hostile process writes them: this connection breaks

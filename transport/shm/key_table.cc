@@ -155,16 +155,34 @@ void KeyTable::RemoveWatch(AccessWatch* watch) {
   watches_.erase(std::remove(watches_.begin(), watches_.end(), watch), watches_.end());
 }
 
+// The word changes by read-modify-writes only (RenewSleep may run on another thread than the
+// sleeper's): odd to even by EndSleep, odd to the next odd by RenewSleep, even to odd by
+// BeginSleep.
 void KeyTable::BeginSleep() {
-  std::uint64_t* word = SleepWord(mapping_.data());
-  StoreRelaxed(word, LoadRelaxed(word) | 1);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::atomic_ref<std::uint64_t>(*SleepWord(mapping_.data())).fetch_or(1, std::memory_order_seq_cst);
 }
 
 void KeyTable::EndSleep() {
-  std::uint64_t* word = SleepWord(mapping_.data());
-  const std::uint64_t epoch = LoadRelaxed(word);
-  if (epoch & 1) StoreRelease(word, epoch + 1);
+  std::atomic_ref<std::uint64_t> word(*SleepWord(mapping_.data()));
+  std::uint64_t epoch = word.load(std::memory_order_relaxed);
+  // Awake already: a load, no locked instruction (every poll of the progress thread comes here).
+  while ((epoch & 1) != 0 && !word.compare_exchange_weak(epoch, epoch + 1, std::memory_order_release,
+                                                         std::memory_order_relaxed)) {
+  }
+}
+
+void KeyTable::RenewSleep() {
+  std::atomic_ref<std::uint64_t> word(*SleepWord(mapping_.data()));
+  std::uint64_t epoch = word.load(std::memory_order_relaxed);
+  if ((epoch & 1) == 0) {
+    // Awake (or parked): the sleeper looks at every connection before it sleeps again. The
+    // fence keeps the caller's look at the rings after this one, as the exchange below would.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    return;
+  }
+  // Failing means the sleeper ended the epoch meanwhile: it is awake, as above. The exchange is
+  // a full barrier either way.
+  (void)word.compare_exchange_strong(epoch, epoch + 2, std::memory_order_seq_cst, std::memory_order_seq_cst);
 }
 
 Status KeyTableView::Open(int fd, std::unique_ptr<KeyTableView>& view) {

@@ -106,11 +106,19 @@ class KeyTable {
   void set_fence_bound(std::chrono::nanoseconds bound) { fence_bound_ = bound; }
 
   // The sleep word: BeginSleep makes the epoch odd (peers ring doorbells from then on) and
-  // EndSleep even again. One sleeper at a time (the IA's progress thread). BeginSleep issues the
-  // seq_cst fence after its store: the caller then checks its connections for work, and any
-  // record a peer published before the peer could see the odd epoch is found by that check.
+  // EndSleep even again. One sleeper at a time (the IA's progress thread). BeginSleep is a
+  // sequentially consistent read-modify-write: the caller then checks its connections for work,
+  // and any record a peer published before the peer could see the odd epoch is found by that
+  // check.
   void BeginSleep();
   void EndSleep();
+  // Any thread that read a doorbell from a same-host socket (a consumer's poll may read it before
+  // the sleeper's wake-up does, and the sleeper then sleeps on): if the sleeper still sleeps, its
+  // epoch moves to a new odd one. A peer rings once per epoch, so without a new one what it
+  // publishes next would ring nobody. Called before the caller looks at the rings: the
+  // read-modify-write orders the two, so a record a peer published before it saw the new epoch is
+  // found by that look.
+  void RenewSleep();
 
  private:
   KeyTable() = default;

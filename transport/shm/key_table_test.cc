@@ -223,5 +223,23 @@ TEST(KeyTable, TheSleepEpochIsOddOnlyBetweenBeginAndEndSleep) {
   t.owner->EndSleep();
 }
 
+// A doorbell read by another thread than the sleeper's renews the sleep: a new odd epoch while
+// it sleeps, nothing while it is awake; the sleeper's EndSleep still ends it.
+TEST(KeyTable, RenewingASleepGivesItANewOddEpochAndLeavesAnAwakeTableAlone) {
+  Tables t;
+  t.owner->RenewSleep();
+  const std::uint64_t awake = t.view->SleepEpoch();
+  EXPECT_EQ(awake & 1, 0u) << "renewing an awake table leaves it awake";
+  t.owner->BeginSleep();
+  const std::uint64_t asleep = t.view->SleepEpoch();
+  t.owner->RenewSleep();
+  const std::uint64_t renewed = t.view->SleepEpoch();
+  EXPECT_EQ(renewed & 1, 1u);
+  EXPECT_NE(renewed, asleep);
+  t.owner->EndSleep();
+  EXPECT_EQ(t.view->SleepEpoch() & 1, 0u);
+  EXPECT_NE(t.view->SleepEpoch(), awake);
+}
+
 }  // namespace
 }  // namespace softdat::transport::shm

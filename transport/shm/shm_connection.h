@@ -257,7 +257,10 @@ class Connection final : private AccessWatch {
   static constexpr std::uint32_t kReadRefused = 0x100;
   Rx Fail(const char* why, RemoteCheck check = RemoteCheck::kOk, std::uint32_t flags = 0);
   void MaybeRing();   // after publishing records or consumption: ring the peer's doorbell if it sleeps
-  void DrainSocket(); // doorbells, the peer's Ready, the close notice, EOF
+  // Doorbells, the peer's Ready, the close notice, EOF. A doorbell read renews our IA's sleep
+  // (KeyTable::RenewSleep) before the caller looks at the rings.
+  void DrainSocket();
+  void ReadSocket(bool& doorbell);  // DrainSocket's reads; `doorbell` set when one was read
 
   // Transmission (connection_tx.cc), io lock held.
   bool PumpTx();      // true when it wrote or completed something
