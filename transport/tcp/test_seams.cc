@@ -110,14 +110,16 @@ void TcpTransportTestAccess::ParkAsAfterAPoll(TcpTransport& transport) {
 }
 
 void TcpTransportTestAccess::TakePollSetWait(TcpTransport& transport) {
-  std::promise<void> taken;
-  boost::asio::post(transport.io_, [&transport, &taken] {
+  // Shared with the handlers: set_value may still be running after the wait below returns.
+  auto taken = std::make_shared<std::promise<void>>();
+  std::future<void> done = taken->get_future();
+  boost::asio::post(transport.io_, [&transport, taken] {
     boost::system::error_code ignored;
     transport.poll_descriptor_.cancel(ignored);
     // Queued behind the cancelled wait's handler, on the one thread that runs them.
-    boost::asio::post(transport.io_, [&taken] { taken.set_value(); });
+    boost::asio::post(transport.io_, [taken] { taken->set_value(); });
   });
-  taken.get_future().wait();
+  done.wait();
 }
 
 std::size_t TcpTransportTestAccess::QueuedKicks(TcpTransport& transport) { return transport.kicks_.depth(); }
