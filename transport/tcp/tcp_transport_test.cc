@@ -65,7 +65,7 @@ std::uint64_t AddressOf(std::vector<std::uint8_t>& region) { return reinterpret_
 // kick queue's depth is stored as a drain ends, after the events the drain delivered woke the
 // recorder's waiters; a recorder's WaitFor on it then slept out its whole bound (30 s, under
 // load a timed-out test).
-bool PollUntil(const std::function<bool()>& done) {
+bool EventuallyTrue(const std::function<bool()>& done) {
   const auto until = std::chrono::steady_clock::now() + kBound;
   while (!done()) {
     if (std::chrono::steady_clock::now() >= until) return false;
@@ -350,44 +350,6 @@ TEST_F(TcpTransportParkTest, AConsumerThatKeepsPollingLeavesTheParkedThreadAslee
   EXPECT_FALSE(TcpTransportTestAccess::Parked(tcp)) << "the thread stayed parked after the consumer stopped";
 }
 
-// Regression: a consumer that runs the io_context's handlers while the progress thread is parked
-// may run the poll set's handler, which then watches the poll set no more (only the thread does);
-// a store-load race at the park's end let such a consumer run it after the thread had watched the
-// set again. The thread then slept with nothing watching its sockets: an arrival waited for an
-// unrelated wake-up. The thread now watches the poll set whenever it sleeps. Here its wait is
-// taken as that consumer took it, on an IA nobody calls into: a Send from another IA must still
-// be received by that IA's thread alone.
-TEST_F(TcpTransportTest, AnArrivalWakesAThreadWhosePollSetWaitAConsumerTook) {
-  std::unique_ptr<Transport> target_ia;
-  ASSERT_NO_FATAL_FAILURE(CreateIa(IaOptions{}, target_ia));
-  RecordingRequests target_requests;
-  std::unique_ptr<Listener> target_listener;
-  ASSERT_TRUE(target_ia->Listen(0, &target_requests, target_listener).ok());
-  RecordingEvents target_events;
-  std::unique_ptr<Endpoint> target;
-  ASSERT_TRUE(target_ia->CreateEndpoint(Config(), &target_events, target).ok());
-  ASSERT_TRUE(client_->Connect(target_ia->address(), target_listener->port(), {}, UINT64_MAX).ok());
-  std::unique_ptr<PendingConnection> pending = target_requests.Next();
-  ASSERT_NE(pending, nullptr);
-  ASSERT_TRUE(pending->Accept(*target, {}).ok());
-  ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.established; }));
-  ASSERT_TRUE(target_events.WaitFor([&] { return target_events.established; }));
-  std::vector<std::uint8_t> sink(64);
-  std::vector<Segment> scatter = {SegmentOf(sink)};
-  target_events.AddBuffer(scatter);
-
-  TcpTransportTestAccess::TakePollSetWait(static_cast<TcpTransport&>(*target_ia));
-  std::vector<std::uint8_t> data = Bytes(64, 5);
-  std::vector<Segment> gather = {SegmentOf(data)};
-  ASSERT_TRUE(PostSend(gather, 1).ok());
-  ASSERT_TRUE(target_events.WaitFor([&] { return target_events.recvs.size() == 1; }))
-      << "the Send waited for a call into its target's IA";
-  EXPECT_EQ(sink, data);
-  target.reset();
-  pending.reset();
-  target_listener.reset();
-}
-
 TEST_F(TcpTransportTest, ASendLeftForAPollThatNeverComesIsWrittenByTheProgressThread) {
   // The consumer polls, posts two Sends (the second waits to be coalesced) and stops polling
   // without a wait's hand-over, as a dequeue loop that ends does: the progress thread (parked or
@@ -449,7 +411,7 @@ TEST_F(TcpTransportOwnIaTest, ACompletionNobodyWaitsForWaitsForThePollAndWorkAft
   // is idle from here on (nobody else holds it, its peer sends nothing).
   ASSERT_TRUE(PostSend(gather, 1).ok());
   ASSERT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 1; }));
-  ASSERT_TRUE(PollUntil([&] { return TcpTransportTestAccess::QueuedKicks(tcp) == 0; }));
+  ASSERT_TRUE(EventuallyTrue([&] { return TcpTransportTestAccess::QueuedKicks(tcp) == 0; }));
   transport_->ReportWaits();
   const std::uint64_t wakes = TcpTransportTestAccess::KickWakes(tcp);
 
@@ -467,7 +429,7 @@ TEST_F(TcpTransportOwnIaTest, ACompletionNobodyWaitsForWaitsForThePollAndWorkAft
   EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 3; }))
       << "the completion a waiter sleeps for was left for a poll that never comes";
   transport_->Resume();
-  ASSERT_TRUE(PollUntil([&] { return TcpTransportTestAccess::QueuedKicks(tcp) == 0; }));
+  ASSERT_TRUE(EventuallyTrue([&] { return TcpTransportTestAccess::QueuedKicks(tcp) == 0; }));
 
   // A completion queued without a wake, then a Send that another poller's hold keeps from going
   // out at its Post: the progress thread must be woken for it.
@@ -485,6 +447,28 @@ TEST_F(TcpTransportOwnIaTest, ACompletionNobodyWaitsForWaitsForThePollAndWorkAft
   EXPECT_TRUE(client_events_.WaitFor([&] { return client_events_.work_done.size() == 5; }));
   for (std::size_t i = 0; i < 5; ++i)
     EXPECT_TRUE(std::equal(message.begin(), message.end(), sinks.begin() + 8 * i)) << "message " << i;
+}
+
+// Regression: a consumer that runs the io_context's handlers while the progress thread is parked
+// may run the poll set's handler, which then watches the poll set no more (only the thread does);
+// a store-load race at the park's end let such a consumer run it after the thread had watched the
+// set again. The thread then slept with nothing watching its sockets: an arrival waited for an
+// unrelated wake-up. The thread now watches the poll set whenever it sleeps. Here its wait is
+// taken as that consumer took it, on an IA nobody calls into: a Send from another IA must still
+// be received by that IA's thread alone.
+TEST_F(TcpTransportOwnIaTest, AnArrivalWakesAThreadWhosePollSetWaitAConsumerTook) {
+  ConnectBoth();
+  std::vector<std::uint8_t> sink(64);
+  std::vector<Segment> scatter = {SegmentOf(sink)};
+  server_events_.AddBuffer(scatter);
+
+  TcpTransportTestAccess::TakePollSetWait(static_cast<TcpTransport&>(*server_transport_));
+  std::vector<std::uint8_t> data = Bytes(64, 5);
+  std::vector<Segment> gather = {SegmentOf(data)};
+  ASSERT_TRUE(PostSend(gather, 1).ok());
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.recvs.size() == 1; }))
+      << "the Send waited for a call into its target's IA";
+  EXPECT_EQ(sink, data);
 }
 
 TEST_F(TcpTransportTest, ZeroLengthSendTakesABufferAndCompletes) {
