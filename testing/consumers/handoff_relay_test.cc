@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -25,13 +26,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A socket listening on a free loopback port; its port in `port`.
-int ListenOnFreePort(std::uint16_t& port) {
+// A socket bound to a free loopback port, listening only if `listening`; its port in `port`. A
+// bound socket keeps the port: no other bind and no connect's choice of a local port takes it.
+int BindFreePort(std::uint16_t& port, bool listening) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address = LoopbackAddress(0);
   socklen_t length = sizeof address;
-  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 || listen(fd, 4) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      (listening && listen(fd, 4) != 0) || getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
     return -1;
   port = ntohs(address.sin_port);
   return fd;
@@ -44,9 +46,12 @@ class FakeServer {
  public:
   explicit FakeServer(std::string handoff, std::size_t answer_bytes = 0)
       : handoff_(std::move(handoff)), answer_(answer_bytes, '\0') {
-    handoff_listener_ = ListenOnFreePort(handoff_port_);
-    second_listener_ = ListenOnFreePort(second_port_);  // reserved, listening only once ready
-    close(second_listener_);
+    handoff_listener_ = BindFreePort(handoff_port_, true);
+    // Bound from the start and listening only once ready. Closed and bound again at the ready, the
+    // port was free in between, and a test running beside this one (the scale test opens 10,000
+    // loopback connections) could take it as a connection's local port: the server then never
+    // listened, and the relay waited out its bound (1 run in 6 under tsan with two CPU hogs).
+    second_listener_ = BindFreePort(second_port_, false);
     thread_ = std::thread([this] {
       const int fd = accept4(handoff_listener_, nullptr, nullptr, SOCK_CLOEXEC);
       close(handoff_listener_);
@@ -57,21 +62,14 @@ class FakeServer {
         handed_off_ = true;
       }
       while (!ready_ && !stop_) std::this_thread::sleep_for(1ms);
-      if (ready_) {
-        second_listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        const int one = 1;
-        setsockopt(second_listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        const sockaddr_in address = LoopbackAddress(second_port_);
-        if (bind(second_listener_, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0)
-          (void)listen(second_listener_, 4);
-      }
+      if (ready_) (void)listen(second_listener_, 4);
       if (fd >= 0) close(fd);
     });
   }
   ~FakeServer() {
     stop_ = true;
     thread_.join();
-    if (ready_) close(second_listener_);
+    close(second_listener_);
   }
   std::uint16_t handoff_port() const { return handoff_port_; }
   std::uint16_t second_port() const { return second_port_; }
@@ -99,6 +97,23 @@ std::string ReadHandoff(std::uint16_t port, std::size_t bytes) {
     got.clear();
   close(fd);
   return got;
+}
+
+// The fake's own promise, which the tests below lean on: until it is ready, its next port is
+// bound to nothing else (another socket's bind fails) and does not listen.
+TEST(FakeServer, KeepsItsNextPortFromOtherSocketsUntilItListens) {
+  FakeServer server(std::string(128, 'e'));
+  const int other = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(other, 0);
+  const sockaddr_in at = LoopbackAddress(server.second_port());
+  const int bound = bind(other, reinterpret_cast<const sockaddr*>(&at), sizeof at);
+  const int error = errno;
+  close(other);
+  EXPECT_NE(bound, 0) << "port " << server.second_port() << " was free before the server listened on it";
+  EXPECT_EQ(error, EADDRINUSE);
+  EXPECT_FALSE(Listening(server.second_port()));
+  // Its thread waits in accept for a client: one takes the hand-off, so that it can end.
+  EXPECT_EQ(ReadHandoff(server.handoff_port(), 128), std::string(128, 'e'));
 }
 
 TEST(HandoffRelay, TheClientGetsTheServersBytesOnlyOnceItsNextPortListens) {
