@@ -122,6 +122,13 @@ void TcpTransportTestAccess::TakePollSetWait(TcpTransport& transport) {
   done.wait();
 }
 
+bool TcpTransportTestAccess::RunPostedHandlers(TcpTransport& transport, std::chrono::milliseconds bound) {
+  auto ran = std::make_shared<std::promise<void>>();  // shared: set_value may outlive a timed-out wait
+  std::future<void> done = ran->get_future();
+  boost::asio::post(transport.io_, [ran] { ran->set_value(); });
+  return done.wait_for(bound) == std::future_status::ready;
+}
+
 std::size_t TcpTransportTestAccess::QueuedKicks(TcpTransport& transport) { return transport.kicks_.depth(); }
 
 std::uint64_t TcpTransportTestAccess::ParkWakeups(TcpTransport& transport) {

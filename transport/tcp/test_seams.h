@@ -6,6 +6,7 @@
 // differs.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -96,6 +97,9 @@ struct TcpTransportTestAccess {
   // wait's handler runs, cancelled, and watches nothing), as a consumer that runs that handler
   // while the thread is parked leaves it. Returns once the handler has run.
   static void TakePollSetWait(TcpTransport& transport);
+  // Returns once the progress thread has run every handler posted before the call (it runs them
+  // in order), at most `bound` later; false when that bound passed.
+  static bool RunPostedHandlers(TcpTransport& transport, std::chrono::milliseconds bound = std::chrono::seconds(30));
 };
 
 }  // namespace softdat::transport::tcp
