@@ -32,9 +32,12 @@ int BindFreePort(std::uint16_t& port, bool listening) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address = LoopbackAddress(0);
   socklen_t length = sizeof address;
-  if (fd < 0 || bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
-      (listening && listen(fd, 4) != 0) || getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+  if (fd < 0) return -1;
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 || (listening && listen(fd, 4) != 0) ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    close(fd);
     return -1;
+  }
   port = ntohs(address.sin_port);
   return fd;
 }
