@@ -90,6 +90,11 @@ class RecordingEvents final : public EndpointEvents {
     changed_.notify_all();
   }
   std::function<void()> on_ended;
+  // What the consumer's EVDs get: core posts what was reported at Deliver (endpoint.h).
+  void Deliver() override {
+    if (on_deliver) on_deliver();
+  }
+  std::function<void()> on_deliver;
   RecvAcquire AcquireRecv(std::uint32_t msn, RecvTarget& target) override {
     std::lock_guard lock(mutex_);
     if (model_ != ReceiveModel::kSoftware) ADD_FAILURE() << "AcquireRecv in the device receive model";

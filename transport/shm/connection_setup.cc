@@ -80,7 +80,8 @@ Connection::Connection(Established&& established, const EndpointConfig& config, 
   reader_.Attach(segment_.data() + RingOffset(g, 1 - side_), g.ring_bytes[1 - side_], &my_control_->consumed,
                  TsanRingSync(nonce, 1 - side_));
   head_word_.store(reader_.SizeWord(), std::memory_order_relaxed);
-  notes_.store(kNoteStart, std::memory_order_release);
+  // Its first poll reports OnEstablished, unless its owner did before the Accept went out.
+  notes_.store(established.reported ? 0u : kNoteStart, std::memory_order_release);
   table_.AddWatch(this);
   SOFTDAT_LOG(kInfo, "shm: connection with process %d: rings of %u and %u bytes; we %s attach to it, it %s attach to us",
               static_cast<int>(peer_pid_), g.ring_bytes[side_], g.ring_bytes[1 - side_], attach_ ? "can" : "cannot",

@@ -140,6 +140,7 @@ struct Established {
   bool attach = false;          // we attach to the peer (the probe passed)
   bool peer_attaches = false;   // the peer attaches to us: it may pull our large Sends
   bool await_ready = false;     // passive side: the peer's Ready is still to come (to the Connection)
+  bool reported = false;        // the owner reported OnEstablished already: the Connection does not
   std::uint32_t peer_ird = 0;
   std::uint32_t peer_ord = 0;
   sockaddr_in peer_address{};   // passive side: the active side's IA address and port

@@ -226,8 +226,11 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   void OnHandshakeReadable();
   void OnTimeout();
   void StartAccept(std::vector<std::uint8_t> private_data);
+  // A Post between the passive side's ESTABLISHED and its engine (StartAccept): the engine, or
+  // null once the Accept failed (the end, on its way, flushes the Work).
+  shm::Connection* AwaitEngine();
   // The handshake finished: the engine takes over (mutex_ held). Returns the engine to poll once
-  // the lock is released (its first poll reports OnEstablished).
+  // the lock is released (its first poll reports OnEstablished, unless StartAccept did).
   shm::Connection* Establish(shm::Established&& established);
   void EndHandshake(ConnectionEnd why, std::span<const std::uint8_t> private_data = {});  // mutex_ held
   void StopWaiting();  // mutex_ held
@@ -257,6 +260,9 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   // The engine, once established (set once, before engine_ready_).
   std::unique_ptr<shm::Connection> engine_;
   std::atomic<shm::Connection*> engine_ready_{nullptr};
+  // The passive side's ESTABLISHED went to the consumer before its Accept went out (StartAccept).
+  enum class AcceptReport : std::uint8_t { kNone, kReported, kFailed };
+  std::atomic<AcceptReport> accept_report_{AcceptReport::kNone};
   std::uint64_t poll_token_ = 0;
   std::atomic<bool> registered_{false};  // in the live list (and the poll set, unless socket_out_)
   bool socket_out_ = false;  // the socket left the poll set before the end (engine->socket_done())
