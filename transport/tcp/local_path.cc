@@ -427,8 +427,8 @@ void LocalConnection::StartAccept(std::vector<std::uint8_t> private_data) {
   // Reported after the Accept, another thread could post the DISCONNECTEDs of this peer's earlier
   // connections first (it closed them all as soon as this, its last, was up), and stock dtestcm's
   // server, which counts one event per connection, took a DISCONNECTED for this ESTABLISHED and
-  // then waited for ever (1 run in about 300 under ThreadSanitizer). A Post that comes before the
-  // engine waits for it (AwaitEngine).
+  // then waited for ever (CI, under ThreadSanitizer). A Post that comes before the engine is
+  // queued for it (PostEarly).
   {
     Locked lock(*this);
     if (phase_ != Phase::kAccepting) return;  // detached meanwhile
@@ -456,15 +456,45 @@ void LocalConnection::StartAccept(std::vector<std::uint8_t> private_data) {
   if (start != nullptr) (void)AfterPoll(start->Poll());
 }
 
-shm::Connection* LocalConnection::AwaitEngine() {
-  if (accept_report_.load(std::memory_order_acquire) == AcceptReport::kNone) return nullptr;
-  // StartAccept's second half runs now on the io thread, with nothing of the consumer's to wait
-  // for: a few microseconds.
-  while (true) {
-    if (shm::Connection* engine = engine_ready_.load(std::memory_order_acquire)) return engine;
-    if (accept_report_.load(std::memory_order_acquire) == AcceptReport::kFailed) return nullptr;
-    std::this_thread::yield();
+Status LocalConnection::PostEarly(const Work& work) {
+  shm::Connection* engine = nullptr;
+  {
+    std::lock_guard lock(early_mutex_);
+    engine = engine_ready_.load(std::memory_order_acquire);  // published under this lock
+    if (engine == nullptr) {
+      // The Accept failed and the end, on its way, flushes the Work, as core promises.
+      if (accept_report_.load(std::memory_order_acquire) == AcceptReport::kFailed) return Status::Ok();
+      try {
+        early_.push_back(work);  // the one allocation, once per connection, in its first microseconds
+      } catch (const std::bad_alloc&) {
+        return Status(Code::kInsufficientResources);
+      }
+      return Status::Ok();
+    }
   }
+  return engine->Post(work);  // published meanwhile: it took the early ones first
+}
+
+void LocalConnection::Publish(shm::Connection& engine) {
+  std::lock_guard lock(early_mutex_);
+  for (const Work& work : early_) {
+    // The engine's queue holds max_send_work, which core never exceeds: a refusal is a bug.
+    if (Status status = engine.Post(work); !status.ok()) {
+      SOFTDAT_LOG(kError, "tcp %s: a Work posted as the connection was accepted was refused (%s): closing it",
+                  Describe().data(), CodeName(status.code()));
+      engine.Disconnect(false);
+      break;
+    }
+  }
+  early_ = {};
+  engine_ready_.store(&engine, std::memory_order_release);
+}
+
+void LocalConnection::EndEarly() {
+  std::lock_guard lock(early_mutex_);
+  AcceptReport reported = AcceptReport::kReported;
+  (void)accept_report_.compare_exchange_strong(reported, AcceptReport::kFailed, std::memory_order_acq_rel);
+  early_ = {};  // core flushes them at the end
 }
 
 void LocalConnection::WaitReadable() {
@@ -549,7 +579,7 @@ shm::Connection* LocalConnection::Establish(shm::Established&& established) {
   }
   paths_.Add(shared_from_this());
   registered_.store(true, std::memory_order_release);
-  engine_ready_.store(engine_.get(), std::memory_order_release);
+  Publish(*engine_);
   SOFTDAT_LOG(kInfo, "tcp %s: shared memory (process %d; RDMA and large Sends by %s)", Describe().data(),
               static_cast<int>(peer), engine_->attaches() ? "cross-memory attach" : "the rings");
   return engine_.get();
@@ -559,10 +589,8 @@ void LocalConnection::EndHandshake(ConnectionEnd why, std::span<const std::uint8
   if (phase_ == Phase::kEnded || phase_ == Phase::kEstablished) return;
   phase_ = Phase::kEnded;
   if (accept_report_.load(std::memory_order_relaxed) == AcceptReport::kReported) {
-    // The consumer has its ESTABLISHED: this is a break. Said before the end is reported: a Post
-    // waiting for the engine (AwaitEngine) holds the EP's lock, which the end takes.
-    why = ConnectionEnd::kBroken;
-    accept_report_.store(AcceptReport::kFailed, std::memory_order_release);
+    why = ConnectionEnd::kBroken;  // the consumer has its ESTABLISHED: this is a break
+    EndEarly();
   }
   if (events_ != nullptr) {
     events_->OnEnded(why, private_data);  // before the handshake goes: a reject's data lies in it
@@ -666,9 +694,7 @@ Status LocalConnection::Post(const Work& work) {
     // Core posts only once OnEstablished came: on the passive side that is before the engine.
     if (accept_report_.load(std::memory_order_acquire) == AcceptReport::kNone)
       return Status(Code::kInvalidState, Detail::kEpUnconnected);
-    engine = AwaitEngine();
-    // The Accept failed and the end, on its way, flushes the Work, as core promises.
-    if (engine == nullptr) return Status::Ok();
+    return PostEarly(work);
   }
   return engine->Post(work);
 }
@@ -697,9 +723,7 @@ void LocalConnection::Detach() {
     events_ = nullptr;
     report_pending_ = false;
     if (phase_ != Phase::kEstablished) phase_ = Phase::kEnded;
-    // No engine comes now: nothing may wait for one (AwaitEngine).
-    AcceptReport reported = AcceptReport::kReported;
-    (void)accept_report_.compare_exchange_strong(reported, AcceptReport::kFailed, std::memory_order_acq_rel);
+    if (phase_ != Phase::kEstablished) EndEarly();  // no engine comes now
     engine = engine_.get();
   }
   // A delivery that began before is the last event of this endpoint: wait for it.

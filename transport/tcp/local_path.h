@@ -226,9 +226,13 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   void OnHandshakeReadable();
   void OnTimeout();
   void StartAccept(std::vector<std::uint8_t> private_data);
-  // A Post between the passive side's ESTABLISHED and its engine (StartAccept): the engine, or
-  // null once the Accept failed (the end, on its way, flushes the Work).
-  shm::Connection* AwaitEngine();
+  // A Post between the passive side's ESTABLISHED and its engine (StartAccept): queued for the
+  // engine, which takes it first; or, once the Accept failed, left to the end to flush.
+  Status PostEarly(const Work& work);
+  // The engine takes the early Works, then is published for Posts (mutex_ held).
+  void Publish(shm::Connection& engine);
+  // The Accept failed or the endpoint went: no engine comes (early_mutex_ is taken).
+  void EndEarly();
   // The handshake finished: the engine takes over (mutex_ held). Returns the engine to poll once
   // the lock is released (its first poll reports OnEstablished, unless StartAccept did).
   shm::Connection* Establish(shm::Established&& established);
@@ -263,6 +267,11 @@ class LocalConnection final : public ProgressTarget, public shm::Kicker,
   // The passive side's ESTABLISHED went to the consumer before its Accept went out (StartAccept).
   enum class AcceptReport : std::uint8_t { kNone, kReported, kFailed };
   std::atomic<AcceptReport> accept_report_{AcceptReport::kNone};
+  // Works posted after that ESTABLISHED and before the engine, in order. Not waited for in Post:
+  // the consumer posts under the EP's lock, which the ESTABLISHED's own delivery pass may still
+  // need (a wait here hung kill_peer_test_shm).
+  softdat::Mutex early_mutex_;
+  std::vector<Work> early_;  // under early_mutex_
   std::uint64_t poll_token_ = 0;
   std::atomic<bool> registered_{false};  // in the live list (and the poll set, unless socket_out_)
   bool socket_out_ = false;  // the socket left the poll set before the end (engine->socket_done())

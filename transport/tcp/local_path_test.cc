@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -133,6 +134,23 @@ class LocalPathTest : public ::testing::Test {
 
   std::size_t Local(std::unique_ptr<Transport>& transport) {
     return TcpTransportTestAccess::LocalConnections(static_cast<TcpTransport&>(*transport));
+  }
+  // An 8-byte Send from the server into a buffer the client offers: `out` and `in` stay the
+  // caller's, alive until the Send completes.
+  struct ServerSend {
+    std::vector<std::uint8_t> message, sink = std::vector<std::uint8_t>(8, 0);
+    std::vector<Segment> out, in;
+    Work work;
+  };
+  void PrepareServerSend(ServerSend& send, std::uint8_t fill) {
+    send.message = Bytes(8, fill);
+    send.out = {SegmentOf(send.message)};
+    send.in = {SegmentOf(send.sink)};
+    client_events_.AddBuffer(send.in);
+    send.work.id = 1;
+    send.work.kind = WorkKind::kSend;
+    send.work.local = send.out;
+    send.work.length = send.message.size();
   }
   // The passive side's engine comes just after its ESTABLISHED (LocalConnection::StartAccept),
   // on its own thread: its count, once it settles (bounded).
@@ -329,24 +347,18 @@ TEST_F(LocalPathTest, ThePassiveSideIsEstablishedAsItsAcceptGoesOutNotAtTheReady
   EXPECT_EQ(client_events_.Get(client_events_.established), 0);
 
   // Posted before the client's Ready: delivered once the client moves. (The server's engine may
-  // still be on its way: its ESTABLISHED precedes its Accept, and a Post waits for the engine.)
-  std::vector<std::uint8_t> message = Bytes(8, 5), sink(8, 0);
-  std::vector<Segment> out = {SegmentOf(message)}, in = {SegmentOf(sink)};
-  client_events_.AddBuffer(in);
-  Work send;
-  send.id = 1;
-  send.kind = WorkKind::kSend;
-  send.local = out;
-  send.length = message.size();
-  ASSERT_TRUE(server_->Post(send).ok());
-  ASSERT_EQ(Local(server_transport_), 1u);
+  // still be on its way: its ESTABLISHED precedes its Accept, and a Post is queued for it.)
+  ServerSend send;
+  PrepareServerSend(send, 5);
+  ASSERT_TRUE(server_->Post(send.work).ok());
+  ASSERT_EQ(LocalOnceSettled(server_transport_, 1), 1u);
   auto& client = static_cast<TcpTransport&>(*client_transport_);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (client_events_.Get(client_events_.recvs).size() != 1 && std::chrono::steady_clock::now() < until)
     (void)client.Progress();
   ASSERT_EQ(client_events_.Get(client_events_.established), 1);
   ASSERT_EQ(client_events_.Get(client_events_.recvs).size(), 1u);
-  EXPECT_EQ(sink, message);
+  EXPECT_EQ(send.sink, send.message);
   EXPECT_EQ(Local(client_transport_), 1u);
   // The server's own completion, before `out` goes: its thread read it (the client's arrival
   // says so only through memory mapped twice in this process, which TSan cannot follow).
@@ -376,7 +388,8 @@ TEST_F(LocalPathTest, ThePassiveSidesEstablishedIsDeliveredBeforeItsAcceptGoesOu
     if (gate->held) return;  // the first delivery of the ESTABLISHED only
     gate->held = true;
     gate->changed.notify_all();
-    gate->changed.wait_for(lock, std::chrono::seconds(10), [&] { return gate->released; });
+    // Longer than any wait of the test body's: the test releases it, this is only a backstop.
+    gate->changed.wait_for(lock, std::chrono::seconds(60), [&] { return gate->released; });
   };
   ASSERT_NO_FATAL_FAILURE(ConnectAndAccept());
   {
@@ -389,14 +402,31 @@ TEST_F(LocalPathTest, ThePassiveSidesEstablishedIsDeliveredBeforeItsAcceptGoesOu
   while (std::chrono::steady_clock::now() < until) (void)client.Progress();
   EXPECT_EQ(client_events_.Get(client_events_.established), 0)
       << "the client learnt of the acceptance before the server's ESTABLISHED was delivered";
+
+  // The server's consumer, told CONNECTED, posts a Send while that delivery pass still runs (as
+  // core posts under the EP's lock, which the pass may need): the Post may not wait for the
+  // engine, which comes only after the pass. It is queued, and goes first once the engine is up.
+  ServerSend send;
+  PrepareServerSend(send, 6);
+  auto posted = std::async(std::launch::async, [&] { return server_->Post(send.work); });
+  const bool returned = posted.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   {
     std::lock_guard lock(gate->mutex);
     gate->released = true;
     gate->changed.notify_all();
   }
+  ASSERT_TRUE(returned) << "the Post waited for the engine behind the delivery of the ESTABLISHED";
+  ASSERT_TRUE(posted.get().ok());
   ASSERT_NO_FATAL_FAILURE(PollUntilEstablished(client));
   EXPECT_EQ(server_events_.Get(server_events_.established), 1);
   EXPECT_EQ(Local(client_transport_), 1u);
+  const auto received_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client_events_.Get(client_events_.recvs).size() != 1 && std::chrono::steady_clock::now() < received_by)
+    (void)client.Progress();
+  ASSERT_EQ(client_events_.Get(client_events_.recvs).size(), 1u);
+  EXPECT_EQ(send.sink, send.message);
+  // Its completion, before `out` goes.
+  ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.work_done.size() == 1; }));
 }
 
 // The progress thread does not go to sleep on work it could not move because another thread held
