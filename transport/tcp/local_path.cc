@@ -465,7 +465,8 @@ Status LocalConnection::PostEarly(const Work& work) {
       // The Accept failed and the end, on its way, flushes the Work, as core promises.
       if (accept_report_.load(std::memory_order_acquire) == AcceptReport::kFailed) return Status::Ok();
       try {
-        early_.push_back(work);  // the one allocation, once per connection, in its first microseconds
+        // Allocates, but only here: in a connection's first microseconds, if its consumer posts then.
+        early_.push_back(work);
       } catch (const std::bad_alloc&) {
         return Status(Code::kInsufficientResources);
       }
