@@ -225,6 +225,46 @@ class RecordingEvents final : public EndpointEvents {
   bool region_writable_ = false;
 };
 
+// Holds the first delivery an endpoint makes once it has recorded an ESTABLISHED (its transport
+// thread waits in RecordingEvents::Deliver) until Release, so a test can look at what the peer
+// sees meanwhile. A 60 s backstop, longer than any wait of a test's, frees a test that failed
+// before it released; the gate outlives the test, since the transport may deliver again later.
+class EstablishedDeliveryHold {
+ public:
+  explicit EstablishedDeliveryHold(RecordingEvents& events) : gate_(std::make_shared<Gate>()) {
+    events.on_deliver = [gate = gate_, events = &events] {
+      if (events->Get(events->established) == 0) return;
+      std::unique_lock lock(gate->mutex);
+      if (gate->held) return;  // the first delivery of the ESTABLISHED only
+      gate->held = true;
+      gate->changed.notify_all();
+      gate->changed.wait_for(lock, std::chrono::seconds(60), [&] { return gate->released; });
+    };
+  }
+  ~EstablishedDeliveryHold() { Release(); }
+  EstablishedDeliveryHold(const EstablishedDeliveryHold&) = delete;
+  EstablishedDeliveryHold& operator=(const EstablishedDeliveryHold&) = delete;
+
+  // True once the delivery is held (false: none came within `bound`).
+  bool WaitHeld(std::chrono::seconds bound = std::chrono::seconds(10)) {
+    std::unique_lock lock(gate_->mutex);
+    return gate_->changed.wait_for(lock, bound, [&] { return gate_->held; });
+  }
+  void Release() {
+    std::lock_guard lock(gate_->mutex);
+    gate_->released = true;
+    gate_->changed.notify_all();
+  }
+
+ private:
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool held = false, released = false;
+  };
+  std::shared_ptr<Gate> gate_;
+};
+
 class RecordingRequests final : public ListenEvents {
  public:
   void OnConnectRequest(std::unique_ptr<PendingConnection> request) override {

@@ -166,6 +166,10 @@ class Connection final : public ProgressTarget, public std::enable_shared_from_t
   void SendMpaRequest();
   bool ReadMpaReply();  // true once the Reply is read (or the connection ended)
   void StartAccept(wire::MpaFrame request);
+  // StartAccept's two sections: the Reply made and held, the ESTABLISHED reported (false: the
+  // accept ended here); then, once it is delivered, the Reply sent.
+  bool ReportAccepted(const wire::MpaFrame& request, bool& await_rtr);
+  void SendAcceptReply(bool await_rtr);
   void Establish(SetupEvent event, std::span<const std::uint8_t> private_data);  // Enter, then report
   void OnFirstFpdu();  // the initiator's first FPDU (or the ready-to-receive one) arrived
   void BeginClose();

@@ -306,17 +306,30 @@ bool Connection::ReadMpaReply() {
   return true;
 }
 
+// The Reply is made and the connection reported established in one section; the ESTABLISHED is
+// delivered as that section ends, and only then does the Reply go out (SendAcceptReply). A
+// responder's ESTABLISHED delivered after its Reply could follow the DISCONNECTEDs of the peer's
+// earlier connections (each its own socket), which consumers written for IB do not expect: stock
+// dtestcm's server freed the EP of such a late ESTABLISHED and then waited for ever for its end.
+// Reported only when the ready-to-receive FPDU came, it could follow them too.
 void Connection::StartAccept(wire::MpaFrame request) {
-  IoLock lock(*this);
+  bool await_rtr = false;
+  {
+    IoLock lock(*this);
+    if (!ReportAccepted(request, await_rtr)) return;
+  }
+  SendAcceptReply(await_rtr);
+}
+
+bool Connection::ReportAccepted(const wire::MpaFrame& request, bool& await_rtr) {
   if (detached() || setup() != SetupState::kIdle) {
     CloseSocket();
-    return;
+    return false;
   }
   ApplySocketOptions();
   RecordAddresses();
   ApplyCongestion();
   SOFTDAT_LOG(kInfo, "tcp %s: over TCP", Describe().data());
-  StartPolling();
 
   wire::MpaFrame reply;
   reply.reply = true;
@@ -325,7 +338,6 @@ void Connection::StartAccept(wire::MpaFrame request) {
   crc_ = reply.crc;
   posts_.EnableFraming(crc_);
   const char* refusal = request.markers ? "the peer asks for MPA markers" : nullptr;
-  bool await_rtr = false;
   if (request.enhanced) {
     reply.enhanced = true;
     reply.peer_to_peer = request.peer_to_peer;
@@ -345,25 +357,42 @@ void Connection::StartAccept(wire::MpaFrame request) {
     SOFTDAT_LOG(kWarn, "tcp %s: accept failed: %s", Describe().data(), refusal);
     reply.rejected = true;
     reply.private_data_length = 0;
-    if (!tx_.Hold()) return End(ConnectionEnd::kAcceptFailed);
+    if (!tx_.Hold()) {
+      End(ConnectionEnd::kAcceptFailed);
+      return false;
+    }
     (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
     (void)tx_.Flush();
     End(ConnectionEnd::kAcceptFailed);
-    return;
+    return false;
   }
   reply.private_data_length = static_cast<std::uint16_t>(private_data_.size());
-  if (!tx_.Hold()) return tx_.Fail(ENOMEM);
+  if (!tx_.Hold()) {
+    tx_.Fail(ENOMEM);
+    return false;
+  }
   (void)wire::EncodeMpaFrame(reply, tx_.Reserve(MpaFrameSize(reply)));
   tx_.Append(private_data_.data(), private_data_.size());
-  // No FPDU goes out before the initiator's first one: its ready-to-receive FPDU with P2P (RFC
-  // 6581), its first FPDU without (RFC 5044 §7.1.2, rule 4; Linux siw drops a Reply that arrives
-  // with FPDU bytes behind it). The connection is reported established as the Reply goes out, its
-  // sends gated until then: reported only when the ready-to-receive FPDU came, a passive
-  // ESTABLISHED could follow DISCONNECTEDs of the peer's earlier connections (each its own
-  // socket), which consumers written for IB do not expect (stock dtestcm's server freed the EP of
-  // such a late ESTABLISHED and then waited for ever for its end).
-  tx_.Enter(TxEvent::kGate);
+  // Nothing is written until the ESTABLISHED is delivered (kHeld), and then no FPDU goes out
+  // before the initiator's first one (kGated): its ready-to-receive FPDU with P2P (RFC 6581), its
+  // first FPDU without (RFC 5044 §7.1.2, rule 4; Linux siw drops a Reply that arrives with FPDU
+  // bytes behind it). Nobody reads the socket meanwhile: a peer sends nothing before the Reply.
+  tx_.Enter(TxEvent::kHoldReply);
   Establish(SetupEvent::kAccepted, {});
+  return setup() != SetupState::kEnded;
+}
+
+void Connection::SendAcceptReply(bool await_rtr) {
+  IoLock lock(*this);
+  // An abrupt close or a freed EP while the ESTABLISHED was delivered ended it; a graceful one
+  // waits for the Reply (the stream is not drained), and goes on from here.
+  if (detached()) {
+    CloseSocket();
+    return;
+  }
+  if (setup() == SetupState::kEnded) return;
+  tx_.Enter(TxEvent::kReleaseReply);
+  StartPolling();
   if (await_rtr) {
     // The initiator promised a ready-to-receive FPDU: without it nothing this side posts can go.
     timer_.expires_after(kRtrTimeout);
@@ -376,7 +405,6 @@ void Connection::StartAccept(wire::MpaFrame request) {
       self->End(ConnectionEnd::kBroken);
     });
   }
-  if (setup() == SetupState::kEnded) return;
   tx_.Pump();
   if (setup() == SetupState::kEnded) return;
   rx_.Read();

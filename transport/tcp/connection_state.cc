@@ -91,9 +91,13 @@ std::optional<TxState> Next(TxState from, TxEvent event) {
   if (event == E::kShut) return from == S::kShut ? std::nullopt : std::optional(S::kShut);
   switch (from) {
     case S::kOpen:
+      if (event == E::kHoldReply) return S::kHeld;
       if (event == E::kGate) return S::kGated;
       if (event == E::kSocketFull) return S::kBlocked;
       if (event == E::kWriteFailed) return S::kFailed;
+      break;
+    case S::kHeld:
+      if (event == E::kReleaseReply) return S::kGated;
       break;
     case S::kGated:
       if (event == E::kFirstFpduSeen) return S::kOpen;
@@ -113,6 +117,7 @@ std::optional<TxState> Next(TxState from, TxEvent event) {
 const char* Name(TxState state) {
   switch (state) {
     case TxState::kOpen: return "open";
+    case TxState::kHeld: return "holding the Reply until the ESTABLISHED is delivered";
     case TxState::kGated: return "gated until the initiator's first FPDU";
     case TxState::kBlocked: return "blocked for socket room";
     case TxState::kFailed: return "failed";

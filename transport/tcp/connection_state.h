@@ -68,6 +68,7 @@ const char* Name(RxState state);
 // which Post joins only with try_lock.
 enum class TxState : std::uint8_t {
   kOpen,     // writes whatever it has to write
+  kHeld,     // a responder's MPA Reply, held until its ESTABLISHED is delivered (nothing is written)
   kGated,    // a responder that may send nothing before the initiator's first FPDU (RFC 5044
              // §7.1.2, rule 4: Linux siw drops a Reply that arrives with FPDU bytes behind it)
   kBlocked,  // the socket is full: a wait for room is armed
@@ -77,6 +78,9 @@ enum class TxState : std::uint8_t {
 };
 
 enum class TxEvent : std::uint8_t {
+  kHoldReply,      // Open -> Held (a responder's Reply is ready, its ESTABLISHED not yet delivered)
+  kReleaseReply,   // Held -> Gated (delivered: the Reply goes, and nothing after it until the
+                   // initiator's first FPDU)
   kGate,           // Open -> Gated (a responder without a ready-to-receive exchange)
   kFirstFpduSeen,  // Gated -> Open
   kSocketFull,     // Open -> Blocked

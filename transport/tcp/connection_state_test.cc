@@ -79,6 +79,8 @@ TEST(TxState, GateRoomFailureAndShut) {
   using E = TxEvent;
   EXPECT_EQ(Walk(TxState::kOpen, {E::kGate, E::kFirstFpduSeen, E::kSocketFull, E::kRoom}), TxState::kOpen);
   EXPECT_EQ(Walk(TxState::kOpen, {E::kSocketFull, E::kWriteFailed, E::kShut}), TxState::kShut);
+  EXPECT_EQ(Walk(TxState::kOpen, {E::kHoldReply, E::kReleaseReply, E::kFirstFpduSeen}), TxState::kOpen);
+  EXPECT_EQ(Walk(TxState::kOpen, {E::kHoldReply, E::kShut}), TxState::kShut);
 }
 
 TEST(TxState, AllowsNothingElse) {
@@ -86,6 +88,7 @@ TEST(TxState, AllowsNothingElse) {
   using E = TxEvent;
   std::set<std::pair<S, E>> allowed = {
       {S::kOpen, E::kGate},         {S::kOpen, E::kSocketFull},  {S::kOpen, E::kWriteFailed},
+      {S::kOpen, E::kHoldReply},    {S::kHeld, E::kReleaseReply},
       {S::kGated, E::kFirstFpduSeen}, {S::kGated, E::kWriteFailed}, {S::kBlocked, E::kRoom},
       {S::kBlocked, E::kWriteFailed},
   };

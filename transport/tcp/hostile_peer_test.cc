@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +31,7 @@ namespace softdat::transport::tcp {
 namespace {
 
 using testing::Bytes;
+using testing::EstablishedDeliveryHold;
 using testing::kBound;
 using testing::RecordingEvents;
 using testing::RecordingRequests;
@@ -296,6 +298,29 @@ TEST_F(HostilePeerTest, ResponderWithP2pIsEstablishedAtItsReplyAndSendsAfterTheR
   wire::DecodeHeader(fpdu.data(), header);
   EXPECT_EQ(header.opcode, wire::Opcode::kSend);
   EXPECT_EQ(header.msn, 1u);
+}
+
+// The responder's ESTABLISHED is delivered before its Reply goes out, so nothing the initiator
+// does once it has the Reply (stock dtestcm's client closes its earlier connections as soon as its
+// last is up) is reported ahead of it. The delivery is held here, and the peer may get no byte
+// meanwhile. Before, the Reply went out first and was delivered after: a thread preempted between
+// the two let dtestcm's server take a DISCONNECTED for its last ESTABLISHED and wait for ever
+// (seen on the same-host path, which had the same order).
+TEST_F(HostilePeerTest, TheResponderDeliversItsEstablishedBeforeItsReplyGoesOut) {
+  EstablishedDeliveryHold hold(events_);
+  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
+  peer_.SendMpaRequest(/*peer_to_peer=*/true);
+  pending_ = requests_.Next();
+  ASSERT_NE(pending_, nullptr);
+  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+  ASSERT_TRUE(hold.WaitHeld()) << "the server never delivered its ESTABLISHED";
+  pollfd quiet{peer_.fd(), POLLIN, 0};
+  const int ready = ::poll(&quiet, 1, 300);
+  hold.Release();
+  EXPECT_EQ(ready, 0) << "the Reply went out before the server's ESTABLISHED was delivered";
+  ASSERT_TRUE(peer_.ReadMpaReply()) << "no Reply once the ESTABLISHED was delivered";
+  // What it sends once the peer's ready-to-receive FPDU comes: the test above.
+  EXPECT_EQ(events_.Get(events_.established), 1);
 }
 
 TEST_F(HostilePeerTest, JunkInsteadOfAnMpaRequestIsDroppedWithoutARequest) {

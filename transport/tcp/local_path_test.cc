@@ -375,28 +375,9 @@ TEST_F(LocalPathTest, ThePassiveSidesEstablishedIsDeliveredBeforeItsAcceptGoesOu
   client_transport_ = Make(ShmMode::kAuto, ProgressMode::kPoll);
   server_transport_ = Make(ShmMode::kAuto);
   ASSERT_NO_FATAL_FAILURE(ListenAndCreateEndpoints());
-  struct Gate {
-    std::mutex mutex;
-    std::condition_variable changed;
-    bool held = false, released = false;
-  };
-  // Shared with the server's threads, which may deliver again after the test body.
-  auto gate = std::make_shared<Gate>();
-  server_events_.on_deliver = [gate, events = &server_events_] {
-    if (events->Get(events->established) == 0) return;
-    std::unique_lock lock(gate->mutex);
-    if (gate->held) return;  // the first delivery of the ESTABLISHED only
-    gate->held = true;
-    gate->changed.notify_all();
-    // Longer than any wait of the test body's: the test releases it, this is only a backstop.
-    gate->changed.wait_for(lock, std::chrono::seconds(60), [&] { return gate->released; });
-  };
+  EstablishedDeliveryHold hold(server_events_);
   ASSERT_NO_FATAL_FAILURE(ConnectAndAccept());
-  {
-    std::unique_lock lock(gate->mutex);
-    ASSERT_TRUE(gate->changed.wait_for(lock, std::chrono::seconds(10), [&] { return gate->held; }))
-        << "the server never delivered its ESTABLISHED";
-  }
+  ASSERT_TRUE(hold.WaitHeld()) << "the server never delivered its ESTABLISHED";
   auto& client = static_cast<TcpTransport&>(*client_transport_);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
   while (std::chrono::steady_clock::now() < until) (void)client.Progress();
@@ -410,11 +391,7 @@ TEST_F(LocalPathTest, ThePassiveSidesEstablishedIsDeliveredBeforeItsAcceptGoesOu
   PrepareServerSend(send, 6);
   auto posted = std::async(std::launch::async, [&] { return server_->Post(send.work); });
   const bool returned = posted.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
-  {
-    std::lock_guard lock(gate->mutex);
-    gate->released = true;
-    gate->changed.notify_all();
-  }
+  hold.Release();
   ASSERT_TRUE(returned) << "the Post waited for the engine behind the delivery of the ESTABLISHED";
   ASSERT_TRUE(posted.get().ok());
   ASSERT_NO_FATAL_FAILURE(PollUntilEstablished(client));

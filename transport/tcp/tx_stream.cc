@@ -66,7 +66,10 @@ void TxStream::Pump() {
 }
 
 void TxStream::PumpBatches() {
-  if (state_ == TxState::kBlocked || state_ == TxState::kShut || c_.setup() == SetupState::kEnded) return;
+  // Held: the Reply waits for its connection's ESTABLISHED to be delivered (StartAccept).
+  if (state_ == TxState::kBlocked || state_ == TxState::kHeld || state_ == TxState::kShut ||
+      c_.setup() == SetupState::kEnded)
+    return;
   if (state_ == TxState::kFailed) {
     if (from_post_) return;
     // A write from Post failed; the connection ends here, where events may be reported.
