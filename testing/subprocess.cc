@@ -37,6 +37,12 @@ std::string SanitizerRuntime() {
   return found;
 }
 
+// coreutils' stdbuf library (Debian's coreutils, which every system has): preloaded with
+// _STDBUF_O=L it makes a child's stdout line-buffered. Stock consumers write to a pipe here, so
+// their stdio buffers all of it, and a child killed at its time bound left nothing to say where it
+// stopped (dtestcm's server, hung in CI, printed only its start-up lines).
+constexpr const char* kLineBufferLibrary = "/usr/libexec/coreutils/libstdbuf.so";
+
 // argv[0] as execve needs it: a path, found in PATH when it has no '/'.
 std::string ResolveProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
@@ -59,12 +65,17 @@ int SpawnProcess(const std::vector<std::string>& argv,
   if (argv.empty()) throw std::invalid_argument("SpawnProcess: empty argv");
   // The environment, whole, before fork: setenv in the child would allocate.
   std::vector<std::pair<std::string, std::string>> overrides;
-  const std::string preload = SanitizerRuntime();
+  std::string preload = SanitizerRuntime();
   if (!preload.empty()) {
-    overrides.emplace_back("LD_PRELOAD", preload);
     // The stock consumers' own leaks are not ours to report.
     overrides.emplace_back("ASAN_OPTIONS", "detect_leaks=0");
   }
+  if (access(kLineBufferLibrary, R_OK) == 0) {
+    // After the sanitizer runtime, which must come first.
+    preload += preload.empty() ? kLineBufferLibrary : std::string(":") + kLineBufferLibrary;
+    overrides.emplace_back("_STDBUF_O", "L");
+  }
+  if (!preload.empty()) overrides.emplace_back("LD_PRELOAD", preload);
   overrides.insert(overrides.end(), env.begin(), env.end());
   std::vector<std::string> entries;
   for (char** e = environ; *e != nullptr; ++e) {

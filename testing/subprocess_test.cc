@@ -97,10 +97,20 @@ TEST_F(Subprocess, AMissingProgramExits127AndABoundKillsASleeper) {
   EXPECT_EQ(slow.signal, SIGKILL);
 }
 
+// What a child writes to stdout reaches the output even when it never flushes: a stock consumer
+// killed at its time bound still says how far it got. The child writes a line and ends with
+// _exit, which flushes nothing, as a kill would.
+TEST_F(Subprocess, AChildsStdoutIsLineBufferedSoALineSurvivesAnEndWithoutFlush) {
+  const SubprocessResult result = RunSubprocess({"/proc/self/exe", "--print-and-vanish"}, {}, 20s);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.output, "before the end\n") << "the line was left in the child's stdio buffer";
+}
+
 }  // namespace
 }  // namespace softdat::testing
 
-// `--print-env NAME`: prints how many entries of the environment are NAME, and its value.
+// `--print-env NAME`: prints how many entries of the environment are NAME, and its value;
+// `--print-and-vanish`: see the last test.
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--print-env") {
     const std::string prefix = std::string(argv[2]) + "=";
@@ -109,6 +119,11 @@ int main(int argc, char** argv) {
     const char* value = std::getenv(argv[2]);
     std::printf("%d %s\n", entries, value != nullptr ? value : "");
     return 0;
+  }
+  // `--print-and-vanish`: a line to stdout, then an end that flushes nothing.
+  if (argc == 2 && std::string(argv[1]) == "--print-and-vanish") {
+    std::printf("before the end\n");
+    _exit(0);
   }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
