@@ -86,6 +86,13 @@ class LocalPathTest : public ::testing::Test {
       (void)client.Progress();
     ASSERT_EQ(client_events_.Get(client_events_.established), 1);
   }
+  // The same, until the client has received one message.
+  void PollUntilOneReceived(TcpTransport& client) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (client_events_.Get(client_events_.recvs).size() != 1 && std::chrono::steady_clock::now() < until)
+      (void)client.Progress();
+    ASSERT_EQ(client_events_.Get(client_events_.recvs).size(), 1u);
+  }
 
   void ConnectBoth(const std::vector<std::uint8_t>& hello = {}, const std::vector<std::uint8_t>& welcome = {}) {
     ASSERT_NO_FATAL_FAILURE(ConnectAndAccept(hello, welcome));
@@ -353,11 +360,8 @@ TEST_F(LocalPathTest, ThePassiveSideIsEstablishedAsItsAcceptGoesOutNotAtTheReady
   ASSERT_TRUE(server_->Post(send.work).ok());
   ASSERT_EQ(LocalOnceSettled(server_transport_, 1), 1u);
   auto& client = static_cast<TcpTransport&>(*client_transport_);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.recvs).size() != 1 && std::chrono::steady_clock::now() < until)
-    (void)client.Progress();
+  ASSERT_NO_FATAL_FAILURE(PollUntilOneReceived(client));
   ASSERT_EQ(client_events_.Get(client_events_.established), 1);
-  ASSERT_EQ(client_events_.Get(client_events_.recvs).size(), 1u);
   EXPECT_EQ(send.sink, send.message);
   EXPECT_EQ(Local(client_transport_), 1u);
   // The server's own completion, before `out` goes: its thread read it (the client's arrival
@@ -397,10 +401,7 @@ TEST_F(LocalPathTest, ThePassiveSidesEstablishedIsDeliveredBeforeItsAcceptGoesOu
   ASSERT_NO_FATAL_FAILURE(PollUntilEstablished(client));
   EXPECT_EQ(server_events_.Get(server_events_.established), 1);
   EXPECT_EQ(Local(client_transport_), 1u);
-  const auto received_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (client_events_.Get(client_events_.recvs).size() != 1 && std::chrono::steady_clock::now() < received_by)
-    (void)client.Progress();
-  ASSERT_EQ(client_events_.Get(client_events_.recvs).size(), 1u);
+  ASSERT_NO_FATAL_FAILURE(PollUntilOneReceived(client));
   EXPECT_EQ(send.sink, send.message);
   // Its completion, before `out` goes.
   ASSERT_TRUE(server_events_.WaitFor([&] { return server_events_.work_done.size() == 1; }));
