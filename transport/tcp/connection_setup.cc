@@ -393,7 +393,8 @@ void Connection::SendAcceptReply(bool await_rtr) {
   if (setup() == SetupState::kEnded) return;
   tx_.Enter(TxEvent::kReleaseReply);
   StartPolling();
-  if (await_rtr) {
+  // A graceful close asked for meanwhile has its own bound on the timer (BeginClose).
+  if (await_rtr && setup() == SetupState::kEstablished) {
     // The initiator promised a ready-to-receive FPDU: without it nothing this side posts can go.
     timer_.expires_after(kRtrTimeout);
     timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {

@@ -209,6 +209,16 @@ class HostilePeerTest : public ::testing::Test {
     peer_.SendRtr();
     ASSERT_TRUE(events_.WaitFor([&] { return events_.established; }));
   }
+  // The raw peer connects with P2P and is accepted; `hold` keeps the server's ESTABLISHED in its
+  // delivery (its progress thread waits there).
+  void AcceptWithTheDeliveryHeld(EstablishedDeliveryHold& hold) {
+    ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
+    peer_.SendMpaRequest(/*peer_to_peer=*/true);
+    pending_ = requests_.Next();
+    ASSERT_NE(pending_, nullptr);
+    ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
+    ASSERT_TRUE(hold.WaitHeld()) << "the server never delivered its ESTABLISHED";
+  }
   void ExpectBrokenWithTerminate(wire::TermLayer layer, std::uint8_t etype, std::uint8_t code) {
     ASSERT_TRUE(events_.WaitFor([&] { return events_.ended.has_value(); }));
     EXPECT_EQ(*events_.ended, ConnectionEnd::kBroken);
@@ -308,18 +318,40 @@ TEST_F(HostilePeerTest, ResponderWithP2pIsEstablishedAtItsReplyAndSendsAfterTheR
 // (seen on the same-host path, which had the same order).
 TEST_F(HostilePeerTest, TheResponderDeliversItsEstablishedBeforeItsReplyGoesOut) {
   EstablishedDeliveryHold hold(events_);
-  ASSERT_TRUE(peer_.Connect(transport_->address(), listener_->port()));
-  peer_.SendMpaRequest(/*peer_to_peer=*/true);
-  pending_ = requests_.Next();
-  ASSERT_NE(pending_, nullptr);
-  ASSERT_TRUE(pending_->Accept(*server_, {}).ok());
-  ASSERT_TRUE(hold.WaitHeld()) << "the server never delivered its ESTABLISHED";
+  ASSERT_NO_FATAL_FAILURE(AcceptWithTheDeliveryHeld(hold));
   pollfd quiet{peer_.fd(), POLLIN, 0};
   const int ready = ::poll(&quiet, 1, 300);
   hold.Release();
   EXPECT_EQ(ready, 0) << "the Reply went out before the server's ESTABLISHED was delivered";
   ASSERT_TRUE(peer_.ReadMpaReply()) << "no Reply once the ESTABLISHED was delivered";
   // What it sends once the peer's ready-to-receive FPDU comes: the test above.
+  EXPECT_EQ(events_.Get(events_.established), 1);
+}
+
+// A graceful disconnect that a consumer's poll takes while the ESTABLISHED is being delivered
+// (before the Reply went out) waits for the Reply: the peer gets the whole Reply, then the FIN,
+// never a FIN in its place; the close then ends DISCONNECTED, bounded as any graceful close (the
+// wait for the ready-to-receive FPDU once replaced its bound, on the same timer).
+TEST_F(HostilePeerTest, AGracefulCloseDuringTheEstablishedsDeliverySendsTheReplyThenTheFin) {
+  EstablishedDeliveryHold hold(events_);
+  ASSERT_NO_FATAL_FAILURE(AcceptWithTheDeliveryHeld(hold));
+  // The progress thread is the one held: this thread's polls, a consumer's, take the close.
+  server_->Disconnect(true);
+  auto& transport = static_cast<TcpTransport&>(*transport_);
+  for (int i = 0; i < 100; ++i) (void)transport.Progress();
+  pollfd quiet{peer_.fd(), POLLIN, 0};
+  const int ready = ::poll(&quiet, 1, 100);
+  hold.Release();
+  EXPECT_EQ(ready, 0) << "a byte or the FIN went out before the ESTABLISHED was delivered";
+  ASSERT_TRUE(peer_.ReadMpaReply()) << "the close took the Reply's place";
+  pollfd fin{peer_.fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&fin, 1, 10000), 1) << "no FIN after the Reply";
+  std::uint8_t byte = 0;
+  EXPECT_EQ(::recv(peer_.fd(), &byte, 1, 0), 0) << "something other than the FIN followed the Reply";
+  // The peer never answers the FIN (nor sends its ready-to-receive FPDU): the close's own bound
+  // ends it (kCloseLinger), DISCONNECTED, not the 10 s wait for the ready-to-receive as BROKEN.
+  ASSERT_TRUE(events_.WaitFor([&] { return events_.ended.has_value(); }));
+  EXPECT_EQ(*events_.ended, ConnectionEnd::kDisconnected);
   EXPECT_EQ(events_.Get(events_.established), 1);
 }
 
