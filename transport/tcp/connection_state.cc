@@ -92,7 +92,6 @@ std::optional<TxState> Next(TxState from, TxEvent event) {
   switch (from) {
     case S::kOpen:
       if (event == E::kHoldReply) return S::kHeld;
-      if (event == E::kGate) return S::kGated;
       if (event == E::kSocketFull) return S::kBlocked;
       if (event == E::kWriteFailed) return S::kFailed;
       break;

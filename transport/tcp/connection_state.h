@@ -81,7 +81,6 @@ enum class TxEvent : std::uint8_t {
   kHoldReply,      // Open -> Held (a responder's Reply is ready, its ESTABLISHED not yet delivered)
   kReleaseReply,   // Held -> Gated (delivered: the Reply goes, and nothing after it until the
                    // initiator's first FPDU)
-  kGate,           // Open -> Gated (a responder without a ready-to-receive exchange)
   kFirstFpduSeen,  // Gated -> Open
   kSocketFull,     // Open -> Blocked
   kRoom,           // Blocked -> Open

@@ -75,11 +75,11 @@ TEST(RxState, AllowsNothingElse) {
   ExpectExactly<S, E>(static_cast<int>(S::kEnded) + 1, static_cast<int>(E::kEnd) + 1, allowed);
 }
 
-TEST(TxState, GateRoomFailureAndShut) {
+TEST(TxState, HeldReplyGateRoomFailureAndShut) {
   using E = TxEvent;
-  EXPECT_EQ(Walk(TxState::kOpen, {E::kGate, E::kFirstFpduSeen, E::kSocketFull, E::kRoom}), TxState::kOpen);
+  EXPECT_EQ(Walk(TxState::kOpen, {E::kHoldReply, E::kReleaseReply, E::kFirstFpduSeen, E::kSocketFull, E::kRoom}),
+            TxState::kOpen);
   EXPECT_EQ(Walk(TxState::kOpen, {E::kSocketFull, E::kWriteFailed, E::kShut}), TxState::kShut);
-  EXPECT_EQ(Walk(TxState::kOpen, {E::kHoldReply, E::kReleaseReply, E::kFirstFpduSeen}), TxState::kOpen);
   EXPECT_EQ(Walk(TxState::kOpen, {E::kHoldReply, E::kShut}), TxState::kShut);
 }
 
@@ -87,10 +87,9 @@ TEST(TxState, AllowsNothingElse) {
   using S = TxState;
   using E = TxEvent;
   std::set<std::pair<S, E>> allowed = {
-      {S::kOpen, E::kGate},         {S::kOpen, E::kSocketFull},  {S::kOpen, E::kWriteFailed},
-      {S::kOpen, E::kHoldReply},    {S::kHeld, E::kReleaseReply},
-      {S::kGated, E::kFirstFpduSeen}, {S::kGated, E::kWriteFailed}, {S::kBlocked, E::kRoom},
-      {S::kBlocked, E::kWriteFailed},
+      {S::kOpen, E::kHoldReply},      {S::kOpen, E::kSocketFull},    {S::kOpen, E::kWriteFailed},
+      {S::kHeld, E::kReleaseReply},   {S::kGated, E::kFirstFpduSeen}, {S::kGated, E::kWriteFailed},
+      {S::kBlocked, E::kRoom},        {S::kBlocked, E::kWriteFailed},
   };
   for (int s = 0; s < static_cast<int>(S::kShut); ++s) allowed.insert({static_cast<S>(s), E::kShut});
   ExpectExactly<S, E>(static_cast<int>(S::kShut) + 1, static_cast<int>(E::kShut) + 1, allowed);
