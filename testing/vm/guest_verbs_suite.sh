@@ -27,7 +27,14 @@ record() {  # record DEVICE CASE RC LOGFILE
   results+=("$(printf '%-5s %-6s %4ss %s' "$verdict" "$1" $((SECONDS - case_start)) "$2")")
   echo "== $verdict $1 $2 ($((SECONDS - case_start)) s, log: $4)"
   case_start=$SECONDS
-  if [ "$verdict" = FAIL ]; then tail -n 40 "$4" | sed 's/^/   | /'; fi
+  if [ "$verdict" = FAIL ]; then
+    tail -n 40 "$4" | sed 's/^/   | /'
+    # The device's counters (rxe has them: retries, sequence errors, packets) and the kernel's last
+    # messages: a completion the device never made is told from one softdat lost only by these, and
+    # the guest is gone after the run.
+    { rdma statistic show link "$1/1" 2>/dev/null; dmesg 2>/dev/null | grep -v 'speed is unknown' | tail -n 15; } |
+      sed 's/^/   # /'
+  fi
 }
 
 # gtest_summary LOG: GoogleTest's closing counts on one line.
