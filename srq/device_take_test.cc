@@ -42,6 +42,38 @@ TEST(SrqDeviceTake, TakePostedTakesTheBufferTheDeviceChoseNotTheOldest) {
   EXPECT_EQ(buffer.slot, first);
 }
 
+// The pool's step behind core's fused device path: the completion comes straight back when no
+// earlier MSN of the EP is open, and waits for it otherwise.
+TEST(SrqDeviceTake, CompletePostedAndPopHandsBackOnlyTheNextCompletionInMsnOrder) {
+  auto pool = MakePool(8);
+  auto ep = MakeWindow(*pool);
+  const std::uint32_t first = PostGettingSlot(*pool, 1);
+  const std::uint32_t second = PostGettingSlot(*pool, 2);
+  const std::uint32_t third = PostGettingSlot(*pool, 3);
+  RecvBuffer buffer{};
+  ASSERT_EQ(pool->TakePosted(*ep, 1, first, buffer), TakeResult::kTaken);  // MSN 1 open
+  RecvCompletion done{};
+  bool popped = true;
+  ASSERT_EQ(pool->CompletePostedAndPop(*ep, 2, second, 1 << 20, DAT_DTO_SUCCESS, {}, done, popped), TakeResult::kTaken);
+  EXPECT_FALSE(popped) << "MSN 1 comes first";
+  EXPECT_EQ(pool->CompletePostedAndPop(*ep, 3, second, 1, DAT_DTO_SUCCESS, {}, done, popped), TakeResult::kRefused)
+      << "held already";
+  EXPECT_FALSE(popped);
+  ASSERT_TRUE(pool->Place(*ep, 1, 5, DAT_DTO_SUCCESS).ok());
+  ASSERT_TRUE(pool->PopCompletion(*ep, done));
+  EXPECT_EQ(done.msn, 1u);
+  ASSERT_TRUE(pool->PopCompletion(*ep, done));
+  EXPECT_EQ(done.msn, 2u);
+  EXPECT_EQ(done.slot, second);
+  EXPECT_EQ(done.transferred_length, 100u) << "never more than the buffer";
+  ASSERT_EQ(pool->CompletePostedAndPop(*ep, 3, third, 9, DAT_DTO_SUCCESS, {}, done, popped), TakeResult::kTaken);
+  ASSERT_TRUE(popped) << "nothing earlier is open";
+  EXPECT_EQ(done.msn, 3u);
+  EXPECT_EQ(done.cookie.as_64, 3u);
+  EXPECT_EQ(done.transferred_length, 9u);
+  EXPECT_FALSE(pool->PopCompletion(*ep, done)) << "handed out once";
+}
+
 TEST(SrqDeviceTake, TakePostedRefusesASlotNotOnTheSrq) {
   auto pool = MakePool(8);
   auto ep = MakeWindow(*pool);
@@ -162,6 +194,44 @@ TEST(EpRecvQueueDevice, CompleteDeviceChosenTakesAndPlacesInOneStep) {
       << "a closed queue takes no buffer";
   ASSERT_TRUE(queue->PopCompletion(done));
   EXPECT_EQ(done.status, DAT_DTO_ERR_FLUSHED);
+}
+
+// What core's fused device path asks of the queue (Ep::DeliverDeviceRecv): the completion just
+// made comes straight back when it is the next to generate, in MSN order otherwise, under the
+// one lock; a refusal changes nothing and hands nothing back.
+TEST(EpRecvQueueDevice, CompleteDeviceChosenAndPopHandsBackTheNextCompletionOnly) {
+  std::unique_ptr<EpRecvQueue> queue;
+  ASSERT_TRUE(EpRecvQueue::Create(8, 1, queue).ok());
+  for (std::uint64_t tag = 1; tag <= 3; ++tag) PostOwn(*queue, tag);  // 100 bytes each
+  ASSERT_TRUE(queue->BeginConnection().ok());
+  RecvNotes notes{};
+  notes.solicited = true;
+  RecvCompletion done{};
+  bool popped = true;
+  ASSERT_EQ(queue->CompleteDeviceChosenAndPop(1, 40, DAT_DTO_SUCCESS, notes, done, popped),
+            ReceiveSource::TakeResult::kTaken);
+  ASSERT_TRUE(popped) << "nothing earlier waits: the completion is generated now";
+  EXPECT_EQ(done.cookie.as_64, 1u);
+  EXPECT_EQ(done.msn, 1u);
+  EXPECT_EQ(done.transferred_length, 40u);
+  EXPECT_TRUE(done.notes.solicited);
+  EXPECT_FALSE(done.more);
+  EXPECT_EQ(queue->held(), 2u);
+  // Out of posting order (a device never does this; the queue copes): the third is placed and
+  // held behind the second.
+  ASSERT_EQ(queue->CompleteDeviceChosenAndPop(3, 1 << 20, DAT_DTO_SUCCESS, {}, done, popped),
+            ReceiveSource::TakeResult::kTaken);
+  EXPECT_FALSE(popped) << "the second message's buffer comes first";
+  EXPECT_EQ(queue->CompleteDeviceChosenAndPop(9, 1, DAT_DTO_SUCCESS, {}, done, popped),
+            ReceiveSource::TakeResult::kRefused);
+  EXPECT_FALSE(popped);
+  ASSERT_EQ(queue->CompleteDeviceChosenAndPop(2, 7, DAT_DTO_SUCCESS, {}, done, popped),
+            ReceiveSource::TakeResult::kTaken);
+  ASSERT_TRUE(popped);
+  EXPECT_EQ(done.cookie.as_64, 2u);
+  EXPECT_TRUE(done.more) << "the third is ready behind it";
+  EXPECT_TRUE(testing::PopsCompletion(*queue, 3, 100, DAT_DTO_SUCCESS, false)) << "never more than the buffer";
+  EXPECT_EQ(queue->held(), 0u);
 }
 
 }  // namespace

@@ -182,6 +182,40 @@ void EpRecvQueue::Close() {
   closed_ = true;
 }
 
+EpRecvQueue::TakeResult EpRecvQueue::CompleteDeviceChosenAndPop(std::uint64_t recv_id, std::uint64_t length,
+                                                                DAT_DTO_COMPLETION_STATUS status,
+                                                                const RecvNotes& notes, RecvCompletion& out,
+                                                                bool& popped) {
+  std::lock_guard lock(mu_);
+  popped = false;
+  RecvBuffer buffer;
+  std::uint32_t msn = 0;
+  const TakeResult taken = TakeDeviceChosenLocked(recv_id, msn, buffer);
+  if (taken != TakeResult::kTaken) return taken;
+  const std::uint64_t placed = std::min(length, buffer.capacity);
+  if (msn != next_msn_) {
+    At(msn - next_msn_).MarkPlaced(placed, status, notes);  // behind an earlier buffer
+    return taken;
+  }
+  // The next completion to generate: straight out, without a stop in its entry (a closed queue
+  // took nothing, so no flush is due).
+  const Entry& entry = At(0);
+  out.cookie = entry.cookie;
+  out.slot = 0;
+  out.msn = msn;
+  out.transferred_length = placed;
+  out.status = status;
+  out.notes = notes;
+  out.post_flags = entry.flags;
+  out.from_srq = false;
+  head_ = (head_ + 1) & (ring_size_ - 1);
+  --count_;
+  ++next_msn_;
+  out.more = count_ != 0 && At(0).state == State::kPlaced;
+  popped = true;
+  return taken;
+}
+
 bool EpRecvQueue::PopCompletion(RecvCompletion& out) {
   std::lock_guard lock(mu_);
   if (count_ == 0) return false;

@@ -63,6 +63,9 @@ class EpRecvQueue final : public ReceiveSource {
   TakeResult TakeDeviceChosen(std::uint64_t recv_id, std::uint32_t& msn, RecvBuffer& out) override;
   TakeResult CompleteDeviceChosen(std::uint64_t recv_id, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                                   const RecvNotes& notes, std::uint32_t& msn) override;
+  // Under one lock.
+  TakeResult CompleteDeviceChosenAndPop(std::uint64_t recv_id, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                                        const RecvNotes& notes, RecvCompletion& out, bool& popped) override;
   Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                const RecvNotes& notes) override;
   // Its `slot` is meaningless here (nothing to reap): `pool` is null.

@@ -32,6 +32,16 @@ ReceiveSource::WholeResult ReceiveSource::TakeAndPlace(std::uint32_t msn, std::s
   return fits ? WholeResult::kPlaced : WholeResult::kTooLong;
 }
 
+ReceiveSource::TakeResult ReceiveSource::CompleteDeviceChosenAndPop(std::uint64_t recv_id, std::uint64_t length,
+                                                                    DAT_DTO_COMPLETION_STATUS status,
+                                                                    const RecvNotes& notes, RecvCompletion& out,
+                                                                    bool& popped) {
+  std::uint32_t msn = 0;
+  const TakeResult taken = CompleteDeviceChosen(recv_id, length, status, notes, msn);
+  popped = taken == TakeResult::kTaken && PopCompletion(out);
+  return taken;
+}
+
 Status ReceiveSource::SetHighWatermarks(DAT_COUNT soft, DAT_COUNT hard, bool connected, Crossing& crossed) {
   if (soft < 0 && soft != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kParamSoftWatermark);
   if (hard < 0 && hard != DAT_WATERMARK_INFINITE) return Status(Code::kInvalidParameter, Detail::kParamHardWatermark);

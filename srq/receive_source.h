@@ -110,6 +110,15 @@ class ReceiveSource {
                                           DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes,
                                           std::uint32_t& msn) = 0;
 
+  // Device model, CompleteDeviceChosen and then PopCompletion, for a caller that holds its EP's
+  // delivery turn (nobody else pops meanwhile): `popped` says whether `out` holds the next
+  // completion to generate. A completion is a device's receive and its event at once when
+  // nothing earlier waits (core's fused path: docs/PERFORMANCE.md, "On a device"). This default
+  // takes the two steps; a source that can, takes one lock.
+  virtual TakeResult CompleteDeviceChosenAndPop(std::uint64_t recv_id, std::uint64_t length,
+                                                DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes,
+                                                RecvCompletion& out, bool& popped);
+
   // Message `msn` is placed (or failed with `status`). kInvalidParameter when `msn` holds no
   // unplaced buffer or `length` exceeds it; nothing changes then.
   virtual Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,

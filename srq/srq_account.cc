@@ -158,9 +158,38 @@ Status SrqAccount::Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLE
   return pool_.Place(*window, msn, length, status, notes);
 }
 
+ReceiveSource::TakeResult SrqAccount::CompleteDeviceChosenAndPop(std::uint64_t recv_id, std::uint64_t length,
+                                                                 DAT_DTO_COMPLETION_STATUS status,
+                                                                 const RecvNotes& notes, RecvCompletion& out,
+                                                                 bool& popped) {
+  popped = false;
+  std::shared_ptr<MsnWindow> window;
+  std::uint32_t msn;
+  {
+    std::lock_guard lock(mu_);
+    window = window_;
+    msn = device_completed_ + 1;
+  }
+  if (window == nullptr || recv_id > UINT32_MAX) return TakeResult::kRefused;
+  if (pool_.CompletePostedAndPop(*window, msn, static_cast<std::uint32_t>(recv_id), length, status, notes, out,
+                                 popped) != SrqPool::TakeResult::kTaken)
+    return TakeResult::kRefused;
+  {
+    std::lock_guard lock(mu_);
+    device_completed_ = msn;
+  }
+  if (popped) AfterPop(out);
+  return TakeResult::kTaken;
+}
+
 bool SrqAccount::PopCompletion(RecvCompletion& out) {
   std::shared_ptr<MsnWindow> window = Window();
   if (window == nullptr || !pool_.PopCompletion(*window, out)) return false;
+  AfterPop(out);
+  return true;
+}
+
+void SrqAccount::AfterPop(RecvCompletion& out) {
   out.from_srq = true;
   if (window_wait_.load(std::memory_order_seq_cst) && window_wait_.exchange(false, std::memory_order_seq_cst)) {
     // The window has room again for the message that waits for it.
@@ -171,7 +200,6 @@ bool SrqAccount::PopCompletion(RecvCompletion& out) {
     }
     if (waiter != nullptr) waiter->OnBuffersPosted();
   }
-  return true;
 }
 
 std::uint32_t SrqAccount::held() const {

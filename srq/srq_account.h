@@ -46,6 +46,9 @@ class SrqAccount final : public ReceiveSource {
                                   const RecvNotes& notes, std::uint32_t& msn) override;
   Status Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
                const RecvNotes& notes) override;
+  // The pool's one step, and one look at the account.
+  TakeResult CompleteDeviceChosenAndPop(std::uint64_t recv_id, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                                        const RecvNotes& notes, RecvCompletion& out, bool& popped) override;
   bool PopCompletion(RecvCompletion& out) override;
   std::uint32_t held() const override;
   // On a device while a connection is live: DAT_VALUE_UNKNOWN for both (the NIC takes SRQ buffers
@@ -60,6 +63,8 @@ class SrqAccount final : public ReceiveSource {
 
  private:
   SrqAccount(SrqPool& pool, BufferWaiter* waiter, bool device_model);
+  // What a popped completion carries from here, and the window's room for a waiting message.
+  void AfterPop(RecvCompletion& out);
 
   SrqPool& pool_;
   BufferWaiter* waiter_;

@@ -307,6 +307,33 @@ TEST(SrqAccountDevice, CompleteDeviceChosenTakesAndPlacesInOneStep) {
   EXPECT_FALSE(account->PopCompletion(done));
 }
 
+// Core's fused device path (Ep::DeliverDeviceRecv) on an SRQ EP: what the pool takes and places
+// comes straight back, in the pool's one step, and a refusal hands nothing back.
+TEST(SrqAccountDevice, CompleteDeviceChosenAndPopHandsBackWhatItCompleted) {
+  auto pool = MakePool(8);
+  auto account = MakeAccount(*pool, nullptr, /*device=*/true);
+  std::uint32_t slots[2];
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const RecvSegment segment = testing::Segment(i + 1);  // 100 bytes each
+    ASSERT_TRUE(pool->Post(Cookie(i + 1), {&segment, 1}, &slots[i]).ok());
+  }
+  ASSERT_TRUE(account->BeginConnection().ok());
+  RecvCompletion done{};
+  bool popped = true;
+  EXPECT_EQ(account->CompleteDeviceChosenAndPop(999, 1, DAT_DTO_SUCCESS, {}, done, popped), TakeResult::kRefused);
+  EXPECT_FALSE(popped);
+  ASSERT_EQ(account->CompleteDeviceChosenAndPop(slots[1], 40, DAT_DTO_SUCCESS, {}, done, popped), TakeResult::kTaken);
+  ASSERT_TRUE(popped);
+  EXPECT_EQ(done.cookie.as_64, 2u);
+  EXPECT_EQ(done.msn, 1u);
+  EXPECT_EQ(done.transferred_length, 40u);
+  EXPECT_TRUE(done.from_srq);
+  EXPECT_EQ(done.slot, slots[1]);
+  EXPECT_TRUE(pool->Reaped(done.slot).ok());
+  RecvCompletion none{};
+  EXPECT_FALSE(account->PopCompletion(none)) << "handed out once";
+}
+
 TEST(SrqAccountDevice, HoldingsAreUnknownWhileTheDeviceHasTheConnection) {
   auto pool = MakePool(8);
   auto account = MakeAccount(*pool, nullptr, /*device=*/true);

@@ -467,6 +467,22 @@ SrqPool::TakeResult SrqPool::CompletePosted(MsnWindow& ep, std::uint32_t msn, st
   return TakeResult::kTaken;
 }
 
+SrqPool::TakeResult SrqPool::CompletePostedAndPop(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot,
+                                                  std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
+                                                  const RecvNotes& notes, RecvCompletion& out, bool& popped) {
+  std::lock_guard lock(mu_);
+  popped = false;
+  RecvBuffer taken;
+  if (const TakeResult result = TakePostedLocked(ep, msn, slot, taken); result != TakeResult::kTaken) return result;
+  ep.Place(msn, std::min(length, taken.capacity), status, notes);
+  MsnWindow::Ready ready;
+  if (ep.PopNext(ready)) {
+    out = CompletionLocked(ready);
+    popped = true;
+  }
+  return TakeResult::kTaken;
+}
+
 SrqPool::TakeResult SrqPool::TakePostedLocked(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot,
                                               RecvBuffer& out) {
   if (ep.pool_ != this || slot >= slots_.size() || slots_[slot].state != SlotState::kPosted)

@@ -160,6 +160,11 @@ class SrqPool {
   // could place at most). kRefused as TakePosted refuses; nothing changes then.
   TakeResult CompletePosted(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot, std::uint64_t length,
                             DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes);
+  // CompletePosted, then PopCompletion, under the same lock, for the holder of the EP's delivery
+  // turn: `popped` says whether `out` holds the next completion to generate.
+  TakeResult CompletePostedAndPop(MsnWindow& ep, std::uint32_t msn, std::uint32_t slot, std::uint64_t length,
+                                  DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes, RecvCompletion& out,
+                                  bool& popped);
 
   // Message `msn` on `ep` is fully placed (or failed with `status`). Its completion becomes
   // deliverable once every earlier MSN's is (PopCompletion). Errors change nothing, all kInvalidParameter:
