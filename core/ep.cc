@@ -360,6 +360,52 @@ void Ep::Deliver(std::uint8_t kinds) {
   } while (!turn_.Done());
 }
 
+// A device's completion and the delivery after it in one pass, when this thread gets the turn
+// and nothing else of the EP waits for it: the receive queue hands the completion straight back
+// (DeliverDeviceRecv) or the request queue's pop follows at once (DeliverWorkDone), with no
+// marks for a pass in between. Otherwise the report and Deliver, as the transport's two calls.
+void Ep::DeliverDeviceRecv(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info) {
+  if (!turn_.Request()) {
+    // Another thread's pass: this request makes it go round once more, and so does Deliver's,
+    // which follows the report's mark (the first may be spent before the mark is made).
+    OnDeviceRecvDone(recv_id, status, info);
+    Deliver(0);
+    return;
+  }
+  if (!device_receives_ || deliver_kinds_.load(std::memory_order_acquire) != 0 || ConnectionPending(state())) {
+    OnDeviceRecvDone(recv_id, status, info);
+    DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
+  } else {
+    // An RDMA Write with immediate data placed nothing in the buffer.
+    const std::uint64_t length = info.extension.immediate ? 0 : info.length;
+    srq::RecvCompletion received;  // written in full when popped
+    bool popped = false;
+    if (receive_->CompleteDeviceChosenAndPop(recv_id, length, ToDtoStatus(status), NotesOf(status, info), received,
+                                             popped) != srq::ReceiveSource::TakeResult::kTaken) {
+      WarnUnknownDeviceRecv(recv_id);
+    } else if (popped) {
+      PostReceived(received);
+      if (received.more) DeliverReceives();
+    }
+  }
+  while (!turn_.Done()) DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
+}
+
+void Ep::DeliverWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
+  if (!turn_.Request()) {
+    OnWorkDone(id, status, length);
+    Deliver(0);
+    return;
+  }
+  if (deliver_kinds_.load(std::memory_order_acquire) != 0) {
+    OnWorkDone(id, status, length);
+    DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
+  } else if (FinishRequest(id, status, length)) {
+    DeliverRequests();
+  }
+  while (!turn_.Done()) DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
+}
+
 void Ep::PostDto(Evd* evd, DAT_EVENT& event, bool signalled) {
   if (evd == nullptr) {
     ReleaseSrqBuffer(event);  // nobody collects it: the buffer is free at once
@@ -402,35 +448,38 @@ void Ep::DeliverReceives() {
   // connection established (the peer sent as soon as it learnt of it, and the consumer's own
   // dequeue polled the CQ): they wait for OnEstablished, which delivers them after ESTABLISHED,
   // so that an answer the consumer posts finds the EP CONNECTED.
-  const DAT_EP_STATE current = state();
-  if (current == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || current == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING) return;
+  if (ConnectionPending(state())) return;
   srq::RecvCompletion received{};
   while (receive_->PopCompletion(received)) {
-    const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;
-    DAT_EVENT event;
-    FillDtoEvent(event, recv_evd_, this, received.cookie, received.status,
-                 static_cast<DAT_SEG_LENGTH>(received.transferred_length),
-                 invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
-                 invalidated ? received.notes.invalidated_key : 0);
-    // Immediate data and datagrams complete as the extension's events (DAT_IB_DTO_EVENT).
-    if (received.notes.extension.immediate || datagram_) MakeExtensionReceive(event, received);
-    if (received.from_srq) MarkSrqBuffer(event, *srq_, received.slot);
-    const DAT_COMPLETION_FLAGS flags = attr_.recv_completion_flags;
-    bool signalled = true;
-    if (received.status == DAT_DTO_SUCCESS) {
-      CountReceive(counters_, event.event_data.dto_completion_event_data);
-      // A device does not say which receive was solicited (ibv_wc has no such flag): every
-      // completion is signalled, more wake-ups than asked for but none missed. The IA does not
-      // list SOLICITED_WAIT in completion_flags_supported then.
-      if ((flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) && ia_->capabilities().recv_solicited_known)
-        signalled = received.notes.solicited;
-      if (received.post_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) signalled = false;
-    }
-    PostDto(recv_evd_, event, signalled);
+    PostReceived(received);
     // The usual case, one message at a time: no second look under the queue's lock, on every
     // small message's reception (docs/PERFORMANCE.md, "Small messages").
     if (!received.more) break;
   }
+}
+
+void Ep::PostReceived(const srq::RecvCompletion& received) {
+  const bool invalidated = received.notes.invalidated && received.status == DAT_DTO_SUCCESS;
+  DAT_EVENT event;
+  FillDtoEvent(event, recv_evd_, this, received.cookie, received.status,
+               static_cast<DAT_SEG_LENGTH>(received.transferred_length),
+               invalidated ? DAT_DTO_RECEIVE_WITH_INVALIDATE : DAT_DTO_RECEIVE,
+               invalidated ? received.notes.invalidated_key : 0);
+  // Immediate data and datagrams complete as the extension's events (DAT_IB_DTO_EVENT).
+  if (received.notes.extension.immediate || datagram_) MakeExtensionReceive(event, received);
+  if (received.from_srq) MarkSrqBuffer(event, *srq_, received.slot);
+  const DAT_COMPLETION_FLAGS flags = attr_.recv_completion_flags;
+  bool signalled = true;
+  if (received.status == DAT_DTO_SUCCESS) {
+    CountReceive(counters_, event.event_data.dto_completion_event_data);
+    // A device does not say which receive was solicited (ibv_wc has no such flag): every
+    // completion is signalled, more wake-ups than asked for but none missed. The IA does not
+    // list SOLICITED_WAIT in completion_flags_supported then.
+    if ((flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG) && ia_->capabilities().recv_solicited_known)
+      signalled = received.notes.solicited;
+    if (received.post_flags & DAT_COMPLETION_UNSIGNALLED_FLAG) signalled = false;
+  }
+  PostDto(recv_evd_, event, signalled);
 }
 
 // Request completions, in posting order.

@@ -163,9 +163,15 @@ class Ep : public HandleHeader {
   // What taking a buffer for a message may set off: the SRQ's low watermark, the EP's high ones.
   void AfterRecvTaken();
   void OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info);
+  void WarnUnknownDeviceRecv(std::uint64_t recv_id) const;
   // What a received message's completion carries; a Send with Invalidate revokes the window.
   srq::RecvNotes NotesOf(transport::WorkStatus status, const transport::RecvInfo& info);
   void OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length);
+  // The request queue's Finish; false (logged) for a request it does not hold.
+  bool FinishRequest(std::uint64_t id, transport::WorkStatus status, std::uint32_t length);
+  // The report and its delivery as one step (ep.cc says when they fuse).
+  void DeliverDeviceRecv(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info);
+  void DeliverWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length);
   transport::RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                             transport::RemoteAccess access);
   // A UD endpoint's Resolve (dat_ep_connect) found its peer or failed (ep_extension.cc).
@@ -200,6 +206,13 @@ class Ep : public HandleHeader {
     }
     void OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) override {
       ep_.OnWorkDone(id, status, length);
+    }
+    void DeliverDeviceRecv(std::uint64_t recv_id, transport::WorkStatus status,
+                           const transport::RecvInfo& info) override {
+      ep_.DeliverDeviceRecv(recv_id, status, info);
+    }
+    void DeliverWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) override {
+      ep_.DeliverWorkDone(id, status, length);
     }
     transport::RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,
                                               transport::RemoteAccess access) override {
@@ -341,6 +354,10 @@ class Ep : public HandleHeader {
   void DeliverReady(std::uint8_t kinds);
   void DeliverEstablished();
   void DeliverReceives();
+  void PostReceived(const srq::RecvCompletion& received);  // its event, on recv_evd_
+  static bool ConnectionPending(DAT_EP_STATE state) {
+    return state == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || state == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
+  }
   // A receive completion that carries extension data (immediate data, a datagram's source).
   void MakeExtensionReceive(DAT_EVENT& event, const srq::RecvCompletion& received) const;
   void DeliverRequests();

@@ -388,20 +388,26 @@ void Ep::OnDeviceRecvDone(std::uint64_t recv_id, transport::WorkStatus status, c
   const std::uint64_t length = info.extension.immediate ? 0 : info.length;
   if (receive_->CompleteDeviceChosen(recv_id, length, ToDtoStatus(status), NotesOf(status, info), msn) !=
       srq::ReceiveSource::TakeResult::kTaken) {
-    SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, which names no buffer it holds",
-                static_cast<void*>(this), static_cast<unsigned long long>(recv_id));
+    WarnUnknownDeviceRecv(recv_id);
     return;
   }
   MarkReady(kDeliverReceives);
 }
 
+void Ep::WarnUnknownDeviceRecv(std::uint64_t recv_id) const {
+  SOFTDAT_LOG(kWarn, "EP %p: the device completed receive %llu, which names no buffer it holds",
+              static_cast<const void*>(this), static_cast<unsigned long long>(recv_id));
+}
+
 void Ep::OnWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
-  if (!requests_->Finish(id, status, length)) {
-    SOFTDAT_LOG(kDebug, "EP %p: completion of unknown or finished request %llu ignored",
-                static_cast<void*>(this), static_cast<unsigned long long>(id));
-    return;
-  }
-  MarkReady(kDeliverRequests);
+  if (FinishRequest(id, status, length)) MarkReady(kDeliverRequests);
+}
+
+bool Ep::FinishRequest(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
+  if (requests_->Finish(id, status, length)) return true;
+  SOFTDAT_LOG(kDebug, "EP %p: completion of unknown or finished request %llu ignored", static_cast<void*>(this),
+              static_cast<unsigned long long>(id));
+  return false;
 }
 
 transport::RemoteResolution Ep::ResolveRemote(std::uint32_t key, std::uint64_t address, std::uint64_t length,

@@ -124,6 +124,19 @@ class EndpointEvents {
   // A posted Work ended. `length` is the bytes transferred (a Read's bytes placed locally).
   virtual void OnWorkDone(std::uint64_t id, WorkStatus status, std::uint32_t length) = 0;
 
+  // OnDeviceRecvDone or OnWorkDone, then Deliver, as one step, for a transport that holds no
+  // lock when it reports (a device's completion, polled on the thread that reaps it): core turns
+  // the completion into its event at once when nothing else of the endpoint waits. These
+  // defaults take the two steps.
+  virtual void DeliverDeviceRecv(std::uint64_t recv_id, WorkStatus status, const RecvInfo& info) {
+    OnDeviceRecvDone(recv_id, status, info);
+    Deliver();
+  }
+  virtual void DeliverWorkDone(std::uint64_t id, WorkStatus status, std::uint32_t length) {
+    OnWorkDone(id, status, length);
+    Deliver();
+  }
+
   // Software RDMA target side: may the peer access `length` bytes at `address` of STag `key`?
   virtual RemoteResolution ResolveRemote(std::uint32_t key, std::uint64_t address,
                                          std::uint64_t length, RemoteAccess access) = 0;

@@ -241,13 +241,13 @@ std::vector<FakeCq*>& AllCqs() {
   return *cqs;
 }
 
-// Reports one completion to its endpoint's events and delivers it (no lock held).
+// Reports one completion to its endpoint's events and delivers it in the same step (no lock
+// held), as the verbs transport does.
 void Report(transport::EndpointEvents* events, const CqEntry& entry) {
   if (entry.recv)
-    events->OnDeviceRecvDone(entry.id, entry.status, entry.info);
+    events->DeliverDeviceRecv(entry.id, entry.status, entry.info);
   else
-    events->OnWorkDone(entry.id, entry.status, entry.length);
-  events->Deliver();
+    events->DeliverWorkDone(entry.id, entry.status, entry.length);
 }
 
 class FakePd final : public transport::ProtectionDomain {};
