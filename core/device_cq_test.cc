@@ -17,7 +17,29 @@
 namespace softdat::core::device_testing {
 namespace {
 
-using DeviceCqTest = DeviceTest;
+class DeviceCqTest : public DeviceTest {
+ protected:
+  // The server's ESTABLISHED held back by the device (Behaviour::hold_passive_established), the
+  // client connected, and the client's first message in the server's buffer (cookie 3), its
+  // completion in the server's receive CQ. Returns the PSP, for the test to free.
+  Psp* ConnectAndSendBeforeTheServersEstablished(Ep* client, Ep* server) {
+    fake().behaviour().hold_passive_established = true;
+    EXPECT_TRUE(PostRecv(server, 0, 3).ok());
+    Psp* psp = nullptr;
+    EXPECT_TRUE(Psp::Create(ia_, next_port_, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp).ok());
+    sockaddr_in address = ia_->address();
+    EXPECT_TRUE(client->Connect(reinterpret_cast<sockaddr*>(&address), next_port_, DAT_TIMEOUT_INFINITE, 0, nullptr).ok());
+    DAT_EVENT event;
+    EXPECT_TRUE(Next(cr_evd_, event));
+    EXPECT_TRUE(Cr::Accept(HandleAs<Cr>(event.event_data.cr_arrival_event_data.cr_handle), server, 0, nullptr).ok());
+    Settle();
+    EXPECT_EQ(client->state(), DAT_EP_STATE_CONNECTED);
+    EXPECT_EQ(server->state(), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+    EXPECT_TRUE(Send(client, 1, "early").ok());
+    Settle();
+    return psp;
+  }
+};
 
 TEST_F(DeviceCqTest, CompletionsWaitInTheCqUntilTheConsumerPollsThem) {
   Ep* server = MakeEp();
@@ -233,22 +255,10 @@ TEST_F(DeviceCqTest, ACnoHearsOfCompletionsNobodyPolls) {
 // CQ before its own transport reported the connection established: the receive follows the
 // ESTABLISHED event, and an answer posted on it finds the EP CONNECTED.
 TEST_F(DeviceCqTest, AReceiveThatBeatsTheEstablishedEventFollowsIt) {
-  fake().behaviour().hold_passive_established = true;
   Ep* server = MakeEp();
   Ep* client = MakeEp();
-  ASSERT_TRUE(PostRecv(server, 0, 3).ok());
-  Psp* psp = nullptr;
-  ASSERT_TRUE(Psp::Create(ia_, next_port_, cr_evd_, DAT_PSP_CONSUMER_FLAG, &psp).ok());
-  sockaddr_in address = ia_->address();
-  ASSERT_TRUE(client->Connect(reinterpret_cast<sockaddr*>(&address), next_port_, DAT_TIMEOUT_INFINITE, 0, nullptr).ok());
+  Psp* psp = ConnectAndSendBeforeTheServersEstablished(client, server);
   DAT_EVENT event;
-  ASSERT_TRUE(Next(cr_evd_, event));
-  ASSERT_TRUE(Cr::Accept(HandleAs<Cr>(event.event_data.cr_arrival_event_data.cr_handle), server, 0, nullptr).ok());
-  Settle();
-  ASSERT_EQ(client->state(), DAT_EP_STATE_CONNECTED);
-  ASSERT_EQ(server->state(), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
-  ASSERT_TRUE(Send(client, 1, "early").ok());
-  Settle();  // the message is in the server's buffer, its completion in the server's receive CQ
   EXPECT_FALSE(recv_evd_->Dequeue(event).ok()) << "a receive delivered before its connection's ESTABLISHED";
   fake().ReleaseHeldEstablished();
   const std::vector<DAT_EVENT> connection = Drain(connect_evd_);
@@ -258,6 +268,41 @@ TEST_F(DeviceCqTest, AReceiveThatBeatsTheEstablishedEventFollowsIt) {
   ASSERT_TRUE(Next(recv_evd_, event));
   EXPECT_EQ(Dto(event).user_cookie.as_64, 3u);
   EXPECT_TRUE(Send(server, 2, "answer").ok()) << "the answer to a delivered receive";
+  ASSERT_TRUE(Psp::Free(psp).ok());
+}
+
+// The same receive, polled while the ESTABLISHED is being taken: the state already reads
+// CONNECTED, the event is not posted yet. The receive still follows the ESTABLISHED (it was
+// posted first when a poll came in that window).
+TEST_F(DeviceCqTest, AReceivePolledWhileTheEstablishedIsTakenStillFollowsIt) {
+  Ep* server = MakeEp();
+  Ep* client = MakeEp();
+  Psp* psp = ConnectAndSendBeforeTheServersEstablished(client, server);
+  DAT_EVENT event;
+  // Inside the server's OnEstablished, after its state reads CONNECTED: a consumer's dequeue
+  // polls the receive CQ there. It runs on the thread inside that step, since the fake device
+  // lets one thread at a time poll; so before the fix its pass posted the receive's event under
+  // the EP's lock, which softdat's lock check refuses, and the order below was wrong.
+  bool polled = false;
+  DAT_EP_STATE state_then = DAT_EP_STATE_UNCONNECTED;
+  bool received_then = true;
+  fake().behaviour().on_local_address = [&] {
+    polled = true;
+    state_then = server->state();
+    DAT_EVENT early;
+    received_then = recv_evd_->Dequeue(early).ok();
+  };
+  fake().ReleaseHeldEstablished();
+  Settle();
+  ASSERT_TRUE(polled);
+  EXPECT_EQ(state_then, DAT_EP_STATE_CONNECTED) << "the poll came in the window";
+  EXPECT_FALSE(received_then) << "a receive delivered before its connection's ESTABLISHED";
+  const std::vector<DAT_EVENT> connection = Drain(connect_evd_);
+  ASSERT_EQ(connection.size(), 2u);
+  EXPECT_EQ(connection[1].event_data.connect_event_data.ep_handle, server);
+  EXPECT_EQ(connection[1].event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+  ASSERT_TRUE(Next(recv_evd_, event)) << "the receive, after the ESTABLISHED";
+  EXPECT_EQ(Dto(event).user_cookie.as_64, 3u);
   ASSERT_TRUE(Psp::Free(psp).ok());
 }
 

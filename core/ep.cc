@@ -372,7 +372,7 @@ void Ep::DeliverDeviceRecv(std::uint64_t recv_id, transport::WorkStatus status, 
     Deliver(0);
     return;
   }
-  if (!device_receives_ || deliver_kinds_.load(std::memory_order_acquire) != 0 || ConnectionPending(state())) {
+  if (!device_receives_ || deliver_kinds_.load(std::memory_order_acquire) != 0 || ReceivesWait()) {
     OnDeviceRecvDone(recv_id, status, info);
     DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
   } else {
@@ -433,7 +433,7 @@ void Ep::DeliverEstablished() {
   std::size_t private_size = 0;
   {
     std::lock_guard lock(mutex_);
-    established = std::exchange(established_pending_, false);
+    established = established_pending_.exchange(false, std::memory_order_acq_rel);
     private_size = private_data_size_;
   }
   if (established && connect_evd_ != nullptr) {
@@ -448,7 +448,7 @@ void Ep::DeliverReceives() {
   // connection established (the peer sent as soon as it learnt of it, and the consumer's own
   // dequeue polled the CQ): they wait for OnEstablished, which delivers them after ESTABLISHED,
   // so that an answer the consumer posts finds the EP CONNECTED.
-  if (ConnectionPending(state())) return;
+  if (ReceivesWait()) return;
   srq::RecvCompletion received{};
   while (receive_->PopCompletion(received)) {
     PostReceived(received);

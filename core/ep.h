@@ -358,6 +358,12 @@ class Ep : public HandleHeader {
   static bool ConnectionPending(DAT_EP_STATE state) {
     return state == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING || state == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
   }
+  // Receive completions wait for the connection's ESTABLISHED: while it is pending, and until a
+  // pass has posted the event. The state first: once it reads CONNECTED, the flag set before it
+  // is seen.
+  bool ReceivesWait() const {
+    return ConnectionPending(state()) || established_pending_.load(std::memory_order_acquire);
+  }
   // A receive completion that carries extension data (immediate data, a datagram's source).
   void MakeExtensionReceive(DAT_EVENT& event, const srq::RecvCompletion& received) const;
   void DeliverRequests();
@@ -401,7 +407,9 @@ class Ep : public HandleHeader {
   // Delivery state (mutex_ guards the flags; the turn serializes delivery).
   DeliveryTurn turn_;
   std::atomic<std::uint8_t> deliver_kinds_{0};  // what Deliver callers made ready since the last pass
-  bool established_pending_ = false;
+  // Set before the state reads CONNECTED and cleared by the pass that posts the ESTABLISHED:
+  // receives wait while it is set (ReceivesWait).
+  std::atomic<bool> established_pending_{false};
   PendingConnectionEvent end_event_;
   bool broken_async_pending_ = false;
   // What PostEndReport posts (written before EndReports::Report, which orders it).

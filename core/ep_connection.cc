@@ -292,13 +292,15 @@ void Ep::OnEstablished(std::span<const std::uint8_t> private_data) {
       return;
     ia_->counters().AddShared(current == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ? DCNT_IA_CM_ACTIVE_EST
                                                                                 : DCNT_IA_CM_PASSIVE_EST);
+    // Before the state: a delivery pass that reads CONNECTED holds receives back until this
+    // ESTABLISHED is posted (ReceivesWait), even before it is marked below.
+    established_pending_.store(true, std::memory_order_release);
     state_.store(DAT_EP_STATE_CONNECTED, std::memory_order_release);
     private_data_size_ = std::min(private_data.size(), private_data_.size());
     // copy_n, not memcpy: an empty span's data() may be null, which memcpy may not be given.
     std::copy_n(private_data.data(), private_data_size_, private_data_.data());
     local_address_ = endpoint_->local_address();
     remote_address_ = endpoint_->remote_address();
-    established_pending_ = true;
   }
   // A hard high watermark already below what the EP holds breaks the new connection at once.
   ActOnWatermarks(receive_->CheckHighWatermarks(true));

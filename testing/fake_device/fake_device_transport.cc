@@ -367,7 +367,10 @@ class FakeEndpoint final : public transport::Endpoint {
     recv_cq_ = static_cast<FakeCq*>(recv_cq);
   }
   void Disconnect(bool graceful) override;
-  sockaddr_in local_address() const override { return local_; }
+  sockaddr_in local_address() const override {
+    if (std::function<void()> hook = std::exchange(owner_->behaviour().on_local_address, nullptr)) hook();
+    return local_;
+  }
   sockaddr_in remote_address() const override { return remote_; }
 
   std::uint64_t id() const { return id_; }

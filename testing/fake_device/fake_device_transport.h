@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <string>
@@ -59,6 +60,10 @@ struct Behaviour {
   // ReleaseHeldEstablished(): the active side may send, and the device deliver, before the passive
   // side hears of its connection (as rdma_cm's ESTABLISHED may come after the first receive).
   bool hold_passive_established = false;
+  // Called once, on the reading thread, the next time an endpoint's local address is read (then
+  // cleared): core reads it while it takes a connection's ESTABLISHED, so a test can act in the
+  // middle of that step. Set it from the test's thread while nothing else reads addresses.
+  std::function<void()> on_local_address;
   // Disconnect finds the connection already reset by its peer: the endpoint ends kBroken at once,
   // ahead of the work queued, as when the peer's reset or Terminate came in before the close took
   // effect; the peer, which closed abruptly, ends kBroken too.
