@@ -361,49 +361,52 @@ void Ep::Deliver(std::uint8_t kinds) {
 }
 
 // A device's completion and the delivery after it in one pass, when this thread gets the turn
-// and nothing else of the EP waits for it: the receive queue hands the completion straight back
-// (DeliverDeviceRecv) or the request queue's pop follows at once (DeliverWorkDone), with no
-// marks for a pass in between. Otherwise the report and Deliver, as the transport's two calls.
-void Ep::DeliverDeviceRecv(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info) {
+// and nothing else of the EP is marked: `fuse` takes the completion to its event (the receive
+// queue hands it straight back, or the request queue's pop follows at once), with no marks for a
+// pass in between, or declines (false, having changed nothing). Otherwise `report` and a pass, as
+// the transport's two calls.
+template <typename Report, typename Fuse>
+void Ep::ReportAndDeliver(Report&& report, Fuse&& fuse) {
   if (!turn_.Request()) {
     // Another thread's pass: this request makes it go round once more, and so does Deliver's,
     // which follows the report's mark (the first may be spent before the mark is made).
-    OnDeviceRecvDone(recv_id, status, info);
+    report();
     Deliver(0);
     return;
   }
-  if (!device_receives_ || deliver_kinds_.load(std::memory_order_acquire) != 0 || ReceivesWait()) {
-    OnDeviceRecvDone(recv_id, status, info);
+  if (deliver_kinds_.load(std::memory_order_acquire) != 0 || !fuse()) {
+    report();
     DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
-  } else {
-    // An RDMA Write with immediate data placed nothing in the buffer.
-    const std::uint64_t length = info.extension.immediate ? 0 : info.length;
-    srq::RecvCompletion received;  // written in full when popped
-    bool popped = false;
-    if (receive_->CompleteDeviceChosenAndPop(recv_id, length, ToDtoStatus(status), NotesOf(status, info), received,
-                                             popped) != srq::ReceiveSource::TakeResult::kTaken) {
-      WarnUnknownDeviceRecv(recv_id);
-    } else if (popped) {
-      PostReceived(received);
-      if (received.more) DeliverReceives();
-    }
   }
   while (!turn_.Done()) DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
 }
 
+void Ep::DeliverDeviceRecv(std::uint64_t recv_id, transport::WorkStatus status, const transport::RecvInfo& info) {
+  ReportAndDeliver([&] { OnDeviceRecvDone(recv_id, status, info); },
+                   [&] {
+                     if (!device_receives_ || ReceivesWait()) return false;
+                     // An RDMA Write with immediate data placed nothing in the buffer.
+                     const std::uint64_t length = info.extension.immediate ? 0 : info.length;
+                     srq::RecvCompletion received;  // written in full when popped
+                     bool popped = false;
+                     if (receive_->CompleteDeviceChosenAndPop(recv_id, length, ToDtoStatus(status),
+                                                              NotesOf(status, info), received, popped) !=
+                         srq::ReceiveSource::TakeResult::kTaken) {
+                       WarnUnknownDeviceRecv(recv_id);
+                     } else if (popped) {
+                       PostReceived(received);
+                       if (received.more) DeliverReceives();
+                     }
+                     return true;
+                   });
+}
+
 void Ep::DeliverWorkDone(std::uint64_t id, transport::WorkStatus status, std::uint32_t length) {
-  if (!turn_.Request()) {
-    OnWorkDone(id, status, length);
-    Deliver(0);
-    return;
-  }
-  if (deliver_kinds_.load(std::memory_order_acquire) != 0) {
-    OnWorkDone(id, status, length);
-    DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
-  } else if (FinishRequest(id, status, length)) {
-    DeliverRequests();
-  }
-  while (!turn_.Done()) DeliverReady(deliver_kinds_.exchange(0, std::memory_order_acq_rel));
+  ReportAndDeliver([&] { OnWorkDone(id, status, length); },
+                   [&] {
+                     if (FinishRequest(id, status, length)) DeliverRequests();
+                     return true;
+                   });
 }
 
 void Ep::PostDto(Evd* evd, DAT_EVENT& event, bool signalled) {

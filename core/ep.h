@@ -348,6 +348,9 @@ class Ep : public HandleHeader {
     kDeliverSrq = 8,  // the SRQ's low-watermark event (a buffer this EP took crossed it)
   };
   void Deliver(std::uint8_t kinds = kDeliverAll);
+  // The turn's protocol for a report that may be delivered in the same step (ep.cc).
+  template <typename Report, typename Fuse>
+  void ReportAndDeliver(Report&& report, Fuse&& fuse);
   // What a transport report made ready: delivered by the next Deliver (the transport's, after it
   // released its locks).
   void MarkReady(std::uint8_t kinds) { deliver_kinds_.fetch_or(kinds, std::memory_order_acq_rel); }

@@ -118,6 +118,13 @@ ReceiveSource::TakeResult SrqAccount::TakeDeviceChosen(std::uint64_t recv_id, st
   // The device completes one connection's messages in the peer's send order, so the next
   // completion is the next MSN. Only a completion that names a buffer moves the count on: a
   // stray one must not open a gap that in-order delivery would wait on forever.
+  return TakeNextDeviceMsn(recv_id, msn, [&](MsnWindow& window, std::uint32_t slot) {
+    return pool_.TakePosted(window, msn, slot, out);
+  });
+}
+
+template <typename PoolStep>
+ReceiveSource::TakeResult SrqAccount::TakeNextDeviceMsn(std::uint64_t recv_id, std::uint32_t& msn, PoolStep&& step) {
   std::shared_ptr<MsnWindow> window;
   {
     std::lock_guard lock(mu_);
@@ -125,8 +132,7 @@ ReceiveSource::TakeResult SrqAccount::TakeDeviceChosen(std::uint64_t recv_id, st
     msn = device_completed_ + 1;
   }
   if (window == nullptr || recv_id > UINT32_MAX) return TakeResult::kRefused;
-  if (pool_.TakePosted(*window, msn, static_cast<std::uint32_t>(recv_id), out) != SrqPool::TakeResult::kTaken)
-    return TakeResult::kRefused;
+  if (step(*window, static_cast<std::uint32_t>(recv_id)) != SrqPool::TakeResult::kTaken) return TakeResult::kRefused;
   std::lock_guard lock(mu_);
   device_completed_ = msn;
   return TakeResult::kTaken;
@@ -136,19 +142,9 @@ ReceiveSource::TakeResult SrqAccount::CompleteDeviceChosen(std::uint64_t recv_id
                                                            DAT_DTO_COMPLETION_STATUS status, const RecvNotes& notes,
                                                            std::uint32_t& msn) {
   // As TakeDeviceChosen, with the placement in the pool's same locked step.
-  std::shared_ptr<MsnWindow> window;
-  {
-    std::lock_guard lock(mu_);
-    window = window_;
-    msn = device_completed_ + 1;
-  }
-  if (window == nullptr || recv_id > UINT32_MAX) return TakeResult::kRefused;
-  if (pool_.CompletePosted(*window, msn, static_cast<std::uint32_t>(recv_id), length, status, notes) !=
-      SrqPool::TakeResult::kTaken)
-    return TakeResult::kRefused;
-  std::lock_guard lock(mu_);
-  device_completed_ = msn;
-  return TakeResult::kTaken;
+  return TakeNextDeviceMsn(recv_id, msn, [&](MsnWindow& window, std::uint32_t slot) {
+    return pool_.CompletePosted(window, msn, slot, length, status, notes);
+  });
 }
 
 Status SrqAccount::Place(std::uint32_t msn, std::uint64_t length, DAT_DTO_COMPLETION_STATUS status,
@@ -163,23 +159,12 @@ ReceiveSource::TakeResult SrqAccount::CompleteDeviceChosenAndPop(std::uint64_t r
                                                                  const RecvNotes& notes, RecvCompletion& out,
                                                                  bool& popped) {
   popped = false;
-  std::shared_ptr<MsnWindow> window;
-  std::uint32_t msn;
-  {
-    std::lock_guard lock(mu_);
-    window = window_;
-    msn = device_completed_ + 1;
-  }
-  if (window == nullptr || recv_id > UINT32_MAX) return TakeResult::kRefused;
-  if (pool_.CompletePostedAndPop(*window, msn, static_cast<std::uint32_t>(recv_id), length, status, notes, out,
-                                 popped) != SrqPool::TakeResult::kTaken)
-    return TakeResult::kRefused;
-  {
-    std::lock_guard lock(mu_);
-    device_completed_ = msn;
-  }
+  std::uint32_t msn = 0;
+  const TakeResult taken = TakeNextDeviceMsn(recv_id, msn, [&](MsnWindow& window, std::uint32_t slot) {
+    return pool_.CompletePostedAndPop(window, msn, slot, length, status, notes, out, popped);
+  });
   if (popped) AfterPop(out);
-  return TakeResult::kTaken;
+  return taken;
 }
 
 bool SrqAccount::PopCompletion(RecvCompletion& out) {

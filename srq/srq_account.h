@@ -65,6 +65,10 @@ class SrqAccount final : public ReceiveSource {
   SrqAccount(SrqPool& pool, BufferWaiter* waiter, bool device_model);
   // What a popped completion carries from here, and the window's room for a waiting message.
   void AfterPop(RecvCompletion& out);
+  // The device model's next completion on this connection: `step(window, slot)` takes it in the
+  // pool under the next MSN (`msn`), which counts as completed once the pool has it.
+  template <typename PoolStep>
+  TakeResult TakeNextDeviceMsn(std::uint64_t recv_id, std::uint32_t& msn, PoolStep&& step);
 
   SrqPool& pool_;
   BufferWaiter* waiter_;

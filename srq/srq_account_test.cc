@@ -261,6 +261,16 @@ TEST(SrqAccount, GoingAwayReturnsWhatItStillHolds) {
   EXPECT_EQ(pool->Query().outstanding_dto_count, 1u) << "only the buffer still on the SRQ";
 }
 
+// Two buffers of 100 bytes on the SRQ (cookies 1 and 2, their pool slots in `slots`), and the
+// device account's connection begun.
+void PostTwoAndConnect(SrqPool& pool, SrqAccount& account, std::uint32_t (&slots)[2]) {
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const RecvSegment segment = testing::Segment(i + 1);
+    ASSERT_TRUE(pool.Post(Cookie(i + 1), {&segment, 1}, &slots[i]).ok());
+  }
+  ASSERT_TRUE(account.BeginConnection().ok());
+}
+
 TEST(SrqAccountDevice, DeviceCompletionsBecomeMsnsInCompletionOrder) {
   auto pool = MakePool(8);
   auto account = MakeAccount(*pool, nullptr, /*device=*/true);
@@ -286,11 +296,7 @@ TEST(SrqAccountDevice, CompleteDeviceChosenTakesAndPlacesInOneStep) {
   auto pool = MakePool(8);
   auto account = MakeAccount(*pool, nullptr, /*device=*/true);
   std::uint32_t slots[2];
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    const RecvSegment segment = testing::Segment(i + 1);  // 100 bytes each
-    ASSERT_TRUE(pool->Post(Cookie(i + 1), {&segment, 1}, &slots[i]).ok());
-  }
-  ASSERT_TRUE(account->BeginConnection().ok());
+  ASSERT_NO_FATAL_FAILURE(PostTwoAndConnect(*pool, *account, slots));
   std::uint32_t msn = 0;
   RecvNotes notes{};
   notes.solicited = true;
@@ -313,11 +319,7 @@ TEST(SrqAccountDevice, CompleteDeviceChosenAndPopHandsBackWhatItCompleted) {
   auto pool = MakePool(8);
   auto account = MakeAccount(*pool, nullptr, /*device=*/true);
   std::uint32_t slots[2];
-  for (std::uint32_t i = 0; i < 2; ++i) {
-    const RecvSegment segment = testing::Segment(i + 1);  // 100 bytes each
-    ASSERT_TRUE(pool->Post(Cookie(i + 1), {&segment, 1}, &slots[i]).ok());
-  }
-  ASSERT_TRUE(account->BeginConnection().ok());
+  ASSERT_NO_FATAL_FAILURE(PostTwoAndConnect(*pool, *account, slots));
   RecvCompletion done{};
   bool popped = true;
   EXPECT_EQ(account->CompleteDeviceChosenAndPop(999, 1, DAT_DTO_SUCCESS, {}, done, popped), TakeResult::kRefused);

@@ -629,19 +629,20 @@ void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
   const WorkStatus status = FromWcStatus(wc.status);
   const bool failed = status != WorkStatus::kSuccess && status != WorkStatus::kFlushed;
   // RC completes in order: the unsignalled sends posted before this one succeeded. They are
-  // reported as they are met; the completed one last, with its delivery in the same step.
+  // reported as they are met; the completed one (Complete's last) with its delivery, below.
   struct Done {
     std::uint64_t id;
     WorkStatus status;
     std::uint32_t length;
   } last{};
-  bool any = false;
   const bool ours = (wc.wr_id >> 32 & kGenerationMask) == (generation_ & kGenerationMask) &&
                     sends_.Complete(wc.wr_id & 0xFFFFFFFFu, [&](const SendRing::Posted& posted, bool completed) {
-                      if (any) events_->OnWorkDone(last.id, last.status, last.length);
                       const WorkStatus s = completed ? status : WorkStatus::kSuccess;
-                      last = Done{posted.id, s, s == WorkStatus::kSuccess ? posted.length : 0};
-                      any = true;
+                      const std::uint32_t length = s == WorkStatus::kSuccess ? posted.length : 0;
+                      if (completed)
+                        last = Done{posted.id, s, length};
+                      else
+                        events_->OnWorkDone(posted.id, s, length);
                     });
   if (!ours) {
     SOFTDAT_LOG(kDebug, "verbs: a send completion 0x%llx of an older QP dropped", static_cast<unsigned long long>(wc.wr_id));
@@ -649,7 +650,7 @@ void VerbsEndpoint::OnSendCompletion(const ibv_wc& wc) {
   }
   if (failed)
     SOFTDAT_LOG(kInfo, "verbs: send completion %s (vendor %u)", ibv_wc_status_str(wc.status), wc.vendor_err);
-  // On this thread: a consumer's dequeue takes the event it makes. (Complete found at least one.)
+  // On this thread: a consumer's dequeue takes the event it makes.
   events_->DeliverWorkDone(last.id, last.status, last.length);
   if (failed) Break();
 }
